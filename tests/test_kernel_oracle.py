@@ -1,0 +1,172 @@
+"""Property tests: ``evaluate_group`` equals the brute-force oracle on small random groups."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from tests import oracle
+from udafs.kernels import GroupResult, evaluate_group
+from udafs.plan import CountType, Element, Measure, MeasureKind, Plan, ValueType
+
+COLUMNS = (ValueType.INT, ValueType.FLOAT)
+
+
+@st.composite
+def plans(draw: st.DrawFn, max_len: int = 4, max_kleene: int = 2, window: str = "any",
+          middle_negation: bool = False) -> Plan:
+    """Random plans: repeated symbols, Kleene, negation in any gap, WITHIN/SLIDE, all measures."""
+    n_sym = draw(st.sampled_from([1, 2, 2, 3, 3, 4]))
+    length = draw(st.one_of(st.integers(1, max_len), st.integers(1, 3)))
+    syms = [draw(st.integers(0, n_sym - 1)) for _ in range(length)]
+    kleene = [draw(st.booleans()) for _ in range(length)]
+    while sum(kleene) > max_kleene:
+        kleene[kleene.index(True)] = False
+    within = slide = None
+    if window in ("any", "within", "slide"):
+        if window != "any" or draw(st.booleans()):
+            within = draw(st.integers(1, 10))
+            if window == "slide" or (window == "any" and draw(st.booleans())):
+                slide = draw(st.integers(1, 5))
+    neg_mask = st.integers(1, (1 << n_sym) - 1)
+    negs = [draw(neg_mask) if draw(st.integers(0, 3)) == 0 else 0 for _ in range(length + 1)]
+    if within is None:
+        negs[0] = negs[-1] = 0
+    if middle_negation and length > 1:
+        negs[draw(st.integers(1, length - 1))] = draw(neg_mask)
+    measures = [Measure(MeasureKind.COUNT_STAR, name="n")]
+    for k in range(draw(st.integers(0, 3))):
+        kind = draw(st.sampled_from([m for m in MeasureKind if m is not MeasureKind.COUNT_STAR]))
+        sym = draw(st.sampled_from(syms))
+        col = None if kind is MeasureKind.COUNT else draw(st.integers(0, 1))
+        measures.append(Measure(kind, sym, col, f"m{k}"))
+    return Plan(
+        symbols=tuple(f"S{i}" for i in range(n_sym)),
+        elements=tuple(Element(s, k) for s, k in zip(syms, kleene)),
+        negations=tuple(negs),
+        within=within,
+        slide=slide,
+        measures=tuple(draw(st.permutations(measures))),
+        columns=COLUMNS,
+        count_type=draw(st.sampled_from(list(CountType))),
+    )
+
+
+@st.composite
+def events(draw: st.DrawFn, plan: Plan, max_rows: int = 9, max_ts: int = 8) -> oracle.Events:
+    """Random events with ties, multi-symbol masks, irrelevant rows and NULLs."""
+    n = draw(st.one_of(st.integers(0, max_rows), st.integers(max_rows - 3, max_rows)))
+    top = (1 << len(plan.symbols)) - 1
+    hi = draw(st.sampled_from([3, 5, max_ts]))
+    ts = [draw(st.integers(-2, hi)) for _ in range(n)]
+    mask = [draw(st.integers(0, top)) if draw(st.integers(0, 5)) == 0 else 1 << draw(st.integers(0, top.bit_length() - 1))
+            for _ in range(n)]
+    ints = [draw(st.one_of(st.none(), st.integers(-50, 50))) for _ in range(n)]
+    floats = [draw(st.one_of(st.none(), st.floats(-100, 100, width=32))) for _ in range(n)]
+    return oracle.Events(ts, mask, (ints, floats))
+
+
+def to_arrays(ev: oracle.Events) -> tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
+    """The oracle's events as kernel input arrays."""
+    ts = np.array(ev.ts, dtype=np.int64)
+    mask = np.array(ev.mask, dtype=np.int64)
+    cols = []
+    for vals, vt in zip(ev.values, COLUMNS):
+        ok = np.array([v is not None for v in vals], dtype=bool)
+        dt = np.int64 if vt is ValueType.INT else np.float64
+        cols.append((np.array([0 if v is None else v for v in vals], dtype=dt), ok))
+    return ts, mask, cols
+
+
+def as_rows(res: GroupResult) -> list[tuple[int | None, int | None, list[object]]]:
+    """A GroupResult in the oracle's shape (None for NULL)."""
+    n_rows = len(res.values[0])
+    out = []
+    for k in range(n_rows):
+        ws = None if res.window_start is None else int(res.window_start[k])
+        we = None if res.window_end is None else int(res.window_end[k])
+        vals = [v[k] if ok[k] else None for v, ok in zip(res.values, res.valid)]
+        out.append((ws, we, vals))
+    return out
+
+
+def assert_same(plan: Plan, got: GroupResult, want: list) -> None:
+    """Exact equality for exact values, close for floats, and the declared dtypes."""
+    rows = as_rows(got)
+    assert [r[:2] for r in rows] == [r[:2] for r in want]
+    for (_, _, g), (_, _, e) in zip(rows, want):
+        for m, gv, ev in zip(plan.measures, g, e):
+            if ev is None or gv is None:
+                assert gv is None and ev is None, (m, gv, ev)
+            elif isinstance(gv, (float, np.floating)):
+                assert math.isclose(float(gv), float(ev), rel_tol=1e-9, abs_tol=1e-9), (m, gv, ev)
+            else:
+                assert int(gv) == ev and type(gv) is not bool, (m, gv, ev)
+    check_dtypes(plan, got)
+
+
+def check_dtypes(plan: Plan, got: GroupResult) -> None:
+    """Value dtypes promised by the API contract."""
+    counts = {CountType.BIGINT: np.int64, CountType.DECIMAL: object, CountType.DOUBLE: np.float64}
+    for m, v, ok in zip(plan.measures, got.values, got.valid):
+        assert ok.dtype == bool
+        if m.kind in (MeasureKind.COUNT_STAR, MeasureKind.COUNT) or (
+                m.kind is MeasureKind.SUM and plan.columns[m.column] is ValueType.INT):
+            assert v.dtype == counts[plan.count_type], (m, v.dtype)
+        elif m.kind is MeasureKind.AVG or m.kind is MeasureKind.SUM:
+            assert v.dtype == np.float64
+        else:
+            want = np.int64 if plan.columns[m.column] is ValueType.INT else np.float64
+            assert v.dtype == want
+
+
+def check(plan: Plan, ev: oracle.Events) -> None:
+    ts, mask, cols = to_arrays(ev)
+    assert_same(plan, evaluate_group(plan, ts, mask, cols), oracle.evaluate(ev, plan))
+
+
+def _cheap(plan: Plan, ev: oracle.Events) -> bool:
+    """Keep the oracle's Kleene enumeration small."""
+    return sum(e.kleene for e in plan.elements) * len(ev.ts) <= 12 or len(ev.ts) <= 6
+
+
+SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@SETTINGS
+@given(st.data())
+def test_no_window(data: st.DataObject) -> None:
+    plan = data.draw(plans(window="none"))
+    ev = data.draw(events(plan))
+    assume(_cheap(plan, ev))
+    check(plan, ev)
+
+
+@SETTINGS
+@given(st.data())
+def test_within(data: st.DataObject) -> None:
+    plan = data.draw(plans(window="within"))
+    ev = data.draw(events(plan))
+    assume(_cheap(plan, ev))
+    check(plan, ev)
+
+
+@SETTINGS
+@given(st.data())
+def test_slide(data: st.DataObject) -> None:
+    plan = data.draw(plans(window="slide"))
+    ev = data.draw(events(plan))
+    assume(_cheap(plan, ev))
+    check(plan, ev)
+
+
+@SETTINGS
+@given(st.data())
+def test_middle_negation(data: st.DataObject) -> None:
+    plan = data.draw(plans(window=data.draw(st.sampled_from(["none", "within", "slide"])), middle_negation=True))
+    ev = data.draw(events(plan))
+    assume(_cheap(plan, ev))
+    check(plan, ev)

@@ -1,0 +1,116 @@
+"""Number systems for match counts: checked int64, exact Python ints, float64.
+
+Every kernel is written once against :class:`Arith`; the number system decides the
+dtype and whether arithmetic is checked. The fast path is ``INT``: plain int64 with
+cheap overflow guards that raise :class:`Overflow` (internal) instead of wrapping.
+The caller then recomputes the whole group with ``EXACT`` (object arrays of Python
+ints: exact, slow) or, for ``count_type=DOUBLE``, with ``FLOAT``.
+
+Why a guard threshold of 2**62 rather than 2**63: every checked value stays below
+``LIMIT``, so the sum of two checked values still fits int64 and one float64 shadow
+comparison per operation is enough (float64 rounding near 2**62 is far smaller than
+the 2**62 headroom).
+"""
+
+from __future__ import annotations
+
+import enum
+
+import numpy as np
+
+LIMIT = 2**62
+_FLIMIT = float(LIMIT)
+_F8 = np.float64
+
+
+class Overflow(ArithmeticError):
+    """An int64 intermediate would exceed ``LIMIT``: recompute with exact numbers."""
+
+
+class Kind(enum.Enum):
+    INT = "int"
+    EXACT = "exact"
+    FLOAT = "float"
+
+
+class Arith:
+    """Array arithmetic on non-negative counts in one number system."""
+
+    def __init__(self, kind: Kind) -> None:
+        self.kind = kind
+        self.dtype = {Kind.INT: np.int64, Kind.EXACT: object, Kind.FLOAT: np.float64}[kind]
+        self.checked = kind is Kind.INT
+
+    def __repr__(self) -> str:
+        return f"Arith({self.kind.value})"
+
+    def ones(self, n: int) -> np.ndarray:
+        return np.ones(n, dtype=self.dtype)
+
+    def zeros(self, n: int) -> np.ndarray:
+        return np.zeros(n, dtype=self.dtype)
+
+    def asarray(self, x: np.ndarray) -> np.ndarray:
+        """Convert non-negative counts (or 0/1 weights) into this number system."""
+        if self.kind is Kind.EXACT:
+            return np.asarray(x).astype(object) if np.asarray(x).dtype != object else x
+        return np.asarray(x, dtype=self.dtype)
+
+    def excl_cumsum(self, x: np.ndarray) -> np.ndarray:
+        """``out[k] = x[0] + ... + x[k-1]``, length ``len(x) + 1``, for ``x >= 0``."""
+        out = np.empty(len(x) + 1, dtype=self.dtype)
+        out[0] = 0
+        np.cumsum(x, out=out[1:])
+        if self.checked and len(x) and not out[-1] < LIMIT:
+            raise Overflow
+        if self.checked and len(x) > 3 and float(np.sum(x, dtype=_F8)) >= _FLIMIT:
+            # a wrapped partial sum can come back positive only after passing 2**64
+            raise Overflow
+        return out
+
+    def mul(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """Element-wise product of non-negative counts."""
+        if self.checked and len(x):
+            if float(x.max()) * float(y.max()) >= _FLIMIT:
+                if float(np.max(x.astype(_F8) * y.astype(_F8))) >= _FLIMIT:
+                    raise Overflow
+        return x * y
+
+    def add(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """Element-wise sum of non-negative counts."""
+        if self.checked and len(x):
+            if float(x.max()) + float(y.max()) >= _FLIMIT:
+                raise Overflow
+        return x + y
+
+    def total(self, x: np.ndarray) -> int | float:
+        """Sum of non-negative counts as a Python number."""
+        if not len(x):
+            return 0
+        if self.checked:
+            return int(self.excl_cumsum(x)[-1])
+        s = x.sum()
+        return float(s) if self.kind is Kind.FLOAT else int(s)
+
+    def dot(self, x: np.ndarray, y: np.ndarray) -> int | float:
+        """``sum(x * y)`` of non-negative counts."""
+        return self.total(self.mul(x, y))
+
+    def affine_combine(self, a_late: np.ndarray, b_late: np.ndarray, a_early: np.ndarray,
+                       b_early: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Compose affine maps ``late ∘ early``: ``(a_l·a_e, a_l·b_e + b_l)``.
+
+        The multipliers ``a`` are products of ``(1 + m)`` factors and only matter when
+        multiplied into a non-zero ``b``; in INT they saturate at ``LIMIT`` (a
+        saturated ``a`` times ``b >= 1`` then overflows, as the exact value would).
+        """
+        if self.kind is Kind.EXACT:
+            return a_late * a_early, a_late * b_early + b_late
+        af = a_late.astype(_F8) * a_early
+        if self.kind is Kind.FLOAT:
+            bf = np.where(b_early == 0, 0.0, np.minimum(a_late, 1e300) * b_early) + b_late
+            return np.minimum(af, 1e300), bf
+        if len(af) and float(np.max(a_late.astype(_F8) * b_early + b_late)) >= _FLIMIT:
+            raise Overflow
+        a = np.where(af >= _FLIMIT, LIMIT, a_late * a_early)
+        return a, a_late * b_early + b_late

@@ -1,0 +1,95 @@
+"""Leading / trailing negation under WITHIN (no SLIDE), by subtracting violators.
+
+A leading ``!N`` forbids N in ``(ts(last) - w, ts(first))``: its reach depends on the
+*other* end of the match, so it cannot be a start weight. Instead count matches
+satisfying everything else (blocks) and subtract the violators, grouped by the last
+N time ``tn`` before the first row: those are exactly the matches lying in the open
+interval ``(tn, tn + w)`` whose first row is at or before the next N time after tn
+(the window test then holds by itself). Trailing ``!N`` is the mirror image:
+intervals ``(tn - w, tn)`` with the last row at or after the previous N time. With
+both, matches violating both are added back: pairs n1 < n2 < n1 + 2w, interval
+``(max(n1, n2 - w), min(n2, n1 + w))``, both limits. Middle negation inside such an
+interval only looks between two bound rows, so it is exact there.
+
+Each interval is a segment of one replicated timeline. Cost O(n·k) for k negated
+instances per window (O(n·k²) with both edges).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from udafs.kernels.arith import Arith
+from udafs.kernels.passes import Run, run
+from udafs.kernels.paths import add_pairs
+from udafs.kernels.pattern import Pattern
+from udafs.kernels.segments import concat_ranges, open_ranges, range_timeline
+from udafs.plan import Plan
+
+_TS_MAX = np.iinfo(np.int64).max
+_TS_MIN = np.iinfo(np.int64).min
+
+
+def edge_correction(plan: Plan, ts: np.ndarray, mask: np.ndarray, ar: Arith,
+                    acc: dict[int, np.ndarray], count: int | float) -> int | float:
+    """``count`` minus edge-negation violators; ``acc`` pair counts corrected in place."""
+    pat, w = Pattern.of(plan), plan.within
+    lead, trail = _times(ts, mask, plan.negations[0]), _times(ts, mask, plan.negations[-1])
+    nxt = np.append(lead[1:], _TS_MAX)  # next leading-N time after each one
+    prv = np.insert(trail[:-1], 0, _TS_MIN)  # previous trailing-N time before each one
+    if len(lead):
+        count -= _violators(ts, mask, pat, ar, acc, lead, lead + w, nxt, None, sign=-1)
+    if len(trail):
+        count -= _violators(ts, mask, pat, ar, acc, trail - w, trail, None, prv, sign=-1)
+    if len(lead) and len(trail):
+        i1, i2 = _pairs(lead, trail, nxt, prv, w)
+        lo = np.maximum(lead[i1], trail[i2] - w)
+        hi = np.minimum(trail[i2], lead[i1] + w)
+        count += _violators(ts, mask, pat, ar, acc, lo, hi, nxt[i1], prv[i2], sign=1)
+    return count
+
+
+def _times(ts: np.ndarray, mask: np.ndarray, neg: int) -> np.ndarray:
+    """Distinct timestamps of ``neg`` instances, ascending."""
+    t = ts[(mask & neg) != 0]
+    if len(t) > 1:
+        t = t[np.concatenate(([True], t[1:] != t[:-1]))]
+    return t
+
+
+def _pairs(lead: np.ndarray, trail: np.ndarray, nxt: np.ndarray, prv: np.ndarray,
+           w: int) -> tuple[np.ndarray, np.ndarray]:
+    """Index pairs (i1, i2) with lead[i1] < trail[i2] < lead[i1] + 2w that can hold a match.
+
+    A doubly violating match has its first row in (trail[i2] - w, nxt[i1]] and its
+    last row in [prv[i2], lead[i1] + w), which prunes most pairs.
+    """
+    lo = np.searchsorted(trail, lead, "right")
+    hi = np.searchsorted(trail, lead + 2 * w, "left")
+    i2, _ = concat_ranges(lo, hi)
+    i1 = np.repeat(np.arange(len(lead)), hi - lo)
+    ok = (trail[i2] - w < nxt[i1]) & (prv[i2] < lead[i1] + w)
+    return i1[ok], i2[ok]
+
+
+def _violators(ts: np.ndarray, mask: np.ndarray, pat: Pattern, ar: Arith, acc: dict[int, np.ndarray],
+               lo: np.ndarray, hi: np.ndarray, first_max: np.ndarray | None,
+               last_min: np.ndarray | None, sign: int) -> int | float:
+    """Matches inside the open intervals (lo, hi) with first row <= first_max and last
+    row >= last_min (per interval); their pairs are added into ``acc`` with ``sign``."""
+    starts, ends = open_ranges(ts, lo, hi)
+    keep = ends > starts
+    if not keep.any():
+        return 0
+    tl = range_timeline(ts, mask, starts[keep], ends[keep])
+    start = end = None
+    if first_max is not None:
+        r = tl.rows(pat.symbols[0])
+        start = ar.asarray(tl.ts[r] <= first_max[keep][tl.seg_id[r]])
+    if last_min is not None:
+        r = tl.rows(pat.symbols[-1])
+        end = ar.asarray(tl.ts[r] >= last_min[keep][tl.seg_id[r]])
+    res: Run = run(tl, pat, ar, start, end, need_pairs=bool(acc))
+    if acc:
+        add_pairs(acc, tl, pat, res.pairs, ar, sign=sign, to_base=True)
+    return ar.total(res.totals)

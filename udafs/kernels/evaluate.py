@@ -1,0 +1,166 @@
+"""``evaluate_group``: validate one group's events, sort once, pick a path, aggregate."""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Sequence
+
+import numpy as np
+
+from udafs.errors import InputDataError
+from udafs.kernels.arith import Arith, Kind, Overflow
+from udafs.kernels.measures import Column, Tally, aggregate, measure_symbols
+from udafs.plan import CountType, MeasureKind, Plan, ValueType
+
+
+class GroupResult(NamedTuple):
+    """Measures of one group: one entry per output row in every array.
+
+    ``window_start`` / ``window_end`` are int64 window bounds (None without SLIDE);
+    ``values[j]`` holds measure ``plan.measures[j]``; ``valid[j]`` is False where
+    the value is SQL NULL (the value there is 0, or NaN for floats).
+    """
+
+    window_start: np.ndarray | None
+    window_end: np.ndarray | None
+    values: tuple[np.ndarray, ...]
+    valid: tuple[np.ndarray, ...]
+
+
+def evaluate_group(plan: Plan, ts: np.ndarray, mask: np.ndarray,
+                   columns: Sequence[Column] = ()) -> GroupResult:
+    """Exact aggregates over all matches of ``plan`` in one group of events.
+
+    Parameters
+    ----------
+    plan : Plan
+        The compiled pattern (see :mod:`udafs.plan`).
+    ts : array of int64
+        Event timestamps, in any order.
+    mask : array of int64
+        Per-event symbol bitmask (bit k: instance of ``plan.symbols[k]``).
+    columns : sequence of (values, valid)
+        One pair per ``plan.columns`` entry: int64 or float64 values and a bool
+        validity array (False = NULL).
+
+    Returns
+    -------
+    GroupResult
+        Without SLIDE exactly one output row (also for empty input); with SLIDE one
+        row per window holding an instance of a pattern symbol, by window start.
+
+    Raises
+    ------
+    InputDataError
+        Arrays of the wrong shape, length or dtype.
+    CountOverflowError
+        A result does not fit ``plan.count_type``.
+
+    Examples
+    --------
+    >>> from udafs.plan import Element, Plan
+    >>> plan = Plan(symbols=("A", "B"), elements=(Element(0), Element(1)), negations=(0, 0, 0))
+    >>> r = evaluate_group(plan, np.array([1, 2, 3]), np.array([1, 2, 2]))
+    >>> int(r.values[0][0])
+    2
+    """
+    ts, mask, cols = _validate(plan, ts, mask, columns)
+    ts, mask, cols = _sorted_instances(plan, ts, mask, cols)
+    kinds = [Kind.INT, Kind.FLOAT] if plan.count_type is CountType.DOUBLE else [Kind.INT, Kind.EXACT]
+    for kind in kinds:
+        ar = Arith(kind)
+        try:
+            tally, starts = _tally(plan, ts, mask, ar)
+            values, valid = aggregate(plan, tally, cols, ar)
+            break
+        except Overflow:
+            continue
+    ends = None if starts is None else starts + plan.within
+    return GroupResult(starts, ends, tuple(values), tuple(valid))
+
+
+def _tally(plan: Plan, ts: np.ndarray, mask: np.ndarray, ar: Arith) -> tuple[Tally, np.ndarray | None]:
+    from udafs.kernels import paths, within  # local: keeps module import order simple
+
+    symbols = measure_symbols(plan)
+    if plan.within is None:
+        return paths.no_window(plan, ts, mask, ar, symbols), None
+    if plan.slide is not None:
+        return paths.sliding(plan, ts, mask, ar, symbols)
+    return within.within_blocks(plan, ts, mask, ar, symbols), None
+
+
+def _validate(plan: Plan, ts: object, mask: object,
+              columns: Sequence[Column]) -> tuple[np.ndarray, np.ndarray, list[Column]]:
+    ts, mask = np.asarray(ts), np.asarray(mask)
+    if ts.ndim != 1 or mask.shape != ts.shape:
+        raise InputDataError(f"ts and mask must be 1-D of equal length, got shapes {ts.shape} and {mask.shape}")
+    for name, arr in (("ts", ts), ("mask", mask)):
+        if arr.dtype.kind not in "iu" and not (arr.size == 0 and arr.dtype.kind == "f"):
+            raise InputDataError(f"{name} must be an integer array, got dtype {arr.dtype}")
+    if len(columns) != len(plan.columns):
+        raise InputDataError(f"plan declares {len(plan.columns)} value columns, got {len(columns)}")
+    cols = [_validate_column(c, vt, j, len(ts)) for j, (c, vt) in enumerate(zip(columns, plan.columns))]
+    return ts.astype(np.int64, copy=False), mask.astype(np.int64, copy=False), cols
+
+
+def _validate_column(col: Column, vt: ValueType, j: int, n: int) -> Column:
+    try:
+        vals, ok = (np.asarray(x) for x in col)
+    except (TypeError, ValueError):
+        raise InputDataError(f"column {j} must be a (values, valid) pair of arrays") from None
+    if vals.shape != (n,) or ok.shape != (n,):
+        raise InputDataError(f"column {j} arrays must have shape ({n},), got {vals.shape} and {ok.shape}")
+    if ok.dtype != bool:
+        raise InputDataError(f"column {j} validity must be bool, got dtype {ok.dtype}")
+    want = np.int64 if vt is ValueType.INT else np.float64
+    kinds = "iub" if vt is ValueType.INT else "iuf"
+    if vals.dtype.kind not in kinds and n:
+        raise InputDataError(f"column {j} is declared {vt.value} but has dtype {vals.dtype}")
+    return vals.astype(want, copy=False), ok
+
+
+def _sorted_instances(plan: Plan, ts: np.ndarray, mask: np.ndarray,
+                      cols: list[Column]) -> tuple[np.ndarray, np.ndarray, list[Column]]:
+    """Drop rows that are no pattern symbol's instance and sort the rest by time, once.
+
+    Such rows take part in nothing (not even windows). When no value column is
+    needed and the time range allows, sort one packed ``(ts, mask)`` key with
+    ``np.sort`` (≈5x cheaper than ``argsort`` plus gathers on random input).
+    """
+    pm = plan.pattern_symbols_mask
+    m = mask & pm
+    keep = m != 0
+    if not keep.all():
+        ts, m = ts[keep], m[keep]
+        cols = [(v[keep], ok[keep]) for v, ok in cols]
+    if len(ts) < 2 or not (ts[1:] < ts[:-1]).any():
+        return ts, m, cols
+    needs_cols = any(me.kind not in (MeasureKind.COUNT_STAR, MeasureKind.COUNT) for me in plan.measures)
+    bits = pm.bit_length()
+    lo, hi = int(ts.min()), int(ts.max())
+    if not needs_cols and (hi - lo) < (1 << (62 - bits)):
+        key = np.sort(((ts - lo) << bits) | m)
+        return (key >> bits) + lo, key & ((1 << bits) - 1), []
+    order = np.argsort(ts)
+    return ts[order], m[order], [(v[order], ok[order]) for v, ok in cols]
+
+
+def evaluate_rows(plan: Plan, rows: Sequence[Sequence[object]]) -> GroupResult:
+    """Convenience wrapper: ``rows`` of ``(ts, mask, value_0, value_1, ...)``, None = NULL.
+
+    Examples
+    --------
+    >>> from udafs.plan import Element, Plan
+    >>> plan = Plan(symbols=("A", "B"), elements=(Element(0), Element(1)), negations=(0, 0, 0))
+    >>> int(evaluate_rows(plan, [(1, 1), (2, 2), (3, 2)]).values[0][0])
+    2
+    """
+    ts = np.array([r[0] for r in rows], dtype=np.int64)
+    mask = np.array([r[1] for r in rows], dtype=np.int64)
+    columns = []
+    for j, vt in enumerate(plan.columns):
+        raw = [r[2 + j] for r in rows]
+        ok = np.array([v is not None for v in raw], dtype=bool)
+        dtype = np.int64 if vt is ValueType.INT else np.float64
+        columns.append((np.array([0 if v is None else v for v in raw], dtype=dtype), ok))
+    return evaluate_group(plan, ts, mask, columns)

@@ -1,0 +1,142 @@
+"""Segmented timelines: events sorted by (segment, ts), with per-symbol indexes.
+
+A *segment* is a contiguous run of rows that one evaluation may see (the whole group,
+a time block, a sliding window, a negation-anchored interval). Rows inside a segment
+are sorted by timestamp; rows of one segment with the same timestamp form a *tie
+group* and never follow each other in a match.
+
+Everything a forward pass looks up repeatedly is derived here once and cached:
+per-symbol row lists, prefix counts of each symbol, tie-group starts and the
+negation-limited predecessor ranges.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_IDX = np.int64
+
+
+class Timeline:
+    """Rows sorted by (segment, ts); segment ``k`` is ``rows[bounds[k]:bounds[k+1]]``.
+
+    Segments must be non-empty. ``origin`` maps each row to a row of the caller's
+    base array (identity when ``None``).
+    """
+
+    def __init__(self, ts: np.ndarray, mask: np.ndarray, bounds: np.ndarray,
+                 origin: np.ndarray | None = None) -> None:
+        self.ts = ts
+        self.mask = mask
+        self.bounds = np.asarray(bounds, dtype=_IDX)
+        self.origin = origin
+        self.n = len(ts)
+        self.n_seg = len(self.bounds) - 1
+        self._cache: dict[object, np.ndarray] = {}
+        self._reversed: Timeline | None = None
+
+    # -- structure ---------------------------------------------------------
+    @property
+    def seg_id(self) -> np.ndarray:
+        """Segment index of every row."""
+        if "seg_id" not in self._cache:
+            lengths = np.diff(self.bounds)
+            self._cache["seg_id"] = np.repeat(np.arange(self.n_seg, dtype=_IDX), lengths)
+        return self._cache["seg_id"]
+
+    @property
+    def tie_start(self) -> np.ndarray:
+        """Index of the first row of each row's tie group (same segment and ts)."""
+        if "tie_start" not in self._cache:
+            new = np.empty(self.n, dtype=bool)
+            if self.n:
+                new[0] = True
+                np.not_equal(self.ts[1:], self.ts[:-1], out=new[1:])
+                new[self.bounds[:-1]] = True
+            self._cache["tie_start"] = np.maximum.accumulate(np.where(new, np.arange(self.n, dtype=_IDX), 0))
+        return self._cache["tie_start"]
+
+    def rows(self, sym: int) -> np.ndarray:
+        """Sorted indices of the rows that are instances of symbol ``sym``."""
+        key = ("rows", sym)
+        if key not in self._cache:
+            self._cache[key] = np.flatnonzero(self.mask & (1 << sym)).astype(_IDX, copy=False)
+        return self._cache[key]
+
+    def count_before(self, sym: int) -> np.ndarray:
+        """``c[g]`` = number of ``sym`` rows with index < g, for g in 0..n."""
+        key = ("cnt", sym)
+        if key not in self._cache:
+            c = np.zeros(self.n + 1, dtype=_IDX)
+            c[self.rows(sym) + 1] = 1
+            self._cache[key] = np.cumsum(c, out=c)
+        return self._cache[key]
+
+    def lower_limit(self, neg: int) -> np.ndarray:
+        """Per row, the first index a predecessor may have under gap negation ``neg``.
+
+        That is the tie-group start of the last ``neg`` instance strictly before the
+        row's tie group in its segment (rows at that instance's time are fine: it is
+        not strictly between), else the segment start.
+        """
+        key = ("lo", neg)
+        if key not in self._cache:
+            seg_start = self.bounds[:-1][self.seg_id]
+            if neg:
+                marks = np.where(self.mask & neg != 0, self.tie_start, -1)
+                last = np.maximum.accumulate(marks)
+                before = np.concatenate(([-1], last))[self.tie_start]  # last mark before the tie group
+                seg_start = np.maximum(seg_start, before)
+            self._cache[key] = seg_start
+        return self._cache[key]
+
+    # -- per-symbol gathers used by every step -------------------------------
+    def prev_ranges(self, prev_sym: int, sym: int, neg: int) -> tuple[np.ndarray, np.ndarray]:
+        """For each ``sym`` row r: index range into ``prev_sym`` rows of valid predecessors.
+
+        Predecessors are ``prev_sym`` rows of r's segment that are strictly earlier
+        than r and not separated from r by a ``neg`` instance.
+        """
+        key = ("pr", prev_sym, sym, neg)
+        if key not in self._cache:
+            r = self.rows(sym)
+            cnt = self.count_before(prev_sym)
+            self._cache[key] = (cnt[self.lower_limit(neg)[r]], cnt[self.tie_start[r]])
+        return self._cache[key]
+
+    def sym_segments(self, sym: int) -> np.ndarray:
+        """Bounds of each segment within the ``sym`` row list (length n_seg + 1)."""
+        return self.count_before(sym)[self.bounds]
+
+    # -- window-local edge negation -------------------------------------------
+    def no_neg_before(self, sym: int, neg: int) -> np.ndarray:
+        """Per ``sym`` row: True when no ``neg`` instance of its segment is earlier."""
+        r = self.rows(sym)
+        if not neg:
+            return np.ones(len(r), dtype=bool)
+        marks = np.where(self.mask & neg != 0, np.arange(self.n, dtype=_IDX), self.n)
+        first = np.minimum.reduceat(marks, self.bounds[:-1]) if self.n else marks
+        return self.tie_start[r] <= first[self.seg_id[r]]
+
+    def no_neg_after(self, sym: int, neg: int) -> np.ndarray:
+        """Per ``sym`` row: True when no ``neg`` instance of its segment is later."""
+        r = self.rows(sym)
+        if not neg:
+            return np.ones(len(r), dtype=bool)
+        marks = np.where(self.mask & neg != 0, self.tie_start, -1)
+        last = np.maximum.accumulate(marks)[self.bounds[1:] - 1] if self.n else marks
+        return last[self.seg_id[r]] <= self.tie_start[r]
+
+    # -- time reversal ---------------------------------------------------------
+    def reversed(self) -> Timeline:
+        """The same segments with time negated and rows reversed (for backward passes).
+
+        Row ``k`` of the result is row ``n - 1 - k`` here; the ``sym`` row list of the
+        result is this one's reversed, so per-symbol arrays map back with ``[::-1]``.
+        """
+        if self._reversed is None:
+            origin = None if self.origin is None else self.origin[::-1]
+            rev = Timeline(-self.ts[::-1], self.mask[::-1], self.n - self.bounds[::-1], origin)
+            rev._reversed = self
+            self._reversed = rev
+        return self._reversed

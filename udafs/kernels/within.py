@@ -1,0 +1,103 @@
+"""WITHIN w without SLIDE: time blocks of length w, cost independent of window size.
+
+Blocks are ``[k·w, (k+1)·w)``. A match of span < w lies inside one block, or its
+rows straddle exactly one boundary B = (k+1)·w, cut at a unique split (between two
+elements, or inside a Kleene set). For a split with left part L (in block k) and
+right part R (in block k+1)::
+
+    crossing = Σ_a H(a) · F(ts(a) + w)
+
+``H(a)``: matches of L starting at row a (backward pass, segments = blocks);
+``F(t)``: matches of R in block k+1 ending before t (forward pass, cumulative sum,
+looked up with ``searchsorted``). Measures of crossing matches: L's rows from a
+forward pass of L with start weights ``F(ts(a) + w)``; R's rows from a backward pass
+of R with end weights ``V(e)`` = Σ H(a) over block-k starts with ts(a) > ts(e) - w.
+Cost O(n·L²) for n events and pattern length L; no per-window work at all.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from udafs.kernels.arith import LIMIT, Arith, Kind, Overflow
+from udafs.kernels.edges import edge_correction
+from udafs.kernels.measures import Tally
+from udafs.kernels.passes import backward, forward, pairs_with, run
+from udafs.kernels.paths import add_pairs, new_acc
+from udafs.kernels.pattern import Pattern, Split, splits
+from udafs.kernels.timeline import Timeline
+from udafs.plan import Plan
+
+
+def within_blocks(plan: Plan, ts: np.ndarray, mask: np.ndarray, ar: Arith, symbols: set[int]) -> Tally:
+    """Tally of all matches under WITHIN (with edge negation by subtraction)."""
+    n = len(ts)
+    acc = new_acc(symbols, n, ar)
+    rows, bounds = np.arange(n), np.array([0, n])
+    if not n:
+        return Tally(ar.zeros(1), rows, bounds, acc)
+    tl = block_timeline(ts, mask, plan.within)
+    count = positive_count(tl, Pattern.of(plan), plan.within, ar, acc)
+    if plan.has_edge_negation:
+        count = edge_correction(plan, ts, mask, ar, acc, count)
+    if ar.kind is Kind.INT and not count < LIMIT:
+        raise Overflow
+    counts = ar.zeros(1)
+    counts[0] = count
+    return Tally(counts, rows, bounds, acc)
+
+
+def block_timeline(ts: np.ndarray, mask: np.ndarray, w: int) -> Timeline:
+    """Sorted events with one segment per non-empty block ``floor(ts / w)``."""
+    blk = ts // w
+    cuts = np.flatnonzero(blk[1:] != blk[:-1]) + 1
+    return Timeline(ts, mask, np.concatenate(([0], cuts, [len(ts)])))
+
+
+def positive_count(tl: Timeline, pat: Pattern, w: int, ar: Arith, acc: dict[int, np.ndarray]) -> int | float:
+    """Matches with span < w (middle negation only); adds their pairs into ``acc``."""
+    r = run(tl, pat, ar, need_pairs=bool(acc))
+    if acc:
+        add_pairs(acc, tl, pat, r.pairs, ar)
+    count = ar.total(r.totals)
+    for sp in splits(pat):
+        count += _crossing(tl, sp, w, ar, acc)
+    return count
+
+
+def _crossing(tl: Timeline, sp: Split, w: int, ar: Arith, acc: dict[int, np.ndarray]) -> int | float:
+    """Matches cut by a block boundary at split ``sp``; adds their pairs into ``acc``."""
+    first, last = sp.left.symbols[0], sp.right.symbols[-1]
+    f_lo, f_hi, v_lo, v_hi = _next_block_ranges(tl, first, last, w)
+    end_left = ar.asarray(tl.no_neg_after(sp.left.symbols[-1], sp.seam)) if sp.seam else None
+    bw_left = backward(tl, sp.left, ar, end_left)
+    start_right = ar.asarray(tl.no_neg_before(sp.right.symbols[0], sp.seam)) if sp.seam else None
+    fw_right = forward(tl, sp.right, ar, start_right)
+    cg = ar.excl_cumsum(fw_right[-1])
+    f = cg[f_hi] - cg[f_lo]
+    count = ar.dot(bw_left[0], f)
+    if acc:
+        add_pairs(acc, tl, sp.left, pairs_with(forward(tl, sp.left, ar, f), bw_left, ar), ar)
+        ch = ar.excl_cumsum(bw_left[0])
+        bw_right = backward(tl, sp.right, ar, ch[v_hi] - ch[v_lo])
+        add_pairs(acc, tl, sp.right, pairs_with(fw_right, bw_right, ar), ar)
+    return count
+
+
+def _next_block_ranges(tl: Timeline, first: int, last: int, w: int) -> tuple[np.ndarray, ...]:
+    """Index ranges pairing start rows (``first``) with end rows (``last``) one block later.
+
+    For a start a: the ``last`` rows e of the next block with ts(e) < ts(a) + w are
+    ``[f_lo, f_hi)`` of the ``last`` row list. For an end e: the ``first`` rows a of
+    the block before with ts(a) > ts(e) - w are ``[v_lo, v_hi)`` of the ``first`` list.
+    """
+    key = ("nb", first, last)
+    if key not in tl._cache:
+        ra, re = tl.rows(first), tl.rows(last)
+        ts_a, ts_e = tl.ts[ra], tl.ts[re]
+        f_lo = tl.count_before(last)[tl.bounds[tl.seg_id[ra] + 1]]
+        f_hi = np.searchsorted(ts_e, ts_a + w, "left")
+        v_lo = np.searchsorted(ts_a, ts_e - w, "right")
+        v_hi = tl.count_before(first)[tl.bounds[tl.seg_id[re]]]
+        tl._cache[key] = (f_lo, f_hi, v_lo, v_hi)
+    return tl._cache[key]
