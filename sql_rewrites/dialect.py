@@ -1,0 +1,117 @@
+"""The ``SparkSeq`` dialect: Spark SQL plus the MATCH_AGGREGATE table operator.
+
+>>> import sqlglot
+>>> from sql_rewrites.dialect import SparkSeq
+>>> sql = "SELECT * FROM t MATCH_AGGREGATE (ORDER BY ts PATTERN SEQ(A, B)) AS m"
+>>> sqlglot.parse_one(sql, read=SparkSeq).sql(SparkSeq)
+'SELECT * FROM t MATCH_AGGREGATE (ORDER BY ts PATTERN SEQ(A, B)) AS m'
+
+Parse errors surface as :class:`sql_rewrites.errors.SqlParseError` through
+:func:`parse_statement` / :func:`parse_sql`, with line, column and the offending
+text underlined.
+"""
+
+from __future__ import annotations
+
+import re
+
+from sqlglot import exp
+from sqlglot.dialects.spark import Spark
+from sqlglot.errors import ErrorLevel, ParseError, TokenError
+from sqlglot.tokens import Token
+
+from sql_rewrites.errors import SqlParseError, position_of
+from sql_rewrites.generator import SparkSeqGenerator
+from sql_rewrites.parser import SparkSeqParser
+
+
+class SparkSeq(Spark):
+    """Spark's dialect with MATCH_AGGREGATE (see :mod:`sql_rewrites.parser`)."""
+
+    Parser = SparkSeqParser
+    Generator = SparkSeqGenerator
+
+
+def tokenize(sql: str) -> list[Token]:
+    """Tokenize ``sql`` with SparkSeq's (Spark's) tokenizer, as :class:`SqlParseError`."""
+    try:
+        return SparkSeq().tokenize(sql)
+    except TokenError as exc:
+        raise _token_error(exc, sql) from None
+
+
+def parse_tokens(tokens: list[Token], sql: str) -> exp.Expr:
+    """Parse one statement's tokens (positions relative to ``sql``) into a tree."""
+    parser = SparkSeq().parser(error_level=ErrorLevel.IMMEDIATE)
+    try:
+        trees = parser.parse(tokens, sql)
+    except ParseError as exc:
+        raise to_sql_parse_error(exc, sql, tokens) from None
+    if len(trees) != 1 or trees[0] is None:
+        raise SqlParseError("expected exactly one statement", position_of(sql, 0, 0))
+    return trees[0]
+
+
+def parse_statement(sql: str) -> exp.Expr:
+    """Parse one SparkSeq statement.
+
+    Raises
+    ------
+    SqlParseError
+        With line, column and the underlined offending text.
+    """
+    return parse_tokens(tokenize(sql), sql)
+
+
+def parse_into(into: type[exp.Expr], sql: str) -> exp.Expr:
+    """Parse ``sql`` as one ``into`` node (e.g. a :class:`MatchPattern`)."""
+    tokens = tokenize(sql)
+    parser = SparkSeq().parser(error_level=ErrorLevel.IMMEDIATE)
+    try:
+        tree = parser.parse_into(into, tokens, sql)[0]
+    except ParseError as exc:
+        raise to_sql_parse_error(exc, sql, tokens) from None
+    if tree is None:
+        raise SqlParseError(f"expected a {into.__name__}", position_of(sql, 0, 0))
+    return tree
+
+
+def to_sql_parse_error(exc: ParseError, sql: str, tokens: list[Token]) -> SqlParseError:
+    """Turn sqlglot's ``ParseError`` into a :class:`SqlParseError`.
+
+    The position is that of the token sqlglot blamed (``line``/``col`` of its last
+    character), widened to the whole token.
+    """
+    info = (exc.errors or [{}])[0]
+    description = str(info.get("description") or _first_line(str(exc)))
+    line, col = info.get("line"), info.get("col")
+    token = _token_at(tokens, line, col)
+    if token is not None:
+        return SqlParseError(description, position_of(sql, token.start, token.end))
+    return SqlParseError(description, position_of(sql, len(sql.rstrip()), len(sql.rstrip())))
+
+
+def _token_error(exc: TokenError, sql: str) -> SqlParseError:
+    # sqlglot wraps the real cause ("Missing ' from <line>:<offset>") in a generic error
+    cause = str(exc.__cause__ or exc)
+    missing = re.search(r"Missing (.+) from \d+:(\d+)", cause)
+    if missing:
+        start = int(missing.group(2))
+        message = f"unterminated text: missing closing {missing.group(1)}"
+        return SqlParseError(message, position_of(sql, start, start))
+    if "/*" in sql and "*/" not in sql[sql.rfind("/*"):]:
+        start = sql.rfind("/*")
+        return SqlParseError("unterminated comment: missing closing */", position_of(sql, start, start + 1))
+    start = exc.start if exc.start is not None else 0
+    return SqlParseError(f"cannot tokenize: {_first_line(cause)}", position_of(sql, start, start))
+
+
+def _token_at(tokens: list[Token], line: object, col: object) -> Token | None:
+    for token in tokens:
+        if token.line == line and token.col == col:
+            return token
+    return None
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else "invalid SQL"

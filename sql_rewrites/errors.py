@@ -1,0 +1,208 @@
+"""Errors the SQL compiler raises, one class per mistake a user can make.
+
+Every class derives from :class:`udafs.errors.SparkSeqError` (the project's one root)
+through :class:`SqlRewriteError`, and from ``ValueError`` because each one reports bad
+input. All of them are raised while parsing or analysing the statement, before any
+Spark job starts (SEMANTICS.md section 7).
+
+Errors that can point at the statement carry a :class:`SourcePosition` and show the
+offending line with the bad text underlined::
+
+    unknown column 'actoin' in DEFINE of VK; did you mean 'action'? ... at line 4, column 12
+      4 |   DEFINE VK AS actoin = 'view'
+        |                ^^^^^^
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from udafs.errors import SparkSeqError
+
+
+@dataclass(frozen=True)
+class SourcePosition:
+    """Where something stands in the SQL text (1-based line and column).
+
+    ``excerpt`` is the line of text followed by a line that underlines the span.
+    """
+
+    line: int
+    column: int
+    excerpt: str = ""
+
+    def describe(self) -> str:
+        """``at line L, column C`` followed by the underlined excerpt, if known."""
+        text = f"at line {self.line}, column {self.column}"
+        return f"{text}\n{self.excerpt}" if self.excerpt else text
+
+
+def position_of(sql: str | None, start: int, end: int) -> SourcePosition:
+    """Build the position of ``sql[start:end + 1]`` with an underlined excerpt.
+
+    Parameters
+    ----------
+    sql : str or None
+        The whole statement text; ``None`` gives a position without excerpt.
+    start, end : int
+        0-based inclusive character offsets, as sqlglot tokens store them.
+    """
+    text = sql or ""
+    start = max(0, min(start, len(text)))
+    end = max(start, min(end, max(len(text) - 1, start)))
+    line = text.count("\n", 0, start) + 1
+    line_start = text.rfind("\n", 0, start) + 1
+    column = start - line_start + 1
+    if sql is None:
+        return SourcePosition(line, column)
+    line_end = text.find("\n", start)
+    line_end = len(text) if line_end < 0 else line_end
+    width = max(1, min(end, line_end - 1) - start + 1)
+    gutter = f"{line:>4} | "
+    excerpt = (
+        f"{gutter}{text[line_start:line_end].expandtabs(1)}\n"
+        f"{' ' * (len(gutter) - 2)}| {' ' * (column - 1)}{'^' * width}"
+    )
+    return SourcePosition(line, column, excerpt)
+
+
+class SqlRewriteError(SparkSeqError, ValueError):
+    """Root of the compiler's errors; ``position`` points into the SQL when known."""
+
+    def __init__(self, message: str, position: SourcePosition | None = None) -> None:
+        self.message = message
+        self.position = position
+        super().__init__(f"{message} {position.describe()}" if position else message)
+
+
+class SqlParseError(SqlRewriteError):
+    """The text is not valid SQL, or a MATCH_AGGREGATE clause is malformed.
+
+    Attributes
+    ----------
+    line, col : int
+        1-based position of the first character of the offending token.
+    excerpt : str
+        The offending line with the token underlined.
+    description : str
+        The message without position.
+    """
+
+    def __init__(self, description: str, position: SourcePosition) -> None:
+        self.description = description
+        self.line = position.line
+        self.col = position.column
+        self.excerpt = position.excerpt
+        super().__init__(description, position)
+
+
+class SchemaProviderError(SqlRewriteError):
+    """The schema provider returned something unusable (e.g. an unparseable type)."""
+
+
+class UnknownTableError(SqlRewriteError):
+    """A MATCH_AGGREGATE source names a relation the schema provider does not know."""
+
+
+class UnresolvedSourceError(SqlRewriteError):
+    """The columns or types of a subquery / CTE source cannot be derived."""
+
+
+class UnknownColumnError(SqlRewriteError):
+    """A column is not a column of the MATCH_AGGREGATE source."""
+
+
+class UnknownSymbolError(SqlRewriteError):
+    """A symbol is used but neither DEFINEd nor covered by TYPE BY / HIERARCHY."""
+
+
+class UnusedSymbolError(SqlRewriteError):
+    """A symbol is DEFINEd but the PATTERN never mentions it."""
+
+
+class DuplicateSymbolError(SqlRewriteError):
+    """A symbol is DEFINEd twice."""
+
+
+class AmbiguousSymbolError(SqlRewriteError):
+    """One TYPE BY symbol is spelled with different letter case (two type values?)."""
+
+
+class TooManySymbolsError(SqlRewriteError):
+    """The pattern uses more symbols than fit the per-row 63-bit mask."""
+
+
+class NonLocalDefineError(SqlRewriteError):
+    """A DEFINE condition is not a local predicate on one row.
+
+    Aggregates, window functions, subqueries and references to other symbols
+    (cross-event predicates) are not supported in DEFINE.
+    """
+
+
+class NegatedMeasureError(SqlRewriteError):
+    """A measure references a symbol that appears only negated in the pattern."""
+
+
+class EdgeNegationWithoutWindowError(SqlRewriteError):
+    """The pattern starts or ends with a negation but has no WITHIN."""
+
+
+class OnlyNegationError(SqlRewriteError):
+    """The pattern has no positive element."""
+
+
+class WindowSpecError(SqlRewriteError):
+    """Base of the WITHIN / SLIDE errors."""
+
+
+class BadIntervalError(WindowSpecError):
+    """A WITHIN / SLIDE value is malformed: unknown unit, fraction, not a literal."""
+
+
+class NonPositiveWindowError(WindowSpecError):
+    """WITHIN or SLIDE is zero or negative."""
+
+
+class SlideWithoutWithinError(WindowSpecError):
+    """SLIDE is given without WITHIN."""
+
+
+class WindowTypeMismatchError(WindowSpecError):
+    """An interval on a numeric ORDER BY column, or a number on a timestamp one."""
+
+
+class OrderByError(SqlRewriteError):
+    """ORDER BY is not one ascending column of a supported type."""
+
+
+class PartitionByError(SqlRewriteError):
+    """PARTITION BY holds something other than source columns."""
+
+
+class UnknownMeasureError(SqlRewriteError):
+    """A MEASURES entry is not one of the supported aggregates."""
+
+
+class MissingMeasureAliasError(SqlRewriteError):
+    """A MEASURES entry has no ``AS name``."""
+
+
+class NonNumericMeasureError(SqlRewriteError):
+    """SUM or AVG over a column that is not numeric."""
+
+
+class UnsupportedMeasureTypeError(SqlRewriteError):
+    """MIN or MAX over a column type the engine cannot carry exactly."""
+
+
+class DuplicateOutputColumnError(SqlRewriteError):
+    """Two output columns of one MATCH_AGGREGATE would have the same name."""
+
+
+class UnknownHierarchyError(SqlRewriteError):
+    """HIERARCHY names a hierarchy the resolver does not know (or none was given)."""
+
+
+class HierarchyError(SqlRewriteError):
+    """A concept hierarchy is malformed (cycle, two parents) or lacks a node."""

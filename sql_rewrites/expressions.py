@@ -1,0 +1,98 @@
+"""Syntax-tree nodes of the MATCH_AGGREGATE table operator.
+
+They follow sqlglot's own ``MatchRecognize``: each node declares its parts in
+``arg_types``; :mod:`sql_rewrites.parser` builds them and
+:mod:`sql_rewrites.generator` prints them back.
+
+A statement such as ::
+
+    FROM clicks AS c MATCH_AGGREGATE (PARTITION BY id ORDER BY ts
+      PATTERN SEQ(A, !B, C+) DEFINE A AS x = 1, B AS x = 2, C AS x = 3
+      MEASURES COUNT(*) AS n WITHIN INTERVAL 1 HOUR) AS m
+
+becomes ``MatchAggregate(this=Table(clicks, alias=c), partition_by=[Column(id)],
+order=Order(...), pattern=MatchPattern(expressions=[MatchPatternElement(A),
+MatchPatternElement(B, negated=True), MatchPatternElement(C, kleene=True)]),
+define=[Alias(this=<x = 1>, alias=A), ...], measures=[Alias(Count(Star), n)],
+within=Interval(...), alias=TableAlias(m))``.
+"""
+
+from __future__ import annotations
+
+import typing as t
+
+from sqlglot import exp
+
+
+class _SparkSeqNode(exp.Expression):
+    """Prints with the SparkSeq dialect unless told otherwise (other dialects lack it)."""
+
+    def sql(self, dialect: t.Any = None, **opts: t.Any) -> str:
+        from sql_rewrites.dialect import SparkSeq  # the dialect imports these nodes
+
+        return super().sql(dialect=dialect or SparkSeq, **opts)
+
+
+class MatchAggregate(_SparkSeqNode):
+    """``<source> MATCH_AGGREGATE ( ... ) [AS alias]``: a table operator.
+
+    ``this`` is the source relation (table, subquery, or another table operator).
+    ``define`` and ``measures`` are lists of ``exp.Alias`` (condition / aggregate
+    aliased by the symbol / output name). ``within`` and ``slide`` are interval or
+    number expressions; ``count_type`` a ``Var`` (BIGINT, DECIMAL or DOUBLE);
+    ``type_by`` a column; ``hierarchy`` an identifier.
+    """
+
+    arg_types = {
+        "this": True,
+        "partition_by": False,
+        "order": True,
+        "pattern": True,
+        "define": False,
+        "type_by": False,
+        "hierarchy": False,
+        "measures": False,
+        "within": False,
+        "slide": False,
+        "count_type": False,
+        "alias": False,
+        "joins": False,
+        "laterals": False,
+    }
+
+    @property
+    def alias(self) -> str:
+        """The output alias name, or ``""``."""
+        alias = self.args.get("alias")
+        return alias.name if alias else ""
+
+
+class MatchPattern(_SparkSeqNode):
+    """``SEQ(e1, ..., em)``: ``expressions`` are :class:`MatchPatternElement`."""
+
+    arg_types = {"expressions": True}
+
+
+class MatchPatternElement(_SparkSeqNode):
+    """One pattern element: a symbol (identifier or string literal), ``!`` or ``+``.
+
+    ``this`` is an ``exp.Identifier`` for a symbol name or a string ``exp.Literal``
+    for a quoted type value (``'View Kindle'``).
+    """
+
+    arg_types = {"this": True, "negated": False, "kleene": False}
+
+    @property
+    def negated(self) -> bool:
+        """True for ``!X``."""
+        return bool(self.args.get("negated"))
+
+    @property
+    def kleene(self) -> bool:
+        """True for ``X+``."""
+        return bool(self.args.get("kleene"))
+
+    @property
+    def is_quoted_value(self) -> bool:
+        """True when the symbol is written as a string literal."""
+        return isinstance(self.this, exp.Literal)

@@ -1,0 +1,65 @@
+"""Printing MATCH_AGGREGATE back to SQL (the round trip of :mod:`sql_rewrites.parser`).
+
+Sub-clauses are printed in one canonical order, whatever order they were written
+in. Plain Spark SQL without the operator prints exactly as Spark's generator does.
+"""
+
+from __future__ import annotations
+
+import typing as t
+
+from sqlglot.dialects.spark import Spark
+
+from sql_rewrites.expressions import MatchAggregate, MatchPattern, MatchPatternElement
+
+
+class SparkSeqGenerator(Spark.Generator):
+    """Spark's generator plus the MATCH_AGGREGATE nodes."""
+
+    TRANSFORMS: t.ClassVar = {
+        **Spark.Generator.TRANSFORMS,
+        MatchAggregate: lambda self, e: self.matchaggregate_sql(e),
+        MatchPattern: lambda self, e: self.matchpattern_sql(e),
+        MatchPatternElement: lambda self, e: self.matchpatternelement_sql(e),
+    }
+
+    def matchaggregate_sql(self, expression: MatchAggregate) -> str:
+        body = "".join(
+            (
+                self._match_clause("PARTITION BY", self.expressions(expression, key="partition_by", flat=True)),
+                self._match_clause("", self.sql(expression, "order")),
+                self._match_clause("PATTERN", self.sql(expression, "pattern")),
+                self._match_clause("DEFINE", self._match_definitions(expression)),
+                self._match_clause("TYPE BY", self.sql(expression, "type_by")),
+                self._match_clause("HIERARCHY", self.sql(expression, "hierarchy")),
+                self._match_clause("MEASURES", self.expressions(expression, key="measures", flat=True)),
+                self._match_clause("WITHIN", self.sql(expression, "within")),
+                self._match_clause("SLIDE", self.sql(expression, "slide")),
+                self._match_clause("COUNT TYPE", self.sql(expression, "count_type")),
+            )
+        ).strip()
+        alias = self.sql(expression, "alias")
+        alias = f" AS {alias}" if alias else ""
+        joins = self.expressions(expression, key="joins", sep="", flat=True)
+        laterals = self.expressions(expression, key="laterals", sep="")
+        operator = f"{self.seg('MATCH_AGGREGATE')} {self.wrap(body)}"
+        return f"{self.sql(expression, 'this')}{operator}{alias}{joins}{laterals}"
+
+    def matchpattern_sql(self, expression: MatchPattern) -> str:
+        return f"SEQ({self.expressions(expression, flat=True)})"
+
+    def matchpatternelement_sql(self, expression: MatchPatternElement) -> str:
+        negated = "!" if expression.negated else ""
+        kleene = "+" if expression.kleene else ""
+        return f"{negated}{self.sql(expression, 'this')}{kleene}"
+
+    def _match_clause(self, keyword: str, body: str) -> str:
+        if not body:
+            return ""
+        return self.seg(f"{keyword} {body.strip()}" if keyword else body.strip())
+
+    def _match_definitions(self, expression: MatchAggregate) -> str:
+        definitions = [
+            f"{self.sql(d, 'alias')} AS {self.sql(d, 'this')}" for d in expression.args.get("define") or []
+        ]
+        return self.expressions(sqls=definitions, flat=True)

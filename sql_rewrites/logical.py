@@ -1,0 +1,124 @@
+"""The typed logical form of one MATCH_AGGREGATE, produced by analysis.
+
+Everything generation needs is here, resolved and checked: source columns, keys,
+event time, one condition per symbol, value columns, measures, the engine plan and
+the output columns with their exact SQL types (SEMANTICS section 1: PARTITION BY
+columns, then ``window_start``/``window_end`` only with SLIDE, then the measures).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from sql_rewrites.expressions import MatchAggregate
+from sql_rewrites.schema import ColumnSchema, RelationSchema
+from sql_rewrites.sql_types import OrderKind, type_text
+from udafs.plan import MeasureKind, Plan, ValueType
+
+
+class SymbolOrigin(str, enum.Enum):
+    """Where a symbol's condition comes from."""
+
+    DEFINE = "define"
+    TYPE_BY = "type_by"
+    HIERARCHY = "hierarchy"
+
+
+@dataclass(frozen=True)
+class PartitionKey:
+    """A PARTITION BY column: output name, source expression and type."""
+
+    name: str
+    expression: exp.Expr
+    column: ColumnSchema
+
+
+@dataclass(frozen=True)
+class OrderKey:
+    """The ORDER BY (event time) column and how it maps to engine int64 time."""
+
+    name: str
+    expression: exp.Expr
+    column: ColumnSchema
+    kind: OrderKind
+
+
+@dataclass(frozen=True)
+class SymbolSpec:
+    """Symbol ``index`` (mask bit ``index``) and its row condition over the source."""
+
+    index: int
+    name: str
+    condition: exp.Expr
+    origin: SymbolOrigin
+
+
+@dataclass(frozen=True)
+class ValueColumn:
+    """A source column carried to the engine for SUM/MIN/MAX/AVG (``Plan.columns``)."""
+
+    name: str
+    expression: exp.Expr
+    column: ColumnSchema
+    value_type: ValueType
+    to_engine: Callable[[exp.Expr], exp.Expr]
+
+
+@dataclass(frozen=True)
+class MeasureSpec:
+    """One output measure: plan entry, engine field type and conversion to SQL type."""
+
+    name: str
+    kind: MeasureKind
+    symbol: int | None
+    value_column: int | None
+    engine_type: str
+    output_type: exp.DataType
+    from_engine: Callable[[exp.Expr], exp.Expr]
+
+
+@dataclass(frozen=True)
+class OutputColumn:
+    """A column of the operator's result."""
+
+    name: str
+    dtype: exp.DataType
+
+    @property
+    def type_text(self) -> str:
+        """Spark SQL text of the type, e.g. ``BIGINT``."""
+        return type_text(self.dtype)
+
+
+@dataclass(frozen=True)
+class MatchAggregateQuery:
+    """One analysed MATCH_AGGREGATE (see module docstring)."""
+
+    node: MatchAggregate
+    source_schema: RelationSchema
+    partition_keys: tuple[PartitionKey, ...]
+    order: OrderKey
+    symbols: tuple[SymbolSpec, ...]
+    value_columns: tuple[ValueColumn, ...]
+    measures: tuple[MeasureSpec, ...]
+    plan: Plan
+    outputs: tuple[OutputColumn, ...]
+
+    @property
+    def alias(self) -> str:
+        """The operator's alias (``AS m``), or ``""``."""
+        return self.node.alias
+
+    @property
+    def has_windows(self) -> bool:
+        """True with SLIDE: one output row per (partition, window)."""
+        return self.plan.slide is not None
+
+    def output_schema(self) -> RelationSchema:
+        """The result as a relation schema (for operators reading this one)."""
+        columns = tuple(ColumnSchema(o.name, o.dtype, o.type_text) for o in self.outputs)
+        return RelationSchema(self.alias or "match_aggregate", columns)

@@ -1,0 +1,190 @@
+"""MEASURES: which aggregates exist, what they read, what SQL type they return.
+
+======================  ==================================  =============================
+measure                 reads                               output type
+======================  ==================================  =============================
+``COUNT(*)``            nothing                             COUNT TYPE (default BIGINT)
+``COUNT(X)``            symbol X                            COUNT TYPE
+``SUM(X.col)``          numeric ``col`` of rows bound to X  integers: COUNT TYPE;
+                                                            exact decimals (p <= 18,
+                                                            s <= 6): DECIMAL(38, s);
+                                                            else (or COUNT TYPE DOUBLE)
+                                                            DOUBLE
+``AVG(X.col)``          numeric ``col``                     DOUBLE
+``MIN/MAX(X.col)``      ``col`` (see sql_types)             the column's type
+======================  ==================================  =============================
+
+``MEASURE_FUNCTIONS`` is the registry; anything else raises
+:class:`UnknownMeasureError` listing the allowed forms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from sqlglot import exp
+
+from sql_rewrites import engine_contract
+from sql_rewrites.errors import (
+    MissingMeasureAliasError,
+    NegatedMeasureError,
+    NonNumericMeasureError,
+    UnknownMeasureError,
+    UnknownSymbolError,
+    UnsupportedMeasureTypeError,
+)
+from sql_rewrites.logical import MeasureSpec, ValueColumn
+from sql_rewrites.schema import ColumnSchema
+from sql_rewrites.sql_types import MIN_MAX_TYPES_HELP, SUM_TYPES_HELP, ValueCodec, unscale, value_codec
+from sql_rewrites.symbols import CompiledPattern, PatternSymbol, node_position, symbol_key
+from udafs.plan import CountType, MeasureKind, ValueType
+
+MEASURE_FUNCTIONS: dict[type[exp.Expr], MeasureKind] = {
+    exp.Count: MeasureKind.COUNT,
+    exp.Sum: MeasureKind.SUM,
+    exp.Min: MeasureKind.MIN,
+    exp.Max: MeasureKind.MAX,
+    exp.Avg: MeasureKind.AVG,
+}
+MEASURES_HELP = "COUNT(*), COUNT(X), SUM(X.col), AVG(X.col), MIN(X.col), MAX(X.col) with X a symbol of the pattern"
+DEFAULT_MEASURE_NAME = "count"
+
+
+@dataclass
+class MeasureContext:
+    """What measure resolution needs: pattern, source column lookup, statement text."""
+
+    pattern: CompiledPattern
+    find_column: Callable[[exp.Column, str], ColumnSchema]  # raises UnknownColumnError
+    count_type: CountType
+    sql: str | None = None
+    value_columns: list[ValueColumn] = field(default_factory=list)
+
+
+def resolve_measures(measures: list[exp.Expr] | None, ctx: MeasureContext) -> list[MeasureSpec]:
+    """Resolve MEASURES (default ``COUNT(*) AS count``); fills ``ctx.value_columns``."""
+    if not measures:
+        return [_count_spec(DEFAULT_MEASURE_NAME, MeasureKind.COUNT_STAR, None, ctx)]
+    return [_resolve_measure(m, ctx) for m in measures]
+
+
+def _resolve_measure(measure: exp.Expr, ctx: MeasureContext) -> MeasureSpec:
+    where = node_position(measure, ctx.sql)
+    if not isinstance(measure, exp.Alias) or not measure.alias:
+        text = measure.sql(dialect="spark")
+        raise MissingMeasureAliasError(f"measure {text} needs a name: write it as {text} AS name", where)
+    call, name = measure.this, measure.alias
+    kind = MEASURE_FUNCTIONS.get(type(call))
+    if kind is None:
+        raise UnknownMeasureError(
+            f"measure {name} = {call.sql(dialect='spark')} is not supported; use one of {MEASURES_HELP}", where
+        )
+    argument = call.this
+    if kind is MeasureKind.COUNT:
+        return _count_measure(name, call, argument, ctx)
+    if not isinstance(argument, exp.Column) or not argument.table:
+        raise UnknownMeasureError(
+            f"measure {name}: {kind.value.upper()} takes a symbol's column, e.g. {kind.value.upper()}(X.price); "
+            f"got {call.sql(dialect='spark')}",
+            where,
+        )
+    symbol = _measured_symbol(argument.args["table"], name, ctx)
+    column = ctx.find_column(exp.column(argument.this.copy()), f"measure {name}")
+    return _value_measure(name, kind, symbol, column, call, ctx)
+
+
+def _count_measure(name: str, call: exp.Expr, argument: exp.Expr, ctx: MeasureContext) -> MeasureSpec:
+    if isinstance(argument, exp.Star):
+        return _count_spec(name, MeasureKind.COUNT_STAR, None, ctx)
+    if isinstance(argument, exp.Column) and not argument.table:
+        symbol = _measured_symbol(argument.this, name, ctx)
+        return _count_spec(name, MeasureKind.COUNT, symbol.index, ctx)
+    raise UnknownMeasureError(
+        f"measure {name}: COUNT takes * or a symbol, e.g. COUNT(*) or COUNT(X); got {call.sql(dialect='spark')}",
+        node_position(call, ctx.sql),
+    )
+
+
+def _count_spec(name: str, kind: MeasureKind, symbol: int | None, ctx: MeasureContext) -> MeasureSpec:
+    engine_type = engine_contract.engine_type(kind, ValueType.INT, ctx.count_type)
+    output = exp.DataType.build(engine_type, dialect="spark")
+    return MeasureSpec(name, kind, symbol, None, engine_type, output, lambda v: exp.cast(v, output.copy()))
+
+
+def _measured_symbol(reference: exp.Expr, measure: str, ctx: MeasureContext) -> PatternSymbol:
+    """The pattern symbol a measure names; by name, else by exact quoted-value text."""
+    symbol = ctx.pattern.find(symbol_key(reference)) or ctx.pattern.find((True, reference.name))
+    where = node_position(reference, ctx.sql)
+    if symbol is None:
+        names = ", ".join(s.name for s in ctx.pattern.symbols)
+        raise UnknownSymbolError(
+            f"measure {measure} references symbol {reference.name}, which is not in the pattern; "
+            f"symbols of the pattern: {names}",
+            where,
+        )
+    if not symbol.positive:
+        raise NegatedMeasureError(
+            f"measure {measure} references {symbol.name}, which appears only negated (!{symbol.name}) in the "
+            "pattern; a negated symbol binds no rows, so measures may use only positive symbols",
+            where,
+        )
+    return symbol
+
+
+def _value_measure(
+    name: str, kind: MeasureKind, symbol: PatternSymbol, column: ColumnSchema, call: exp.Expr, ctx: MeasureContext
+) -> MeasureSpec:
+    where = node_position(call, ctx.sql)
+    codec = value_codec(column.dtype)
+    label = f"{kind.value.upper()}({symbol.name}.{column.name})"
+    if kind in (MeasureKind.SUM, MeasureKind.AVG) and (codec is None or not codec.numeric):
+        raise NonNumericMeasureError(
+            f"measure {name} = {label}: column {column.name} is {column.type_text}, not numeric; "
+            f"{kind.value.upper()} accepts {SUM_TYPES_HELP}",
+            where,
+        )
+    if codec is None or (kind in (MeasureKind.MIN, MeasureKind.MAX) and codec.from_engine is None):
+        raise UnsupportedMeasureTypeError(
+            f"measure {name} = {label}: {kind.value.upper()} over {column.type_text} is not supported; "
+            f"supported types: {MIN_MAX_TYPES_HELP}",
+            where,
+        )
+    index = _value_column_index(column, codec, ctx)
+    engine_type = engine_contract.engine_type(kind, codec.value_type, ctx.count_type)
+    output, convert = _measure_output(kind, column, codec, engine_type)
+    return MeasureSpec(name, kind, symbol.index, index, engine_type, output, convert)
+
+
+def _measure_output(
+    kind: MeasureKind, column: ColumnSchema, codec: ValueCodec, engine_type: str
+) -> tuple[exp.DataType, Callable[[exp.Expr], exp.Expr]]:
+    """Output type of a value measure and the conversion from the engine's value."""
+    if kind in (MeasureKind.MIN, MeasureKind.MAX):
+        return column.dtype.copy(), codec.from_engine  # type: ignore[return-value]
+    double = exp.DataType.build("DOUBLE")
+    if kind is MeasureKind.AVG or engine_type == "DOUBLE":
+        scale = codec.scale
+        return double, lambda v: _divide(exp.cast(v, double.copy()), scale)
+    if codec.scale:
+        exact = exp.DataType.build(f"DECIMAL(38, {codec.scale})", dialect="spark")
+        return exact, lambda v: exp.cast(unscale(v, codec.scale), exact.copy())
+    output = exp.DataType.build(engine_type, dialect="spark")
+    return output, _cast_to(output)
+
+
+def _divide(value: exp.Expr, scale: int) -> exp.Expr:
+    return exp.Div(this=value, expression=exp.Literal.number(10**scale)) if scale else value
+
+
+def _cast_to(dtype: exp.DataType) -> Callable[[exp.Expr], exp.Expr]:
+    return lambda value: exp.cast(value, dtype.copy())
+
+
+def _value_column_index(column: ColumnSchema, codec: ValueCodec, ctx: MeasureContext) -> int:
+    for i, existing in enumerate(ctx.value_columns):
+        if existing.name.casefold() == column.name.casefold():
+            return i
+    reference = exp.column(exp.to_identifier(column.name))
+    ctx.value_columns.append(ValueColumn(column.name, reference, column, codec.value_type, codec.to_engine))
+    return len(ctx.value_columns) - 1

@@ -1,0 +1,230 @@
+"""Parsing MATCH_AGGREGATE: sqlglot's Spark parser plus one table operator.
+
+The keyword is matched by its text (``_match_text_seq``), as sqlglot does for
+MATCH_RECOGNIZE's sub-clauses, so the tokenizer stays Spark's. The operator may
+follow anything ``_parse_table`` returns (table, view, subquery, or another
+operator), which makes it usable in FROM, JOIN, CTEs, subqueries, CREATE VIEW and
+INSERT ... SELECT.
+
+Sub-clauses may come in any order, each at most once; :attr:`SparkSeqParser.
+MATCH_AGGREGATE_CLAUSE_PARSERS` is the registry of them (keyword -> parser
+returning ``(arg name, value)``), like sqlglot's ``QUERY_MODIFIER_PARSERS``.
+"""
+
+from __future__ import annotations
+
+import typing as t
+
+from sqlglot import exp
+from sqlglot.dialects.spark import Spark
+from sqlglot.tokens import TokenType
+
+from sql_rewrites.expressions import MatchAggregate, MatchPattern, MatchPatternElement
+
+MATCH_AGGREGATE = "MATCH_AGGREGATE"
+COUNT_TYPES = ("BIGINT", "DECIMAL", "DOUBLE")
+
+ClauseParser = t.Callable[["SparkSeqParser"], tuple[str, t.Any]]
+
+
+class SparkSeqParser(Spark.Parser):
+    """Spark's parser extended with the MATCH_AGGREGATE table operator."""
+
+    MATCH_AGGREGATE_CLAUSE_PARSERS: t.ClassVar[dict[str, ClauseParser]] = {
+        "PARTITION BY": lambda self: ("partition_by", self._parse_csv(self._parse_disjunction)),
+        "ORDER BY": lambda self: ("order", self._parse_order(skip_order_token=True)),
+        "PATTERN": lambda self: ("pattern", self._parse_match_pattern()),
+        "DEFINE": lambda self: ("define", self._parse_csv(self._parse_match_definition)),
+        "TYPE BY": lambda self: ("type_by", self._parse_match_type_by()),
+        "HIERARCHY": lambda self: ("hierarchy", self._parse_match_hierarchy()),
+        "MEASURES": lambda self: ("measures", self._parse_csv(self._parse_match_measure)),
+        "WITHIN": lambda self: ("within", self._parse_match_duration("WITHIN")),
+        "SLIDE": lambda self: ("slide", self._parse_match_duration("SLIDE")),
+        "COUNT TYPE": lambda self: ("count_type", self._parse_match_count_type()),
+    }
+
+    TABLE_OPERATOR_PARSERS: t.ClassVar[dict[str, t.Callable[..., exp.Expr]]] = {
+        MATCH_AGGREGATE: lambda self, this: self._parse_match_aggregate(this),
+    }
+
+    # like exp.Table, a MATCH_AGGREGATE in parentheses may carry joins: (t MATCH_AGGREGATE (...) m JOIN u ON ...)
+    MODIFIABLES: t.ClassVar = (*Spark.Parser.MODIFIABLES, MatchAggregate)
+
+    EXPRESSION_PARSERS: t.ClassVar = {
+        **Spark.Parser.EXPRESSION_PARSERS,
+        MatchPattern: lambda self: self._parse_match_pattern(),
+        exp.Interval: lambda self: self._parse_match_duration("WITHIN"),  # WITHIN / SLIDE values
+    }
+
+    # --- hooks into sqlglot's table parsing -------------------------------------------
+
+    def _parse_table(
+        self,
+        schema: bool = False,
+        joins: bool = False,
+        alias_tokens: t.Collection[TokenType] | None = None,
+        parse_bracket: bool = False,
+        is_db_reference: bool = False,
+        parse_partition: bool = False,
+        consume_pipe: bool = False,
+    ) -> exp.Expr | None:
+        this = super()._parse_table(
+            schema=schema,
+            joins=joins,
+            alias_tokens=alias_tokens,
+            parse_bracket=parse_bracket,
+            is_db_reference=is_db_reference,
+            parse_partition=parse_partition,
+            consume_pipe=consume_pipe,
+        )
+        if this is None or schema or is_db_reference:
+            return this
+        return self._parse_table_operators(this, joins=joins)
+
+    def _parse_table_alias(
+        self, alias_tokens: t.Collection[TokenType] | None = None
+    ) -> exp.TableAlias | None:
+        # ``FROM t MATCH_AGGREGATE (`` must not read MATCH_AGGREGATE as t's alias
+        if self._table_operator_ahead():
+            return None
+        return super()._parse_table_alias(alias_tokens)
+
+    def _table_operator_ahead(self) -> str | None:
+        curr = self._curr
+        if curr and curr.token_type == TokenType.VAR and self._next:
+            keyword = curr.text.upper()
+            if keyword in self.TABLE_OPERATOR_PARSERS and self._next.token_type == TokenType.L_PAREN:
+                return keyword
+        return None
+
+    def _parse_table_operators(self, this: exp.Expr, joins: bool = False) -> exp.Expr:
+        applied = False
+        while keyword := self._table_operator_ahead():
+            this = self.TABLE_OPERATOR_PARSERS[keyword](self, this)
+            applied = True
+        if applied and joins:
+            for join in self._parse_joins():
+                this.append("joins", join)
+        return this
+
+    # --- MATCH_AGGREGATE ----------------------------------------------------------------
+
+    def _parse_match_aggregate(self, this: exp.Expr) -> MatchAggregate:
+        start = self._curr
+        self._advance()  # MATCH_AGGREGATE, checked by _table_operator_ahead
+        self._match_l_paren()
+        args: dict[str, t.Any] = {"this": this}
+        while not self._match(TokenType.R_PAREN):
+            if not self._curr:
+                self.raise_error("Expecting ) to close MATCH_AGGREGATE (", start)
+                break
+            arg, value = self._parse_match_aggregate_clause(args)
+            if arg:
+                args[arg] = value
+        for required, text in (("order", "ORDER BY"), ("pattern", "PATTERN")):
+            if not args.get(required):
+                self.raise_error(f"MATCH_AGGREGATE needs {text}", start)
+        args["alias"] = self._parse_table_alias()
+        return self.expression(MatchAggregate(**args), start)
+
+    def _parse_match_aggregate_clause(self, seen: dict[str, t.Any]) -> tuple[str, t.Any]:
+        token = self._curr
+        for keyword, parser in self.MATCH_AGGREGATE_CLAUSE_PARSERS.items():
+            if self._match_texts((keyword,)) or self._match_text_seq(*keyword.split()):
+                arg, value = parser(self)
+                if seen.get(arg) is not None:
+                    self.raise_error(f"Found multiple {keyword} clauses in MATCH_AGGREGATE", token)
+                return arg, value
+        expected = ", ".join(self.MATCH_AGGREGATE_CLAUSE_PARSERS)
+        self.raise_error(f"Expecting one of {expected} or ) in MATCH_AGGREGATE", token)
+        self._advance()
+        return "", None
+
+    def _at_match_clause_keyword(self) -> bool:
+        for keyword in self.MATCH_AGGREGATE_CLAUSE_PARSERS:
+            if self._match_texts((keyword,), advance=False):
+                return True
+            if self._match_text_seq(*keyword.split(), advance=False):
+                return True
+        return False
+
+    def _parse_match_pattern(self) -> MatchPattern:
+        start = self._curr
+        if not self._match_text_seq("SEQ"):
+            self.raise_error("Expecting SEQ( after PATTERN")
+        self._match_l_paren()
+        if self._match(TokenType.R_PAREN, advance=False):
+            self.raise_error("SEQ needs at least one symbol")
+        elements = self._parse_csv(self._parse_match_pattern_element)
+        self._match_r_paren()
+        return self.expression(MatchPattern(expressions=elements), start)
+
+    def _parse_match_pattern_element(self) -> MatchPatternElement:
+        start = self._curr
+        negated = self._match(TokenType.NOT)
+        symbol = self._parse_match_symbol()
+        kleene = self._match(TokenType.PLUS)
+        if negated and kleene:
+            self.raise_error("A negated symbol cannot be Kleene plus (!X+)", self._prev)
+        return self.expression(
+            MatchPatternElement(this=symbol, negated=negated or None, kleene=kleene or None), start
+        )
+
+    def _parse_match_symbol(self) -> exp.Expr:
+        token = self._curr
+        symbol = self._parse_string() if self._match(TokenType.STRING, advance=False) else None
+        symbol = symbol or self._parse_id_var(any_token=False)
+        if symbol is None or not symbol.name:
+            self.raise_error("Expecting a symbol: a name or a 'quoted type value'", token)
+        return t.cast(exp.Expr, symbol)
+
+    def _parse_match_definition(self) -> exp.Alias | None:
+        if self._at_match_clause_keyword() or self._match(TokenType.R_PAREN, advance=False):
+            return None
+        name = self._parse_id_var(any_token=False)
+        if name is None:
+            self.raise_error("Expecting a symbol name in DEFINE")
+        if not self._match(TokenType.ALIAS):
+            self.raise_error("Expecting AS after the symbol name in DEFINE")
+        condition = self._parse_disjunction()
+        if condition is None:
+            self.raise_error("Expecting a condition after AS in DEFINE")
+        return self.expression(exp.Alias(this=condition, alias=name))
+
+    def _parse_match_measure(self) -> exp.Expr | None:
+        this = self._parse_disjunction()
+        if this is None:
+            self.raise_error("Expecting a measure such as COUNT(*) AS name")
+        if self._match(TokenType.ALIAS):
+            alias = self._parse_id_var(any_token=True)
+        elif not self._at_match_clause_keyword():
+            alias = self._parse_id_var(any_token=False)
+        else:
+            alias = None
+        return self.expression(exp.Alias(this=this, alias=alias)) if alias else this
+
+    def _parse_match_type_by(self) -> exp.Expr:
+        column = self._parse_column()
+        if column is None:
+            self.raise_error("Expecting a column after TYPE BY")
+        return t.cast(exp.Expr, column)
+
+    def _parse_match_hierarchy(self) -> exp.Expr:
+        name = self._parse_id_var(any_token=False) or self._parse_string_as_identifier()
+        if name is None:
+            self.raise_error("Expecting a hierarchy name after HIERARCHY")
+        return t.cast(exp.Expr, name)
+
+    def _parse_match_duration(self, keyword: str) -> exp.Expr:
+        first = self._curr
+        value = self._parse_term()
+        if value is None:
+            self.raise_error(f"Expecting an INTERVAL or a number after {keyword}")
+            return exp.null()
+        # interval literals keep no token positions; give analysis errors the whole span
+        return value.update_positions(line=first.line, col=first.col, start=first.start, end=self._prev.end)
+
+    def _parse_match_count_type(self) -> exp.Var:
+        if not self._match_texts(COUNT_TYPES):
+            self.raise_error(f"Expecting one of {', '.join(COUNT_TYPES)} after COUNT TYPE")
+        return exp.var(self._prev.text.upper())

@@ -1,0 +1,242 @@
+"""The compiler's entry points: SparkSeq SQL text in, plain Spark SQL text out.
+
+>>> from sql_rewrites import rewrite
+>>> schema = {"clicks": {"id": "bigint", "ts": "timestamp", "action": "string"}}
+>>> sql = '''SELECT id, n FROM clicks MATCH_AGGREGATE (PARTITION BY id ORDER BY ts
+...   PATTERN SEQ(A, B) DEFINE A AS action = 'a', B AS action = 'b'
+...   MEASURES COUNT(*) AS n) AS m'''
+>>> out = rewrite(sql, schema, lambda plan: "sparkseq_match")
+>>> "MATCH_AGGREGATE" in out, "sparkseq_match(" in out
+(False, True)
+>>> rewrite("SELECT 1; select  2", schema, lambda plan: "f")  # passes through verbatim
+'SELECT 1;\\nselect  2'
+
+Statements are split at top-level semicolons; those without MATCH_AGGREGATE are
+returned verbatim (so Spark syntax sqlglot does not know still works), the others are
+parsed, analysed, rewritten and printed by sqlglot's Spark generator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlglot import exp
+from sqlglot.tokens import Token, TokenType
+
+from sql_rewrites.analysis import Analyzer
+from sql_rewrites.dialect import parse_tokens, tokenize
+from sql_rewrites.engine_contract import engine_result_type
+from sql_rewrites.errors import SqlParseError, position_of
+from sql_rewrites.expressions import MatchAggregate
+from sql_rewrites.generate import generate
+from sql_rewrites.hierarchy import HierarchyResolver
+from sql_rewrites.logical import MatchAggregateQuery
+from sql_rewrites.parser import SparkSeqParser
+from sql_rewrites.schema import SchemaProvider
+from udafs.plan import Plan
+
+EngineFunction = Callable[[Plan], str]
+EXPLAIN_MODES = ("EXTENDED", "CODEGEN", "COST", "FORMATTED")
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One statement of the input: its text and tokens (positions in the whole input).
+
+    For ``EXPLAIN [mode] <query>`` the tokens are those of ``<query>`` and ``prefix``
+    is ``"EXPLAIN [mode] "`` (sqlglot reads EXPLAIN as an opaque command).
+    """
+
+    text: str
+    tokens: list[Token]
+    prefix: str = ""
+
+    @property
+    def has_match_aggregate(self) -> bool:
+        """True when a MATCH_AGGREGATE operator keyword appears (not in strings)."""
+        for token, following in zip(self.tokens, self.tokens[1:]):
+            if (
+                token.token_type == TokenType.VAR
+                and token.text.upper() in SparkSeqParser.TABLE_OPERATOR_PARSERS
+                and following.token_type == TokenType.L_PAREN
+            ):
+                return True
+        return False
+
+
+@dataclass(frozen=True)
+class OperatorExplanation:
+    """One rewritten MATCH_AGGREGATE: its analysis, plan and generated SQL."""
+
+    query: MatchAggregateQuery
+    function_name: str
+    generated_sql: str
+
+    @property
+    def plan(self) -> Plan:
+        """The engine plan."""
+        return self.query.plan
+
+    def as_dict(self) -> dict[str, object]:
+        """JSON-friendly summary (what EXPLAIN shows)."""
+        return {
+            "alias": self.query.alias,
+            "pattern": self.plan.describe(),
+            "plan": self.plan.to_json(),
+            "engine_function": self.function_name,
+            "engine_result_type": engine_result_type(self.plan),
+            "outputs": [(o.name, o.type_text) for o in self.query.outputs],
+            "sql": self.generated_sql,
+        }
+
+
+@dataclass(frozen=True)
+class StatementExplanation:
+    """One input statement and what it became."""
+
+    original: str
+    rewritten: str
+    operators: tuple[OperatorExplanation, ...]
+
+
+def split_statements(sql: str) -> list[Statement]:
+    """Split at top-level semicolons, keeping each statement's original text.
+
+    Raises
+    ------
+    SqlParseError
+        When the text cannot be tokenized (e.g. an unterminated string).
+    """
+    tokens = tokenize(sql)
+    statements: list[Statement] = []
+    start, chunk = 0, []
+    for token in [*tokens, None]:
+        if token is None or token.token_type == TokenType.SEMICOLON:
+            end = len(sql) if token is None else token.start
+            if chunk:
+                statements.append(_explained(Statement(sql[start:end].strip(), chunk), sql, end))
+            start, chunk = (token.end + 1 if token else end), []
+        else:
+            chunk.append(token)
+    return statements
+
+
+def _explained(statement: Statement, sql: str, end: int) -> Statement:
+    """Look inside ``EXPLAIN [EXTENDED | CODEGEN | COST | FORMATTED] <query>``."""
+    first = statement.tokens[0]
+    if first.token_type != TokenType.COMMAND or first.text.upper() != "EXPLAIN":
+        return statement
+    offset = first.end + 1
+    hidden = "".join(c if c == "\n" else " " for c in sql[:offset])  # keeps positions absolute
+    tokens = tokenize(hidden + sql[offset:end])
+    skip = 1 if tokens and tokens[0].text.upper() in EXPLAIN_MODES else 0
+    prefix = " ".join(["EXPLAIN", *(t.text.upper() for t in tokens[:skip])]) + " "
+    return Statement(statement.text, tokens[skip:], prefix) if tokens[skip:] else statement
+
+
+def explain(
+    sql: str,
+    schema: SchemaProvider,
+    engine_function: EngineFunction,
+    *,
+    hierarchies: HierarchyResolver | None = None,
+    pretty: bool = False,
+) -> list[StatementExplanation]:
+    """Rewrite every statement and report, per MATCH_AGGREGATE, its plan and SQL.
+
+    Parameters
+    ----------
+    sql : str
+        One or more statements separated by semicolons.
+    schema : SchemaProvider
+        ``{relation: {column: Spark type}}`` or a callable (see :mod:`sql_rewrites.schema`).
+    engine_function : callable
+        ``engine_function(plan) -> name`` of the registered engine function for that
+        plan (contract in :mod:`sql_rewrites.engine_contract`).
+    hierarchies : HierarchyResolver, optional
+        Concept hierarchies for ``HIERARCHY`` (see :mod:`sql_rewrites.hierarchy`).
+    pretty : bool
+        Format rewritten statements over several lines.
+
+    Raises
+    ------
+    SqlRewriteError
+        Any parse or analysis error, before anything is rewritten.
+    """
+    explanations = []
+    for statement in split_statements(sql):
+        if not statement.has_match_aggregate:
+            explanations.append(StatementExplanation(statement.text, statement.text, ()))
+            continue
+        explanations.append(_rewrite_statement(statement, sql, schema, engine_function, hierarchies, pretty))
+    return explanations
+
+
+def rewrite_statements(
+    sql: str,
+    schema: SchemaProvider,
+    engine_function: EngineFunction,
+    *,
+    hierarchies: HierarchyResolver | None = None,
+    pretty: bool = False,
+) -> list[str]:
+    """Each statement of ``sql`` as plain Spark SQL (see :func:`explain`)."""
+    return [e.rewritten for e in explain(sql, schema, engine_function, hierarchies=hierarchies, pretty=pretty)]
+
+
+def rewrite(
+    sql: str,
+    schema: SchemaProvider,
+    engine_function: EngineFunction,
+    *,
+    hierarchies: HierarchyResolver | None = None,
+    pretty: bool = False,
+) -> str:
+    """``sql`` with every MATCH_AGGREGATE replaced by plain Spark SQL.
+
+    Statements are joined by ``";\\n"``; see :func:`explain` for the parameters.
+    """
+    return ";\n".join(rewrite_statements(sql, schema, engine_function, hierarchies=hierarchies, pretty=pretty))
+
+
+def _rewrite_statement(
+    statement: Statement,
+    sql: str,
+    schema: SchemaProvider,
+    engine_function: EngineFunction,
+    hierarchies: HierarchyResolver | None,
+    pretty: bool,
+) -> StatementExplanation:
+    tokens = statement.tokens
+    tree = parse_tokens(tokens, sql)
+    if not any(isinstance(n, MatchAggregate) for n in tree.walk()):
+        keyword = next(t for t in tokens if t.text.upper() in SparkSeqParser.TABLE_OPERATOR_PARSERS)
+        raise SqlParseError(
+            "MATCH_AGGREGATE (...) must follow a table, view or subquery in FROM or JOIN of a query",
+            position_of(sql, keyword.start, keyword.end),
+        )
+    analyzer = Analyzer(schema, hierarchies=hierarchies, sql=sql)
+    queries = analyzer.analyze_tree(tree)  # all errors surface before any rewriting
+    operators = []
+    for query in queries:  # innermost first: an outer operator sees its input rewritten
+        name = engine_function(query.plan)
+        replacement = generate(query, name, source=query.node.this)
+        operators.append(OperatorExplanation(query, name, _print(replacement, pretty)))
+        query.node.replace(replacement)
+    return StatementExplanation(statement.text, statement.prefix + _print(tree, pretty), tuple(operators))
+
+
+def _print(tree: exp.Expr, pretty: bool) -> str:
+    # function names keep their case: the engine function is registered case-exactly
+    return tree.sql(dialect="spark", pretty=pretty, normalize_functions=False)
+
+
+__all__ = [
+    "rewrite",
+    "rewrite_statements",
+    "explain",
+    "split_statements",
+    "StatementExplanation",
+    "OperatorExplanation",
+]

@@ -1,0 +1,209 @@
+"""Spark SQL types as the compiler sees them: parsing, classifying, converting.
+
+The engine receives int64 event times and int64 or float64 value columns
+(:mod:`udafs.plan`). This module decides, per Spark type, how a column travels to the
+engine and how a result travels back, exactly:
+
+==============================  ===========================  ==========================
+Spark type                      to the engine                back (MIN/MAX, windows)
+==============================  ===========================  ==========================
+TINYINT..BIGINT                 ``CAST(x AS BIGINT)`` (INT)  ``CAST(v AS <type>)``
+DECIMAL(p,s), p <= 18, s <= 6   ``CAST(x * 10^s AS BIGINT)`` ``CAST(v / 10^s AS <type>)``
+                                (INT, exact)
+FLOAT, DOUBLE                   ``CAST(x AS DOUBLE)``        ``CAST(v AS <type>)``
+other DECIMAL(p,s)              ``CAST(x AS DOUBLE)``        ``CAST(v AS <type>)`` only
+                                                             when p <= 15 (exact)
+TIMESTAMP (LTZ)                 ``unix_micros(x)`` (INT)     ``timestamp_micros(v)``
+TIMESTAMP_NTZ                   micros since 1970-01-01      ``timestampadd(...)``
+DATE                            ``unix_date(x)`` (INT)       ``date_from_unix_date(v)``
+==============================  ===========================  ==========================
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from collections.abc import Callable
+
+from sqlglot import exp
+from sqlglot.errors import ParseError
+
+from udafs.plan import ValueType
+
+DType = exp.DType
+INTEGRAL = frozenset({DType.TINYINT, DType.SMALLINT, DType.INT, DType.BIGINT})
+FLOATING = frozenset({DType.FLOAT, DType.DOUBLE})
+TIMESTAMP_LTZ = frozenset({DType.TIMESTAMPTZ, DType.TIMESTAMPLTZ, DType.TIMESTAMP})
+MAX_EXACT_INT_DIGITS = 18  # every DECIMAL(18, 0) value fits int64
+MAX_EXACT_DOUBLE_DIGITS = 15  # a double round-trips any 15-significant-digit decimal
+EPOCH_NTZ = "1970-01-01 00:00:00"
+
+
+class OrderKind(str, enum.Enum):
+    """How an ORDER BY column becomes the engine's int64 time."""
+
+    TIMESTAMP = "timestamp"
+    TIMESTAMP_NTZ = "timestamp_ntz"
+    INTEGRAL = "integral"
+
+    @property
+    def takes_intervals(self) -> bool:
+        """True when WITHIN / SLIDE are INTERVAL literals (in microseconds)."""
+        return self is not OrderKind.INTEGRAL
+
+
+ORDER_TYPES_HELP = "TIMESTAMP, TIMESTAMP_NTZ, TINYINT, SMALLINT, INT, BIGINT or DECIMAL(p, 0) with p <= 18"
+
+
+def parse_type(value: str | exp.DataType) -> exp.DataType:
+    """A Spark type string (``'decimal(10,2)'``) or DataType as a sqlglot DataType.
+
+    Raises
+    ------
+    ValueError
+        When the text is not a Spark type.
+    """
+    if isinstance(value, exp.DataType):
+        return value
+    try:
+        return exp.DataType.build(str(value), dialect="spark")
+    except (ParseError, ValueError) as exc:
+        raise ValueError(f"not a Spark SQL type: {value!r} ({exc})") from None
+
+
+def type_text(dtype: exp.DataType) -> str:
+    """The type as Spark SQL text, e.g. ``DECIMAL(38, 0)``."""
+    return dtype.sql(dialect="spark")
+
+
+def decimal_digits(dtype: exp.DataType) -> tuple[int, int]:
+    """``(precision, scale)`` of a DECIMAL; Spark's bare DECIMAL is DECIMAL(10, 0)."""
+    params = [int(e.name) for e in dtype.expressions if e.name.isdigit()]
+    precision = params[0] if params else 10
+    scale = params[1] if len(params) > 1 else 0
+    return precision, scale
+
+
+def is_exact_integral(dtype: exp.DataType) -> bool:
+    """Integers the engine can carry as int64 without loss."""
+    if dtype.this in INTEGRAL:
+        return True
+    if dtype.this == DType.DECIMAL:
+        precision, scale = decimal_digits(dtype)
+        return scale == 0 and precision <= MAX_EXACT_INT_DIGITS
+    return False
+
+
+def is_numeric(dtype: exp.DataType) -> bool:
+    """Types SUM and AVG accept."""
+    return dtype.this in INTEGRAL | FLOATING or dtype.this == DType.DECIMAL
+
+
+def order_kind(dtype: exp.DataType) -> OrderKind | None:
+    """The :class:`OrderKind` of an ORDER BY type, or ``None`` when unsupported."""
+    if dtype.this in TIMESTAMP_LTZ:
+        return OrderKind.TIMESTAMP
+    if dtype.this == DType.TIMESTAMPNTZ:
+        return OrderKind.TIMESTAMP_NTZ
+    if is_exact_integral(dtype):
+        return OrderKind.INTEGRAL
+    return None
+
+
+def time_to_engine(column: exp.Expr, kind: OrderKind) -> exp.Expr:
+    """The int64 engine time of an ORDER BY column."""
+    if kind is OrderKind.TIMESTAMP:
+        return exp.Anonymous(this="unix_micros", expressions=[column])
+    if kind is OrderKind.TIMESTAMP_NTZ:
+        return exp.Anonymous(this="timestampdiff", expressions=[exp.var("MICROSECOND"), _epoch_ntz(), column])
+    return exp.cast(column, DType.BIGINT)
+
+
+def time_from_engine(value: exp.Expr, kind: OrderKind, dtype: exp.DataType) -> exp.Expr:
+    """An engine int64 time (window bound) back in the ORDER BY column's type."""
+    if kind is OrderKind.TIMESTAMP:
+        return exp.Anonymous(this="timestamp_micros", expressions=[value])
+    if kind is OrderKind.TIMESTAMP_NTZ:
+        return exp.Anonymous(this="timestampadd", expressions=[exp.var("MICROSECOND"), value, _epoch_ntz()])
+    return exp.cast(value, dtype.copy())
+
+
+def _epoch_ntz() -> exp.Expr:
+    return exp.cast(exp.Literal.string(EPOCH_NTZ), DType.TIMESTAMPNTZ)
+
+
+@dataclass(frozen=True)
+class ValueCodec:
+    """How one value column travels to the engine and (for MIN/MAX) back.
+
+    ``scale`` is the number of decimal places an exact DECIMAL was shifted by to
+    travel as an int64 (``12.34`` travels as ``1234`` with scale 2); results built
+    from it are shifted back by :func:`unscale`. ``from_engine`` is ``None`` when
+    MIN/MAX cannot return the column's own type exactly; ``numeric`` tells whether
+    SUM/AVG accept the column.
+    """
+
+    value_type: ValueType
+    to_engine: Callable[[exp.Expr], exp.Expr]
+    from_engine: Callable[[exp.Expr], exp.Expr] | None
+    numeric: bool
+    scale: int = 0
+
+
+MIN_MAX_TYPES_HELP = (
+    "TINYINT, SMALLINT, INT, BIGINT, FLOAT, DOUBLE, DECIMAL(p, s) with p <= 18 and s <= 6 or with p <= 15, "
+    "DATE, TIMESTAMP, TIMESTAMP_NTZ"
+)
+SUM_TYPES_HELP = "TINYINT, SMALLINT, INT, BIGINT, FLOAT, DOUBLE, DECIMAL"
+MAX_EXACT_SCALE = 6  # Spark's decimal division keeps 6 places when precision runs out
+
+
+def value_codec(dtype: exp.DataType) -> ValueCodec | None:
+    """The :class:`ValueCodec` of a measure column's type, ``None`` if unsupported."""
+    if dtype.this in INTEGRAL:
+        return ValueCodec(ValueType.INT, lambda x: exp.cast(x, DType.BIGINT), _cast_back(dtype), True)
+    if dtype.this in FLOATING:
+        return ValueCodec(ValueType.FLOAT, lambda x: exp.cast(x, DType.DOUBLE), _cast_back(dtype), True)
+    if dtype.this == DType.DECIMAL:
+        return _decimal_codec(dtype)
+    kind = order_kind(dtype)
+    if kind is not None:
+        return ValueCodec(
+            ValueType.INT, lambda x: time_to_engine(x, kind), lambda v: time_from_engine(v, kind, dtype), False
+        )
+    if dtype.this == DType.DATE:
+        return ValueCodec(
+            ValueType.INT,
+            lambda x: exp.Anonymous(this="unix_date", expressions=[x]),
+            lambda v: exp.Anonymous(this="date_from_unix_date", expressions=[exp.cast(v, DType.INT)]),
+            False,
+        )
+    return None
+
+
+def _decimal_codec(dtype: exp.DataType) -> ValueCodec:
+    precision, scale = decimal_digits(dtype)
+    if precision <= MAX_EXACT_INT_DIGITS and scale <= MAX_EXACT_SCALE:
+        shift = 10**scale
+
+        def to_engine(x: exp.Expr) -> exp.Expr:
+            return exp.cast(exp.Mul(this=x, expression=exp.Literal.number(shift)) if scale else x, DType.BIGINT)
+
+        def from_engine(value: exp.Expr) -> exp.Expr:
+            return exp.cast(unscale(value, scale), dtype.copy())
+
+        return ValueCodec(ValueType.INT, to_engine, from_engine, True, scale)
+    back = _cast_back(dtype) if precision <= MAX_EXACT_DOUBLE_DIGITS else None
+    return ValueCodec(ValueType.FLOAT, lambda x: exp.cast(x, DType.DOUBLE), back, True)
+
+
+def unscale(value: exp.Expr, scale: int) -> exp.Expr:
+    """``value / 10^scale`` as an exact DECIMAL (``value`` itself when scale is 0)."""
+    if not scale:
+        return value
+    decimal = exp.DataType.build("DECIMAL(38, 0)", dialect="spark")
+    return exp.Div(this=exp.cast(value, decimal), expression=exp.Literal.number(10**scale))
+
+
+def _cast_back(dtype: exp.DataType) -> Callable[[exp.Expr], exp.Expr]:
+    return lambda value: exp.cast(value, dtype.copy())

@@ -1,0 +1,141 @@
+"""WITHIN and SLIDE: literals in the ORDER BY column's units, checked and converted.
+
+With a TIMESTAMP (or TIMESTAMP_NTZ) ORDER BY column both take interval literals,
+converted exactly to microseconds: ``INTERVAL 10 MINUTES``, ``INTERVAL '1.5' SECONDS``,
+``INTERVAL 1 HOUR 30 MINUTES``. With an integral column they take plain integers
+in the column's units: ``WITHIN 600``. Months and years have no fixed length and are
+refused.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+
+from sqlglot import exp
+
+from sql_rewrites.errors import (
+    BadIntervalError,
+    NonPositiveWindowError,
+    SlideWithoutWithinError,
+    WindowTypeMismatchError,
+)
+from sql_rewrites.sql_types import OrderKind
+from sql_rewrites.symbols import node_position
+
+MICROS_PER_UNIT = {
+    "MICROSECOND": 1,
+    "MILLISECOND": 1_000,
+    "SECOND": 1_000_000,
+    "MINUTE": 60_000_000,
+    "HOUR": 3_600_000_000,
+    "DAY": 86_400_000_000,
+    "WEEK": 7 * 86_400_000_000,
+}
+INTERVAL_UNITS_HELP = "MICROSECOND(S), MILLISECOND(S), SECOND(S), MINUTE(S), HOUR(S), DAY(S), WEEK(S)"
+INT64_MAX = 2**63 - 1
+
+
+def window_length(value: exp.Expr, clause: str, order_column: str, kind: OrderKind, sql: str | None = None) -> int:
+    """The positive int64 length of a WITHIN / SLIDE value in engine units.
+
+    Parameters
+    ----------
+    value : sqlglot expression
+        What follows WITHIN / SLIDE.
+    clause : str
+        ``"WITHIN"`` or ``"SLIDE"`` (for messages).
+    order_column : str
+        Name of the ORDER BY column (for messages).
+    kind : OrderKind
+        How the ORDER BY column maps to engine time.
+
+    Raises
+    ------
+    WindowTypeMismatchError, BadIntervalError, NonPositiveWindowError
+    """
+    where = node_position(value, sql)
+    is_interval = any(isinstance(n, exp.Interval) for n in value.walk())
+    if is_interval != kind.takes_intervals:
+        raise WindowTypeMismatchError(_mismatch_message(clause, order_column, kind), where)
+    amount = _interval_micros(value, clause, sql) if is_interval else _number(value, clause, sql)
+    if amount <= 0:
+        raise NonPositiveWindowError(f"{clause} must be positive, got {value.sql(dialect='spark')}", where)
+    if amount != amount.to_integral_value():
+        unit = "microsecond" if is_interval else f"unit of {order_column}"
+        raise BadIntervalError(
+            f"{clause} {value.sql(dialect='spark')} is not a whole number of {unit}s", where
+        )
+    if amount > INT64_MAX:
+        raise BadIntervalError(f"{clause} {value.sql(dialect='spark')} does not fit a 64-bit integer", where)
+    return int(amount)
+
+
+def check_slide(within: exp.Expr | None, slide: exp.Expr | None, sql: str | None = None) -> None:
+    """SLIDE needs WITHIN.
+
+    Raises
+    ------
+    SlideWithoutWithinError
+    """
+    if slide is not None and within is None:
+        raise SlideWithoutWithinError(
+            "SLIDE needs WITHIN: windows are [k*slide, k*slide + within); add e.g. "
+            "WITHIN INTERVAL 10 MINUTES before SLIDE",
+            node_position(slide, sql),
+        )
+
+
+def _mismatch_message(clause: str, order_column: str, kind: OrderKind) -> str:
+    if kind.takes_intervals:
+        return (
+            f"ORDER BY column {order_column} is a {kind.value.upper()}, so {clause} takes an interval, "
+            f"e.g. {clause} INTERVAL 10 MINUTES"
+        )
+    return (
+        f"ORDER BY column {order_column} is numeric, so {clause} takes a plain number in the same units, "
+        f"e.g. {clause} 600"
+    )
+
+
+def _interval_micros(value: exp.Expr, clause: str, sql: str | None) -> Decimal:
+    if isinstance(value, exp.Add):
+        return _interval_micros(value.this, clause, sql) + _interval_micros(value.expression, clause, sql)
+    if not isinstance(value, exp.Interval):
+        raise BadIntervalError(
+            f"{clause} takes an interval literal such as INTERVAL 10 MINUTES, got {value.sql(dialect='spark')}",
+            node_position(value, sql),
+        )
+    unit = value.unit.name.upper() if isinstance(value.unit, exp.Var) else ""
+    unit = unit[:-1] if unit.endswith("S") else unit
+    if unit not in MICROS_PER_UNIT:
+        got = value.args["unit"].sql(dialect="spark") if value.args.get("unit") else "no unit"
+        raise BadIntervalError(
+            f"{clause} interval unit {got} is not supported; use one of {INTERVAL_UNITS_HELP} "
+            "(months and years have no fixed length)",
+            node_position(value, sql),
+        )
+    return _decimal(value.this, clause, sql) * MICROS_PER_UNIT[unit]
+
+
+def _number(value: exp.Expr, clause: str, sql: str | None) -> Decimal:
+    if isinstance(value, exp.Neg):
+        return -_number(value.this, clause, sql)
+    if isinstance(value, exp.Paren):
+        return _number(value.this, clause, sql)
+    if not (isinstance(value, exp.Literal) and value.is_number):
+        raise BadIntervalError(
+            f"{clause} takes a number literal, got {value.sql(dialect='spark')}", node_position(value, sql)
+        )
+    return _decimal(value, clause, sql)
+
+
+def _decimal(literal: exp.Expr | None, clause: str, sql: str | None) -> Decimal:
+    text = literal.name if isinstance(literal, exp.Literal) else ""
+    try:
+        number = Decimal(text.strip())
+    except InvalidOperation:
+        number = None
+    if number is None or not number.is_finite():
+        shown = literal.sql(dialect="spark") if literal is not None else "nothing"
+        raise BadIntervalError(f"{clause} needs a number, got {shown}", node_position(literal, sql))
+    return number
