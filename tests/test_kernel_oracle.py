@@ -17,7 +17,7 @@ COLUMNS = (ValueType.INT, ValueType.FLOAT)
 
 @st.composite
 def plans(draw: st.DrawFn, max_len: int = 4, max_kleene: int = 2, window: str = "any",
-          middle_negation: bool = False) -> Plan:
+          middle_negation: bool = False, edges: bool = False) -> Plan:
     """Random plans: repeated symbols, Kleene, negation in any gap, WITHIN/SLIDE, all measures."""
     n_sym = draw(st.sampled_from([1, 2, 2, 3, 3, 4]))
     length = draw(st.one_of(st.integers(1, max_len), st.integers(1, 3)))
@@ -35,6 +35,8 @@ def plans(draw: st.DrawFn, max_len: int = 4, max_kleene: int = 2, window: str = 
     negs = [draw(neg_mask) if draw(st.integers(0, 3)) == 0 else 0 for _ in range(length + 1)]
     if within is None:
         negs[0] = negs[-1] = 0
+    if edges and within is not None:
+        negs[0], negs[-1] = draw(neg_mask), draw(neg_mask)
     if middle_negation and length > 1:
         negs[draw(st.integers(1, length - 1))] = draw(neg_mask)
     measures = [Measure(MeasureKind.COUNT_STAR, name="n")]
@@ -170,3 +172,64 @@ def test_middle_negation(data: st.DataObject) -> None:
     ev = data.draw(events(plan))
     assume(_cheap(plan, ev))
     check(plan, ev)
+
+
+@SETTINGS
+@given(st.data())
+def test_both_edge_negations(data: st.DataObject) -> None:
+    plan = data.draw(plans(window=data.draw(st.sampled_from(["within", "slide"])), edges=True))
+    ev = data.draw(events(plan, max_rows=10, max_ts=12))
+    assume(_cheap(plan, ev))
+    check(plan, ev)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_tiny_batches(data: st.DataObject) -> None:
+    """Replicated timelines (windows, negation intervals) split into many batches."""
+    import udafs.kernels.segments as segments
+
+    plan = data.draw(plans(window=data.draw(st.sampled_from(["within", "slide"])), edges=data.draw(st.booleans())))
+    ev = data.draw(events(plan))
+    assume(_cheap(plan, ev))
+    saved = segments.BATCH_ROWS
+    segments.BATCH_ROWS = data.draw(st.integers(1, 4))
+    try:
+        check(plan, ev)
+    finally:
+        segments.BATCH_ROWS = saved
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_large_and_negative_timestamps(data: st.DataObject) -> None:
+    """Results move with the timestamps (by whole slides): microsecond-scale epochs, negatives."""
+    plan = data.draw(plans())
+    ev = data.draw(events(plan))
+    assume(_cheap(plan, ev))
+    unit = plan.slide or 1
+    shift = data.draw(st.integers(-(2**52) // unit, 2**52 // unit)) * unit
+    ts, mask, cols = to_arrays(ev)
+    got = evaluate_group(plan, ts + shift, mask, cols)
+    want = [(None if a is None else a + shift, None if b is None else b + shift, v)
+            for a, b, v in oracle.evaluate(ev, plan)]
+    assert_same(plan, got, want)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_fallback_number_systems(data: st.DataObject) -> None:
+    """The exact / float fallbacks (with dead-match pruning) on every path, as if int64 overflowed."""
+    import dataclasses
+
+    import udafs.kernels.evaluate as evaluate_mod
+
+    plan = data.draw(plans(edges=data.draw(st.booleans()), middle_negation=data.draw(st.booleans())))
+    plan = dataclasses.replace(plan, count_type=data.draw(st.sampled_from([CountType.DECIMAL, CountType.DOUBLE])))
+    ev = data.draw(events(plan))
+    assume(_cheap(plan, ev))
+    evaluate_mod.FAST_PATH = False
+    try:
+        check(plan, ev)
+    finally:
+        evaluate_mod.FAST_PATH = True

@@ -23,8 +23,18 @@ _FLIMIT = float(LIMIT)
 _F8 = np.float64
 
 
+#: Exact (Python int) values beyond this are not computed. After pruning dead partial
+#: matches every intermediate value is at most (rows x matches before edge negation),
+#: so such a value means at least 2**984 matches: far beyond any count type.
+EXACT_CAP = 2**1024
+
+
 class Overflow(ArithmeticError):
     """An int64 intermediate would exceed ``LIMIT``: recompute with exact numbers."""
+
+
+class TooLarge(ArithmeticError):
+    """An exact intermediate reached ``EXACT_CAP``: the answer cannot fit a count type."""
 
 
 class Kind(enum.Enum):
@@ -36,10 +46,12 @@ class Kind(enum.Enum):
 class Arith:
     """Array arithmetic on non-negative counts in one number system."""
 
-    def __init__(self, kind: Kind) -> None:
+    def __init__(self, kind: Kind, capped: bool = True) -> None:
         self.kind = kind
         self.dtype = {Kind.INT: np.int64, Kind.EXACT: object, Kind.FLOAT: np.float64}[kind]
         self.checked = kind is Kind.INT
+        self.prune = kind is not Kind.INT  # fallbacks drop dead partial matches first
+        self.capped = capped and kind is Kind.EXACT  # raise TooLarge at EXACT_CAP
 
     def __repr__(self) -> str:
         return f"Arith({self.kind.value})"
@@ -56,30 +68,37 @@ class Arith:
             return np.asarray(x).astype(object) if np.asarray(x).dtype != object else x
         return np.asarray(x, dtype=self.dtype)
 
-    def excl_cumsum(self, x: np.ndarray) -> np.ndarray:
-        """``out[k] = x[0] + ... + x[k-1]``, length ``len(x) + 1``, for ``x >= 0``."""
+    def excl_cumsum(self, x: np.ndarray, signed: bool = False) -> np.ndarray:
+        """``out[k] = x[0] + ... + x[k-1]``, length ``len(x) + 1`` (``x >= 0`` unless ``signed``)."""
         out = np.empty(len(x) + 1, dtype=self.dtype)
         out[0] = 0
         np.cumsum(x, out=out[1:])
-        if self.checked and len(x) and not out[-1] < LIMIT:
-            raise Overflow
-        if self.checked and len(x) > 3 and float(np.sum(x, dtype=_F8)) >= _FLIMIT:
-            # a wrapped partial sum can come back positive only after passing 2**64
-            raise Overflow
+        if self.capped and not signed and len(x) and out[-1] >= EXACT_CAP:
+            raise TooLarge
+        if self.checked and len(x):
+            if signed:
+                if float(np.abs(x).sum(dtype=_F8)) >= _FLIMIT:
+                    raise Overflow
+            elif not out[-1] < LIMIT or out[-1] < 0 or (len(x) > 2 and out.min() < 0):
+                # every x is in [0, 2**62), so the first partial sum to pass 2**63 wraps
+                # to a negative value: no negative partial sum means no wrap
+                raise Overflow
         return out
 
-    def mul(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """Element-wise product of non-negative counts."""
+    def mul(self, x: np.ndarray, y: np.ndarray, signed: bool = False) -> np.ndarray:
+        """Element-wise product of counts (``signed``: of any int64 values)."""
         if self.checked and len(x):
-            if float(x.max()) * float(y.max()) >= _FLIMIT:
-                if float(np.max(x.astype(_F8) * y.astype(_F8))) >= _FLIMIT:
+            ax, ay = (np.abs(x), np.abs(y)) if signed else (x, y)
+            if float(ax.max()) * float(ay.max()) >= _FLIMIT:
+                if float(np.max(ax.astype(_F8) * ay.astype(_F8))) >= _FLIMIT:
                     raise Overflow
         return x * y
 
-    def add(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """Element-wise sum of non-negative counts."""
+    def add(self, x: np.ndarray, y: np.ndarray, signed: bool = False) -> np.ndarray:
+        """Element-wise sum of counts (``signed``: of any int64 values)."""
         if self.checked and len(x):
-            if float(x.max()) + float(y.max()) >= _FLIMIT:
+            ax, ay = (np.abs(x), np.abs(y)) if signed else (x, y)
+            if float(ax.max()) + float(ay.max()) >= _FLIMIT:
                 raise Overflow
         return x + y
 
@@ -97,20 +116,26 @@ class Arith:
         return self.total(self.mul(x, y))
 
     def affine_combine(self, a_late: np.ndarray, b_late: np.ndarray, a_early: np.ndarray,
-                       b_early: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                       b_early: np.ndarray, signed: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Compose affine maps ``late ∘ early``: ``(a_l·a_e, a_l·b_e + b_l)``.
 
         The multipliers ``a`` are products of ``(1 + m)`` factors and only matter when
         multiplied into a non-zero ``b``; in INT they saturate at ``LIMIT`` (a
-        saturated ``a`` times ``b >= 1`` then overflows, as the exact value would).
+        saturated ``a`` times ``b != 0`` then overflows, as the exact value would).
+        ``signed`` allows negative ``b``.
         """
         if self.kind is Kind.EXACT:
-            return a_late * a_early, a_late * b_early + b_late
+            b = a_late * b_early + b_late
+            if self.capped and not signed and len(b) and max(b) >= EXACT_CAP:
+                raise TooLarge
+            return np.minimum(a_late * a_early, EXACT_CAP), b
         af = a_late.astype(_F8) * a_early
         if self.kind is Kind.FLOAT:
             bf = np.where(b_early == 0, 0.0, np.minimum(a_late, 1e300) * b_early) + b_late
             return np.minimum(af, 1e300), bf
-        if len(af) and float(np.max(a_late.astype(_F8) * b_early + b_late)) >= _FLIMIT:
-            raise Overflow
+        if len(af):
+            be, bl = (np.abs(b_early), np.abs(b_late)) if signed else (b_early, b_late)
+            if float(np.max(a_late.astype(_F8) * be + bl)) >= _FLIMIT:
+                raise Overflow
         a = np.where(af >= _FLIMIT, LIMIT, a_late * a_early)
         return a, a_late * b_early + b_late

@@ -23,29 +23,34 @@ from udafs.kernels.arith import Arith
 from udafs.kernels.passes import Run, run
 from udafs.kernels.paths import add_pairs
 from udafs.kernels.pattern import Pattern
-from udafs.kernels.segments import concat_ranges, open_ranges, range_timeline
+from udafs.kernels.segments import batches, concat_ranges, open_ranges, range_timeline
+from udafs.kernels.timeline import Timeline
 from udafs.plan import Plan
 
 _TS_MAX = np.iinfo(np.int64).max
 _TS_MIN = np.iinfo(np.int64).min
 
 
-def edge_correction(plan: Plan, ts: np.ndarray, mask: np.ndarray, ar: Arith,
-                    acc: dict[int, np.ndarray], count: int | float) -> int | float:
-    """``count`` minus edge-negation violators; ``acc`` pair counts corrected in place."""
+def edge_correction(plan: Plan, ts: np.ndarray, mask: np.ndarray, ar: Arith, acc: dict[int, np.ndarray],
+                    count: int | float, first: tuple[int, int] | None = None) -> int | float:
+    """``count`` minus edge-negation violators; ``acc`` pair counts corrected in place.
+
+    ``first = (lo, hi)`` restricts everything to matches whose first row has
+    lo <= ts < hi, as in :func:`udafs.kernels.within.within_blocks`.
+    """
     pat, w = Pattern.of(plan), plan.within
     lead, trail = _times(ts, mask, plan.negations[0]), _times(ts, mask, plan.negations[-1])
     nxt = np.append(lead[1:], _TS_MAX)  # next leading-N time after each one
     prv = np.insert(trail[:-1], 0, _TS_MIN)  # previous trailing-N time before each one
     if len(lead):
-        count -= _violators(ts, mask, pat, ar, acc, lead, lead + w, nxt, None, sign=-1)
+        count -= _violators(ts, mask, pat, ar, acc, lead, lead + w, nxt, None, first, -1)
     if len(trail):
-        count -= _violators(ts, mask, pat, ar, acc, trail - w, trail, None, prv, sign=-1)
+        count -= _violators(ts, mask, pat, ar, acc, trail - w, trail, None, prv, first, -1)
     if len(lead) and len(trail):
         i1, i2 = _pairs(lead, trail, nxt, prv, w)
         lo = np.maximum(lead[i1], trail[i2] - w)
         hi = np.minimum(trail[i2], lead[i1] + w)
-        count += _violators(ts, mask, pat, ar, acc, lo, hi, nxt[i1], prv[i2], sign=1)
+        count += _violators(ts, mask, pat, ar, acc, lo, hi, nxt[i1], prv[i2], first, 1)
     return count
 
 
@@ -73,23 +78,38 @@ def _pairs(lead: np.ndarray, trail: np.ndarray, nxt: np.ndarray, prv: np.ndarray
 
 
 def _violators(ts: np.ndarray, mask: np.ndarray, pat: Pattern, ar: Arith, acc: dict[int, np.ndarray],
-               lo: np.ndarray, hi: np.ndarray, first_max: np.ndarray | None,
-               last_min: np.ndarray | None, sign: int) -> int | float:
+               lo: np.ndarray, hi: np.ndarray, first_max: np.ndarray | None, last_min: np.ndarray | None,
+               first: tuple[int, int] | None, sign: int) -> int | float:
     """Matches inside the open intervals (lo, hi) with first row <= first_max and last
-    row >= last_min (per interval); their pairs are added into ``acc`` with ``sign``."""
+    row >= last_min (per interval), in batches of bounded size; their pairs are added
+    into ``acc`` with ``sign``."""
     starts, ends = open_ranges(ts, lo, hi)
     keep = ends > starts
-    if not keep.any():
-        return 0
-    tl = range_timeline(ts, mask, starts[keep], ends[keep])
-    start = end = None
-    if first_max is not None:
-        r = tl.rows(pat.symbols[0])
-        start = ar.asarray(tl.ts[r] <= first_max[keep][tl.seg_id[r]])
-    if last_min is not None:
-        r = tl.rows(pat.symbols[-1])
-        end = ar.asarray(tl.ts[r] >= last_min[keep][tl.seg_id[r]])
-    res: Run = run(tl, pat, ar, start, end, need_pairs=bool(acc))
-    if acc:
-        add_pairs(acc, tl, pat, res.pairs, ar, sign=sign, to_base=True)
-    return ar.total(res.totals)
+    starts, ends = starts[keep], ends[keep]
+    first_max = None if first_max is None else first_max[keep]
+    last_min = None if last_min is None else last_min[keep]
+    total = 0
+    for a, b in batches(ends - starts):
+        tl = range_timeline(ts, mask, starts[a:b], ends[a:b])
+        start = _first_weights(tl, pat.symbols[0], None if first_max is None else first_max[a:b], first, ar)
+        end = None
+        if last_min is not None:
+            r = tl.rows(pat.symbols[-1])
+            end = ar.asarray(tl.ts[r] >= last_min[a:b][tl.seg_of(pat.symbols[-1])])
+        res: Run = run(tl, pat, ar, start, end, need_pairs=bool(acc))
+        if acc:
+            add_pairs(acc, tl, pat, res.pairs, ar, sign=sign, to_base=True)
+        total += ar.total(res.totals)
+    return total
+
+
+def _first_weights(tl: Timeline, sym: int, first_max: np.ndarray | None, first: tuple[int, int] | None,
+                   ar: Arith) -> np.ndarray | None:
+    """0/1 start weights: first row at or before the segment's limit, and inside ``first``."""
+    if first_max is None and first is None:
+        return None
+    t = tl.ts[tl.rows(sym)]
+    ok = np.ones(len(t), dtype=bool) if first_max is None else t <= first_max[tl.seg_of(sym)]
+    if first is not None:
+        ok &= (t >= first[0]) & (t < first[1])
+    return ar.asarray(ok)

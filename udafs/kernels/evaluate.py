@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple, Sequence
+from typing import Callable, NamedTuple, Sequence, TypeVar
 
 import numpy as np
 
-from udafs.errors import InputDataError
-from udafs.kernels.arith import Arith, Kind, Overflow
-from udafs.kernels.measures import Column, Tally, aggregate, measure_symbols
+from udafs.errors import CountOverflowError, InputDataError
+from udafs.kernels import paths, within
+from udafs.kernels.arith import EXACT_CAP, Arith, Kind, Overflow, TooLarge
+from udafs.kernels.measures import Column, Partial, Tally, finalize, measure_symbols, partials
 from udafs.plan import CountType, MeasureKind, Plan, ValueType
 
 
@@ -63,40 +64,68 @@ def evaluate_group(plan: Plan, ts: np.ndarray, mask: np.ndarray,
     >>> int(r.values[0][0])
     2
     """
-    ts, mask, cols = _validate(plan, ts, mask, columns)
-    ts, mask, cols = _sorted_instances(plan, ts, mask, cols)
-    kinds = [Kind.INT, Kind.FLOAT] if plan.count_type is CountType.DOUBLE else [Kind.INT, Kind.EXACT]
-    for kind in kinds:
-        ar = Arith(kind)
-        try:
-            tally, starts = _tally(plan, ts, mask, ar)
-            values, valid = aggregate(plan, tally, cols, ar)
-            break
-        except Overflow:
-            continue
+    ts, mask, cols = validate(plan, ts, mask, columns)
+    ts, mask, cols = sorted_instances(plan, ts, mask, cols)
+
+    def attempt(ar: Arith) -> tuple[list[Partial], np.ndarray | None]:
+        if plan.slide is not None:
+            return paths.sliding(plan, ts, mask, cols, ar)
+        return partials(plan, _tally(plan, ts, mask, ar), cols, ar), None
+
+    parts, starts = with_fallback(plan, attempt)
+    values, valid = finalize(plan, parts)
     ends = None if starts is None else starts + plan.within
     return GroupResult(starts, ends, tuple(values), tuple(valid))
 
 
-def _tally(plan: Plan, ts: np.ndarray, mask: np.ndarray, ar: Arith) -> tuple[Tally, np.ndarray | None]:
-    from udafs.kernels import paths, within  # local: keeps module import order simple
+T = TypeVar("T")
 
+#: Tests switch this off to run the fallback number systems on every input.
+FAST_PATH = True
+
+
+def with_fallback(plan: Plan, attempt: Callable[[Arith], T]) -> T:
+    """Run ``attempt`` in checked int64; on overflow again in exact Python ints (or in
+    float64 for ``count_type=DOUBLE``). Only final values are checked against the
+    count type, so huge intermediates with a small answer are fine."""
+    if FAST_PATH:
+        try:
+            return attempt(Arith(Kind.INT))
+        except Overflow:
+            pass
+    if plan.count_type is CountType.DOUBLE:
+        with np.errstate(over="ignore", invalid="ignore"):  # beyond 1.8e308 is inf
+            return attempt(Arith(Kind.FLOAT))
+    try:
+        return attempt(Arith(Kind.EXACT))
+    except TooLarge:
+        raise too_large(plan) from None
+
+
+def too_large(plan: Plan) -> CountOverflowError:
+    """The error for match counts too large to compute exactly (see ``arith.EXACT_CAP``)."""
+    target = "BIGINT" if plan.count_type is CountType.BIGINT else "DECIMAL(38,0)"
+    return CountOverflowError("the number of matches (at least 2**984)", len(str(EXACT_CAP // 2**40)), target)
+
+
+def _tally(plan: Plan, ts: np.ndarray, mask: np.ndarray, ar: Arith) -> Tally:
     symbols = measure_symbols(plan)
     if plan.within is None:
-        return paths.no_window(plan, ts, mask, ar, symbols), None
-    if plan.slide is not None:
-        return paths.sliding(plan, ts, mask, ar, symbols)
-    return within.within_blocks(plan, ts, mask, ar, symbols), None
+        return paths.no_window(plan, ts, mask, ar, symbols)
+    return within.within_blocks(plan, ts, mask, ar, symbols)
 
 
-def _validate(plan: Plan, ts: object, mask: object,
-              columns: Sequence[Column]) -> tuple[np.ndarray, np.ndarray, list[Column]]:
+def validate(plan: Plan, ts: object, mask: object,
+             columns: Sequence[Column]) -> tuple[np.ndarray, np.ndarray, list[Column]]:
+    """Check shapes and dtypes; return int64 ts and mask and int64/float64 columns."""
     ts, mask = np.asarray(ts), np.asarray(mask)
     if ts.ndim != 1 or mask.shape != ts.shape:
         raise InputDataError(f"ts and mask must be 1-D of equal length, got shapes {ts.shape} and {mask.shape}")
     for name, arr in (("ts", ts), ("mask", mask)):
         if arr.dtype.kind not in "iu" and not (arr.size == 0 and arr.dtype.kind == "f"):
             raise InputDataError(f"{name} must be an integer array, got dtype {arr.dtype}")
+        if arr.dtype.kind == "u" and arr.size and int(arr.max()) > np.iinfo(np.int64).max:
+            raise InputDataError(f"{name} values must fit int64")
     if len(columns) != len(plan.columns):
         raise InputDataError(f"plan declares {len(plan.columns)} value columns, got {len(columns)}")
     cols = [_validate_column(c, vt, j, len(ts)) for j, (c, vt) in enumerate(zip(columns, plan.columns))]
@@ -119,8 +148,8 @@ def _validate_column(col: Column, vt: ValueType, j: int, n: int) -> Column:
     return vals.astype(want, copy=False), ok
 
 
-def _sorted_instances(plan: Plan, ts: np.ndarray, mask: np.ndarray,
-                      cols: list[Column]) -> tuple[np.ndarray, np.ndarray, list[Column]]:
+def sorted_instances(plan: Plan, ts: np.ndarray, mask: np.ndarray,
+                     cols: list[Column]) -> tuple[np.ndarray, np.ndarray, list[Column]]:
     """Drop rows that are no pattern symbol's instance and sort the rest by time, once.
 
     Such rows take part in nothing (not even windows). When no value column is
@@ -138,7 +167,7 @@ def _sorted_instances(plan: Plan, ts: np.ndarray, mask: np.ndarray,
     needs_cols = any(me.kind not in (MeasureKind.COUNT_STAR, MeasureKind.COUNT) for me in plan.measures)
     bits = pm.bit_length()
     lo, hi = int(ts.min()), int(ts.max())
-    if not needs_cols and (hi - lo) < (1 << (62 - bits)):
+    if not needs_cols and bits < 62 and (hi - lo) < (1 << (62 - bits)):
         key = np.sort(((ts - lo) << bits) | m)
         return (key >> bits) + lo, key & ((1 << bits) - 1), []
     order = np.argsort(ts)

@@ -17,7 +17,7 @@ from typing import NamedTuple, Sequence
 import numpy as np
 
 from udafs.errors import CountOverflowError
-from udafs.kernels.arith import LIMIT, Arith, Kind
+from udafs.kernels.arith import LIMIT, Arith, Kind, Overflow
 from udafs.plan import CountType, Measure, MeasureKind, Plan, ValueType
 
 _F8 = np.float64
@@ -42,37 +42,90 @@ def measure_symbols(plan: Plan) -> set[int]:
     return {m.symbol for m in plan.measures if m.kind is not MeasureKind.COUNT_STAR}
 
 
+class Partial(NamedTuple):
+    """A measure before finalisation, per output row; partials of disjoint match sets combine.
+
+    ``value``: the count (COUNT), the sum (SUM, AVG) or the extreme (MIN, MAX);
+    ``nn``: the number of pairs with a non-NULL value (0 where NULL would result).
+    """
+
+    value: np.ndarray
+    nn: np.ndarray
+
+
 def aggregate(plan: Plan, tally: Tally, columns: Sequence[Column], ar: Arith) -> tuple[list, list]:
     """Every measure of ``plan`` per output row: (values, valid) lists."""
-    values, valid = [], []
-    n_out = len(tally.bounds) - 1
+    return finalize(plan, partials(plan, tally, columns, ar))
+
+
+def partials(plan: Plan, tally: Tally, columns: Sequence[Column], ar: Arith) -> list[Partial]:
+    """Every measure of ``plan`` per output row, before finalisation."""
+    out = []
     for m in plan.measures:
         if m.kind is MeasureKind.COUNT_STAR:
-            v, ok = _to_count_type(tally.counts, plan.count_type, m), np.ones(n_out, dtype=bool)
+            out.append(Partial(tally.counts, tally.counts))
         elif m.kind is MeasureKind.COUNT:
-            v = _to_count_type(seg_sum(tally.pairs[m.symbol], tally.bounds), plan.count_type, m)
-            ok = np.ones(n_out, dtype=bool)
+            c = seg_sum(tally.pairs[m.symbol], tally.bounds, ar)
+            out.append(Partial(c, c))
         else:
             col_vals, col_ok = columns[m.column]
-            v, ok = _column_measure(plan, m, tally, col_vals[tally.rows], col_ok[tally.rows], ar)
-        values.append(v)
-        valid.append(ok)
+            out.append(_column_partial(plan, m, tally, col_vals[tally.rows], col_ok[tally.rows], ar))
+    return out
+
+
+def finalize(plan: Plan, parts: Sequence[Partial]) -> tuple[list, list]:
+    """SQL values and validity from partials: count types, AVG division, NULLs."""
+    values, valid = [], []
+    for m, p in zip(plan.measures, parts):
+        has = np.ones(len(p.value), dtype=bool) if m.kind in _COUNTS else np.asarray(p.nn > 0, dtype=bool)
+        if m.kind in _COUNTS or (m.kind is MeasureKind.SUM and plan.columns[m.column] is ValueType.INT):
+            v = _to_count_type(p.value, plan.count_type, m)
+        elif m.kind is MeasureKind.SUM:
+            v = p.value.astype(_F8)
+        elif m.kind is MeasureKind.AVG:
+            v = _divide(p.value, p.nn)
+        else:
+            v = p.value
+        values.append(_blank(v, has))
+        valid.append(has)
     return values, valid
 
 
-def _column_measure(plan: Plan, m: Measure, tally: Tally, vals: np.ndarray, ok: np.ndarray,
-                    ar: Arith) -> tuple[np.ndarray, np.ndarray]:
+def combine(plan: Plan, a: Sequence[Partial], b: Sequence[Partial]) -> list[Partial]:
+    """Partials of the union of two disjoint match multisets (exact: ints become Python ints)."""
+    out = []
+    for m, x, y in zip(plan.measures, a, b):
+        nn = _exact(x.nn) + _exact(y.nn)
+        if m.kind in (MeasureKind.MIN, MeasureKind.MAX):
+            pick = np.minimum if m.kind is MeasureKind.MIN else np.maximum
+            hx, hy = x.nn > 0, y.nn > 0
+            is_f = x.value.dtype.kind == "f"
+            a, b = (float_key(x.value), float_key(y.value)) if is_f else (x.value, y.value)
+            value = np.where(hx & hy, pick(a, b), np.where(hx, a, b))
+            value = key_float(value) if is_f else value
+        else:
+            value = _exact(x.value) + _exact(y.value)
+        out.append(Partial(value, nn))
+    return out
+
+
+def _exact(v: np.ndarray) -> np.ndarray:
+    return v if v.dtype.kind in "fO" else v.astype(object)
+
+
+_COUNTS = (MeasureKind.COUNT_STAR, MeasureKind.COUNT)
+
+
+def _column_partial(plan: Plan, m: Measure, tally: Tally, vals: np.ndarray, ok: np.ndarray,
+                    ar: Arith) -> Partial:
     pairs = tally.pairs[m.symbol]
-    nn = seg_sum(np.where(ok, pairs, 0).astype(pairs.dtype), tally.bounds)
-    has = nn > 0
-    is_int = plan.columns[m.column] is ValueType.INT
+    nn = seg_sum(np.where(ok, pairs, 0).astype(pairs.dtype), tally.bounds, ar)
     if m.kind in (MeasureKind.MIN, MeasureKind.MAX):
-        return _extreme(m.kind, vals, ok & (pairs > 0), tally.bounds, has), has
-    total = _weighted_sum(pairs, vals, ok, tally.bounds, exact=is_int and ar.kind is not Kind.FLOAT)
-    if m.kind is MeasureKind.SUM:
-        out = _to_count_type(total, plan.count_type, m) if is_int else total.astype(_F8)
-        return _blank(out, has), has
-    return _blank(_divide(total, nn), has), has
+        if vals.dtype.kind == "f":  # Spark's order: NaN above +inf, MIN skips it unless all NaN
+            return Partial(key_float(_extreme(m.kind, float_key(vals), ok & (pairs > 0), tally.bounds, nn > 0)), nn)
+        return Partial(_extreme(m.kind, vals, ok & (pairs > 0), tally.bounds, nn > 0), nn)
+    is_int = plan.columns[m.column] is ValueType.INT
+    return Partial(_weighted_sum(pairs, vals, ok, tally.bounds, exact=is_int and ar.kind is not Kind.FLOAT), nn)
 
 
 def _weighted_sum(pairs: np.ndarray, vals: np.ndarray, ok: np.ndarray, bounds: np.ndarray,
@@ -94,7 +147,15 @@ def _divide(total: np.ndarray, nn: np.ndarray) -> np.ndarray:
             float(np.max(np.abs(total.astype(_F8)))) < 2**53 and float(np.max(nn.astype(_F8))) < 2**53)):
         with np.errstate(invalid="ignore", divide="ignore"):
             return total.astype(_F8) / nn.astype(_F8)
-    return np.array([int(t) / int(c) if c else np.nan for t, c in zip(total, nn)], dtype=_F8)
+    return np.array([_py_div(t, c) for t, c in zip(total.tolist(), nn.tolist())], dtype=_F8)
+
+
+def _py_div(t: int | float, c: int | float) -> float:
+    if not c:
+        return float("nan")
+    if isinstance(t, float) or isinstance(c, float):
+        return float(t) / float(c)
+    return t / c
 
 
 def _extreme(kind: MeasureKind, vals: np.ndarray, sel: np.ndarray, bounds: np.ndarray,
@@ -113,6 +174,27 @@ def _extreme(kind: MeasureKind, vals: np.ndarray, sel: np.ndarray, bounds: np.nd
     return _blank(out, has)
 
 
+_LOW63 = np.int64(0x7FFF_FFFF_FFFF_FFFF)
+_NAN_KEY = np.iinfo(np.int64).max
+
+
+def float_key(x: np.ndarray) -> np.ndarray:
+    """int64 keys ordered like Spark orders doubles: -inf < ... < -0.0 < 0.0 < ... < +inf < NaN.
+
+    IEEE bits of non-negative doubles already sort as integers; negative ones sort
+    reversed, so flipping their 63 low bits fixes the order. All NaNs share the top key.
+    """
+    b = np.ascontiguousarray(x, dtype=_F8).view(np.int64)
+    return np.where(np.isnan(x), _NAN_KEY, np.where(b < 0, b ^ _LOW63, b))
+
+
+def key_float(k: np.ndarray) -> np.ndarray:
+    """Inverse of :func:`float_key`."""
+    out = np.where(k < 0, k ^ _LOW63, k).astype(np.int64).view(_F8).copy()
+    out[k == _NAN_KEY] = np.nan
+    return out
+
+
 def _blank(v: np.ndarray, has: np.ndarray) -> np.ndarray:
     """Neutral filler where the value is NULL (0, or NaN for floats)."""
     if v.dtype.kind == "f":
@@ -124,9 +206,15 @@ def _blank(v: np.ndarray, has: np.ndarray) -> np.ndarray:
     return np.where(has, v, 0).astype(v.dtype)
 
 
-def seg_sum(x: np.ndarray, bounds: np.ndarray) -> np.ndarray:
-    """Per-segment sums of ``x`` (segments may be empty), in ``x``'s dtype."""
+def seg_sum(x: np.ndarray, bounds: np.ndarray, ar: Arith | None = None) -> np.ndarray:
+    """Per-segment sums of ``x`` (segments may be empty), in ``x``'s dtype.
+
+    With a checked ``ar``, ``x`` holds non-negative int64 counts and a float64 shadow
+    of the total guards against wrapping.
+    """
     n_out = len(bounds) - 1
+    if ar is not None and ar.checked and len(x) and float(x.sum(dtype=_F8)) >= LIMIT:
+        raise Overflow
     if not len(x):
         return np.zeros(n_out, dtype=x.dtype)
     out = np.add.reduceat(x, np.minimum(bounds[:-1], len(x) - 1))
@@ -139,7 +227,10 @@ def seg_sum(x: np.ndarray, bounds: np.ndarray) -> np.ndarray:
 def _to_count_type(v: np.ndarray, ct: CountType, m: Measure) -> np.ndarray:
     """Convert exact (or float) results into the SQL count type, raising on overflow."""
     if ct is CountType.DOUBLE:
-        return np.array([float(x) for x in v], dtype=_F8) if v.dtype == object else v.astype(_F8)
+        out = np.array([float(x) for x in v], dtype=_F8) if v.dtype == object else v.astype(_F8)
+        if m.kind in (MeasureKind.COUNT_STAR, MeasureKind.COUNT):
+            out[np.isnan(out)] = np.inf  # inf - inf of astronomic float counts: still a count
+        return out
     if v.dtype.kind == "f":  # cannot happen: floats are only used for DOUBLE
         raise AssertionError("float counts for an exact count type")
     what = f"{m.kind.value.upper()} measure {m.name!r}" if m.name else f"{m.kind.value.upper()} measure"

@@ -32,9 +32,16 @@ from udafs.kernels.pattern import Pattern
 from udafs.kernels.scan import affine_scan
 from udafs.kernels.timeline import Timeline
 
+Live = list[np.ndarray] | None  # per position: rows that take part in a weighted match
 
-def forward(tl: Timeline, pat: Pattern, ar: Arith, start: np.ndarray | None = None) -> list[np.ndarray]:
-    """Prefix counts per position (see module docstring); ``start`` defaults to 1."""
+
+def forward(tl: Timeline, pat: Pattern, ar: Arith, start: np.ndarray | None = None,
+            live: Live = None) -> list[np.ndarray]:
+    """Prefix counts per position (see module docstring); ``start`` defaults to 1.
+
+    With ``live`` (from :func:`liveness`) counts of rows that complete no match are
+    zeroed as they are produced, which leaves every other count unchanged.
+    """
     out: list[np.ndarray] = []
     for i, sym in enumerate(pat.symbols):
         if i == 0:
@@ -43,29 +50,93 @@ def forward(tl: Timeline, pat: Pattern, ar: Arith, start: np.ndarray | None = No
             lo, hi = tl.prev_ranges(pat.symbols[i - 1], sym, pat.gaps[i - 1])
             cs = ar.excl_cumsum(out[-1])
             entry = cs[hi] - cs[lo]
-        out.append(_kleene(tl, sym, entry, ar) if pat.kleene[i] else entry)
+        if live is not None:
+            entry = _keep(entry, live[i])
+        f = _kleene(tl, sym, entry, ar, None if live is None else live[i]) if pat.kleene[i] else entry
+        out.append(f if live is None else _keep(f, live[i]))
     return out
 
 
-def backward(tl: Timeline, pat: Pattern, ar: Arith, end: np.ndarray | None = None) -> list[np.ndarray]:
+def backward(tl: Timeline, pat: Pattern, ar: Arith, end: np.ndarray | None = None,
+             live: Live = None) -> list[np.ndarray]:
     """Suffix counts per position: matches of elements i..n-1 starting at each row.
 
     ``end`` weights the row bound to the last element (its last row when Kleene).
     Arrays are in forward ``tl.rows`` order, like :func:`forward`'s.
     """
-    rev = forward(tl.reversed(), pat.reversed(), ar, None if end is None else end[::-1])
+    rev_live = None if live is None else [x[::-1] for x in live[::-1]]
+    rev = forward(tl.reversed(), pat.reversed(), ar, None if end is None else end[::-1], rev_live)
     return [x[::-1] for x in rev[::-1]]
 
 
-def _kleene(tl: Timeline, sym: int, entry: np.ndarray, ar: Arith) -> np.ndarray:
-    """Counts of (prefix, set ending at r) from counts ``entry`` of sets {r}."""
+def _keep(x: np.ndarray, live: np.ndarray) -> np.ndarray:
+    out = x.copy()
+    out[~live] = 0
+    return out
+
+
+# -- liveness: which (row, position) pairs take part in some weighted match --------
+#
+# Dead partial matches (say B+ sets that no C ever follows) can reach astronomic
+# counts while the answer is small. The fallback number systems prune them first,
+# so that every intermediate value stays below the run's own total: exact Python
+# ints stay as small as the answer, floats do not cancel catastrophically.
+
+def reach_forward(tl: Timeline, pat: Pattern, start: np.ndarray | None = None) -> list[np.ndarray]:
+    """Boolean :func:`forward`: does any partial match (with start weight > 0) end here?"""
+    out: list[np.ndarray] = []
+    for i, sym in enumerate(pat.symbols):
+        if i == 0:
+            e = np.ones(len(tl.rows(sym)), dtype=bool) if start is None else np.asarray(start, dtype=bool)
+        else:
+            lo, hi = tl.prev_ranges(pat.symbols[i - 1], sym, pat.gaps[i - 1])
+            cs = _count_true(out[-1])
+            e = cs[hi] > cs[lo]
+        out.append(_kleene_reach(tl, sym, e) if pat.kleene[i] else e)
+    return out
+
+
+def reach_backward(tl: Timeline, pat: Pattern, end: np.ndarray | None = None) -> list[np.ndarray]:
+    """Boolean :func:`backward`."""
+    rev = reach_forward(tl.reversed(), pat.reversed(), None if end is None else end[::-1])
+    return [x[::-1] for x in rev[::-1]]
+
+
+def liveness(tl: Timeline, pat: Pattern, start: np.ndarray | None = None,
+             end: np.ndarray | None = None) -> list[np.ndarray]:
+    """Per position, rows bound there in at least one match with non-zero weights."""
+    return [f & b for f, b in zip(reach_forward(tl, pat, start), reach_backward(tl, pat, end))]
+
+
+def _count_true(x: np.ndarray) -> np.ndarray:
+    out = np.zeros(len(x) + 1, dtype=np.int64)
+    np.cumsum(x, out=out[1:])
+    return out
+
+
+def _kleene_reach(tl: Timeline, sym: int, entry: np.ndarray) -> np.ndarray:
+    """A set can end at r if it can start at r or at a row of an earlier tie group."""
+    gid, bounds, seg_first = _tie_groups(tl, sym)
+    if not len(gid):
+        return entry
+    before = _count_true(entry)[bounds[:-1]]  # entries before each group
+    return entry | (before > before[seg_first])[gid]
+
+
+def _kleene(tl: Timeline, sym: int, entry: np.ndarray, ar: Arith, live: np.ndarray | None = None) -> np.ndarray:
+    """Counts of (prefix, set ending at r) from counts ``entry`` of sets {r}.
+
+    With ``live``, sets may only take live rows: a set through a dead row never ends
+    at a live row with a non-zero count, so live counts are unchanged while dead
+    sets no longer grow by a factor (1 + m) per tie group.
+    """
     gid, bounds, seg_first = _tie_groups(tl, sym)
     if not len(gid):
         return entry
     cs = ar.excl_cumsum(entry)
     e = cs[bounds[1:]] - cs[bounds[:-1]]
-    a = ar.asarray(np.diff(bounds) + 1)
-    p = affine_scan(a, e, seg_first, ar)
+    m = np.diff(bounds) if live is None else np.diff(_count_true(live)[bounds])
+    p = affine_scan(ar.asarray(m + 1), e, seg_first, ar)
     return ar.add(entry, p[gid])
 
 
@@ -74,7 +145,7 @@ def _tie_groups(tl: Timeline, sym: int) -> tuple[np.ndarray, np.ndarray, np.ndar
     key = ("kg", sym)
     if key not in tl._cache:
         r = tl.rows(sym)
-        ties = tl.tie_start[r]
+        ties = tl.tie_start_of(sym)
         new = np.ones(len(r), dtype=bool)
         new[1:] = ties[1:] != ties[:-1]
         starts = np.flatnonzero(new)
@@ -99,16 +170,22 @@ class Run(NamedTuple):
 
 
 def run(tl: Timeline, pat: Pattern, ar: Arith, start: np.ndarray | None = None,
-        end: np.ndarray | None = None, need_pairs: bool = False) -> Run:
-    """Count matches of ``pat`` per segment, and per-row pair counts if asked."""
-    fw = forward(tl, pat, ar, start)
+        end: np.ndarray | None = None, need_pairs: bool = False, live: Live = None) -> Run:
+    """Count matches of ``pat`` per segment, and per-row pair counts if asked.
+
+    The fallback number systems (``ar.prune``) first drop rows that complete no
+    match (see :func:`liveness`) unless ``live`` is given.
+    """
+    if live is None and ar.prune:
+        live = liveness(tl, pat, None if start is None else start != 0, None if end is None else end != 0)
+    fw = forward(tl, pat, ar, start, live)
     last = fw[-1] if end is None else ar.mul(fw[-1], end)
     cs = ar.excl_cumsum(last)
     b = tl.sym_segments(pat.symbols[-1])
     totals = cs[b[1:]] - cs[b[:-1]]
     if not need_pairs:
         return Run(totals, None)
-    bw = backward(tl, pat, ar, end)
+    bw = backward(tl, pat, ar, end, live)
     return Run(totals, [ar.mul(f, g) for f, g in zip(fw, bw)])
 
 

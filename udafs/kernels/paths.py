@@ -1,18 +1,20 @@
-"""Evaluation paths: no window, sliding windows, WITHIN by time blocks.
+"""Evaluation paths without and with sliding windows (WITHIN alone: :mod:`.within`).
 
-Each path turns sorted events into a :class:`~udafs.kernels.measures.Tally` using the
-forward-pass primitive of :mod:`udafs.kernels.passes`.
+Both use the forward-pass primitive of :mod:`udafs.kernels.passes`; pair counts land
+in per-symbol slot arrays (``acc``) that :mod:`udafs.kernels.measures` aggregates.
 """
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 
 from udafs.kernels.arith import Arith
-from udafs.kernels.measures import Tally
+from udafs.kernels.measures import Column, Partial, Tally, measure_symbols, partials
 from udafs.kernels.passes import Run, run
 from udafs.kernels.pattern import Pattern
-from udafs.kernels.segments import range_timeline, sliding_windows
+from udafs.kernels.segments import batches, range_timeline, sliding_windows
 from udafs.kernels.timeline import Timeline
 from udafs.plan import Plan
 
@@ -35,6 +37,7 @@ def add_pairs(acc: dict[int, np.ndarray], tl: Timeline, pat: Pattern, pairs: lis
 
 
 def new_acc(symbols: set[int], n: int, ar: Arith) -> dict[int, np.ndarray]:
+    """Zeroed pair-count arrays over ``n`` slots for each measured symbol."""
     return {s: ar.zeros(n) for s in symbols}
 
 
@@ -52,25 +55,42 @@ def no_window(plan: Plan, ts: np.ndarray, mask: np.ndarray, ar: Arith, symbols: 
     return Tally(r.totals, np.arange(n), np.array([0, n]), acc)
 
 
-def sliding(plan: Plan, ts: np.ndarray, mask: np.ndarray, ar: Arith,
-            symbols: set[int]) -> tuple[Tally, np.ndarray]:
+def sliding(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: Sequence[Column], ar: Arith,
+            k_range: tuple[int, int] | None = None) -> tuple[list[Partial], np.ndarray]:
     """WITHIN w SLIDE s: every window [k·s, k·s + w) holding a row, on its own rows.
 
-    Rows are replicated into each window containing them (O(n·w/s) rows) and the
-    windows become the segments of one timeline. Window-local leading / trailing
-    negation become 0/1 start / end weights. Returns the tally and window starts.
+    Rows are replicated into each window containing them (O(n·w/s) rows, in batches
+    of about :data:`~udafs.kernels.segments.BATCH_ROWS` to bound memory) and the
+    windows become the segments of one timeline per batch. Window-local leading /
+    trailing negation become 0/1 start / end weights. ``k_range = (k0, k1)`` keeps
+    windows k0 <= k < k1 only. Returns per-window partials and window starts.
     """
     w, s = plan.within, plan.slide
     k = sliding_windows(ts, w, s)
+    if k_range is not None:
+        k = k[(k >= k_range[0]) & (k < k_range[1])]
     starts = np.searchsorted(ts, k * s, "left")
     ends = np.searchsorted(ts, k * s + w, "left")
+    parts = [_window_batch(plan, ts, mask, cols, ar, starts[a:b], ends[a:b]) for a, b in batches(ends - starts)]
+    if not parts:
+        tally = Tally(ar.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64),
+                      new_acc(measure_symbols(plan), 0, ar))
+        parts = [partials(plan, tally, cols, ar)]
+    return [Partial(*(np.concatenate([p[j][f] for p in parts]) for f in range(2)))
+            for j in range(len(plan.measures))], k * s
+
+
+def _window_batch(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: Sequence[Column], ar: Arith,
+                  starts: np.ndarray, ends: np.ndarray) -> list[Partial]:
+    """Partials of the windows whose rows are ``[starts, ends)`` (all non-empty)."""
+    symbols = measure_symbols(plan)
     tl = range_timeline(ts, mask, starts, ends)
     pat = Pattern.of(plan)
     r = _edge_weighted_run(tl, pat, plan.negations[0], plan.negations[-1], ar, bool(symbols))
     acc = new_acc(symbols, tl.n, ar)
     if symbols:
         add_pairs(acc, tl, pat, r.pairs, ar)
-    return Tally(r.totals, tl.origin, tl.bounds, acc), k * s
+    return partials(plan, Tally(r.totals, tl.origin, tl.bounds, acc), cols, ar)
 
 
 def _edge_weighted_run(tl: Timeline, pat: Pattern, lead: int, trail: int, ar: Arith,

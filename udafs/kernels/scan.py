@@ -13,7 +13,8 @@ import numpy as np
 from udafs.kernels.arith import Arith
 
 
-def affine_scan(a: np.ndarray, b: np.ndarray, seg_first: np.ndarray, ar: Arith) -> np.ndarray:
+def affine_scan(a: np.ndarray, b: np.ndarray, seg_first: np.ndarray, ar: Arith,
+                signed: bool = False) -> np.ndarray:
     """Exclusive segmented scan: ``P[g]`` = value before group g, starting at 0 per segment.
 
     Parameters
@@ -24,6 +25,8 @@ def affine_scan(a: np.ndarray, b: np.ndarray, seg_first: np.ndarray, ar: Arith) 
         Index of the first group of g's segment (non-decreasing).
     ar : Arith
         Number system (checked int64 raises ``Overflow``).
+    signed : bool
+        ``b`` may be negative (sums of signed values); ``a`` is always >= 1.
 
     Returns
     -------
@@ -37,7 +40,7 @@ def affine_scan(a: np.ndarray, b: np.ndarray, seg_first: np.ndarray, ar: Arith) 
     d = 1
     while d < longest:
         g = idx[d:][idx[:-d] >= seg_first[d:]]  # groups whose partner g - d is in the same segment
-        a[g], b[g] = ar.affine_combine(a[g], b[g], a[g - d], b[g - d])
+        a[g], b[g] = ar.affine_combine(a[g], b[g], a[g - d], b[g - d], signed)
         d *= 2
     p = np.empty(n, dtype=b.dtype)
     if n:
@@ -45,3 +48,20 @@ def affine_scan(a: np.ndarray, b: np.ndarray, seg_first: np.ndarray, ar: Arith) 
         p[0] = 0
         p[seg_first == idx] = 0
     return p
+
+
+def seg_accumulate(ufunc: np.ufunc, x: np.ndarray, seg_first: np.ndarray) -> np.ndarray:
+    """Inclusive segmented ``ufunc.accumulate`` (e.g. running minimum restarting per segment).
+
+    ``seg_first[q]`` is the index where q's segment starts (non-decreasing). Same
+    Hillis–Steele doubling as :func:`affine_scan`, for an associative ``ufunc``.
+    """
+    out = x.copy()
+    idx = np.arange(len(x))
+    longest = int(np.max(idx - seg_first)) + 1 if len(x) else 0
+    d = 1
+    while d < longest:
+        g = idx[d:][idx[:-d] >= seg_first[d:]]
+        out[g] = ufunc(out[g], out[g - d])
+        d *= 2
+    return out

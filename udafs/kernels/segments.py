@@ -26,6 +26,25 @@ def concat_ranges(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.
     return idx, bounds
 
 
+#: Replicated rows per timeline. A replicated row costs ~100-150 bytes across the
+#: timeline's arrays and caches (both time directions), so 2**20 rows keep a batch
+#: near 150 MB while a Python-level batch loop stays negligible next to 1 M rows.
+BATCH_ROWS = 1 << 20
+
+
+def batches(lengths: np.ndarray, budget: int | None = None) -> list[tuple[int, int]]:
+    """Consecutive ranges ``[a, b)`` of segments holding at most ``budget`` rows each
+    (default :data:`BATCH_ROWS`; a single longer segment gets a batch of its own)."""
+    budget = BATCH_ROWS if budget is None else budget
+    ends = np.cumsum(lengths)
+    out, a, base = [], 0, 0
+    while a < len(lengths):
+        b = max(int(np.searchsorted(ends, base + budget, "right")), a + 1)
+        out.append((a, b))
+        base, a = int(ends[b - 1]), b
+    return out
+
+
 def range_timeline(ts: np.ndarray, mask: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Timeline:
     """Timeline whose segments are the non-empty ``[starts, ends)`` ranges of the base rows."""
     idx, bounds = concat_ranges(starts, ends)
@@ -50,7 +69,7 @@ def sliding_windows(ts: np.ndarray, within: int, slide: int) -> np.ndarray:
     k_hi = ts // slide
     covered = np.maximum.accumulate(k_hi)
     first_new = k_lo.copy()
-    first_new[1:] = np.maximum(k_lo[1:], covered[:-1])
+    first_new[1:] = np.maximum(k_lo[1:], covered[:-1] + 1)
     counts = np.maximum(k_hi - first_new + 1, 0)
     idx, _ = concat_ranges(first_new, first_new + counts)
     return idx

@@ -53,20 +53,45 @@ class Timeline:
                 new[0] = True
                 np.not_equal(self.ts[1:], self.ts[:-1], out=new[1:])
                 new[self.bounds[:-1]] = True
-            self._cache["tie_start"] = np.maximum.accumulate(np.where(new, np.arange(self.n, dtype=_IDX), 0))
+            idx = np.arange(self.n, dtype=_IDX)
+            self._cache["no_ties"] = bool(new.all())
+            self._cache["tie_start"] = idx if self._cache["no_ties"] else np.maximum.accumulate(np.where(new, idx, 0))
         return self._cache["tie_start"]
+
+    def tie_start_of(self, sym: int) -> np.ndarray:
+        """``tie_start`` of the ``sym`` rows (the rows themselves when no ts repeats)."""
+        key = ("ts_of", sym)
+        if key not in self._cache:
+            ties = self.tie_start
+            self._cache[key] = self.rows(sym) if self._cache["no_ties"] else ties[self.rows(sym)]
+        return self._cache[key]
+
+    def seg_of(self, sym: int) -> np.ndarray:
+        """Segment index of the ``sym`` rows."""
+        key = ("seg_of", sym)
+        if key not in self._cache:
+            self._cache[key] = self.seg_id[self.rows(sym)]
+        return self._cache[key]
 
     def rows(self, sym: int) -> np.ndarray:
         """Sorted indices of the rows that are instances of symbol ``sym``."""
         key = ("rows", sym)
         if key not in self._cache:
-            self._cache[key] = np.flatnonzero(self.mask & (1 << sym)).astype(_IDX, copy=False)
+            if self._reversed is not None and key in self._reversed._cache:
+                rows = self.n - 1 - self._reversed._cache[key][::-1]
+            else:  # a bool test before nonzero: ~10x faster than nonzero on int64
+                rows = np.flatnonzero((self.mask & (1 << sym)) != 0).astype(_IDX, copy=False)
+            self._cache[key] = rows
         return self._cache[key]
 
     def count_before(self, sym: int) -> np.ndarray:
         """``c[g]`` = number of ``sym`` rows with index < g, for g in 0..n."""
         key = ("cnt", sym)
         if key not in self._cache:
+            if self._reversed is not None and key in self._reversed._cache:
+                c = self._reversed._cache[key]
+                self._cache[key] = c[-1] - c[::-1]
+                return self._cache[key]
             c = np.zeros(self.n + 1, dtype=_IDX)
             c[self.rows(sym) + 1] = 1
             self._cache[key] = np.cumsum(c, out=c)
@@ -83,11 +108,18 @@ class Timeline:
         if key not in self._cache:
             seg_start = self.bounds[:-1][self.seg_id]
             if neg:
-                marks = np.where(self.mask & neg != 0, self.tie_start, -1)
-                last = np.maximum.accumulate(marks)
-                before = np.concatenate(([-1], last))[self.tie_start]  # last mark before the tie group
-                seg_start = np.maximum(seg_start, before)
+                seg_start = np.maximum(seg_start, self.last_neg_before(neg))
             self._cache[key] = seg_start
+        return self._cache[key]
+
+    def last_neg_before(self, neg: int) -> np.ndarray:
+        """Per row, the tie-group start of the last ``neg`` instance strictly before the
+        row's tie group (in any segment), or -1."""
+        key = ("lnb", neg)
+        if key not in self._cache:
+            marks = np.where(self.mask & neg != 0, self.tie_start, -1)
+            last = np.maximum.accumulate(marks) if self.n else marks
+            self._cache[key] = np.concatenate(([-1], last))[self.tie_start]
         return self._cache[key]
 
     # -- per-symbol gathers used by every step -------------------------------
@@ -99,9 +131,12 @@ class Timeline:
         """
         key = ("pr", prev_sym, sym, neg)
         if key not in self._cache:
-            r = self.rows(sym)
             cnt = self.count_before(prev_sym)
-            self._cache[key] = (cnt[self.lower_limit(neg)[r]], cnt[self.tie_start[r]])
+            if neg:
+                lo = cnt[self.lower_limit(neg)[self.rows(sym)]]
+            else:
+                lo = self.sym_segments(prev_sym)[self.seg_of(sym)]
+            self._cache[key] = (lo, cnt[self.tie_start_of(sym)])
         return self._cache[key]
 
     def sym_segments(self, sym: int) -> np.ndarray:
@@ -116,7 +151,7 @@ class Timeline:
             return np.ones(len(r), dtype=bool)
         marks = np.where(self.mask & neg != 0, np.arange(self.n, dtype=_IDX), self.n)
         first = np.minimum.reduceat(marks, self.bounds[:-1]) if self.n else marks
-        return self.tie_start[r] <= first[self.seg_id[r]]
+        return self.tie_start_of(sym) <= first[self.seg_of(sym)]
 
     def no_neg_after(self, sym: int, neg: int) -> np.ndarray:
         """Per ``sym`` row: True when no ``neg`` instance of its segment is later."""
@@ -125,7 +160,7 @@ class Timeline:
             return np.ones(len(r), dtype=bool)
         marks = np.where(self.mask & neg != 0, self.tie_start, -1)
         last = np.maximum.accumulate(marks)[self.bounds[1:] - 1] if self.n else marks
-        return last[self.seg_id[r]] <= self.tie_start[r]
+        return last[self.seg_of(sym)] <= self.tie_start_of(sym)
 
     # -- time reversal ---------------------------------------------------------
     def reversed(self) -> Timeline:

@@ -29,17 +29,24 @@ from udafs.kernels.timeline import Timeline
 from udafs.plan import Plan
 
 
-def within_blocks(plan: Plan, ts: np.ndarray, mask: np.ndarray, ar: Arith, symbols: set[int]) -> Tally:
-    """Tally of all matches under WITHIN (with edge negation by subtraction)."""
+def within_blocks(plan: Plan, ts: np.ndarray, mask: np.ndarray, ar: Arith, symbols: set[int],
+                  first: tuple[int, int] | None = None) -> Tally:
+    """Tally of all matches under WITHIN (with edge negation by subtraction).
+
+    With ``first = (lo, hi)`` only matches whose first row has lo <= ts < hi count
+    (the streaming evaluator attributes each match to its first row's time).
+    """
     n = len(ts)
     acc = new_acc(symbols, n, ar)
     rows, bounds = np.arange(n), np.array([0, n])
     if not n:
         return Tally(ar.zeros(1), rows, bounds, acc)
     tl = block_timeline(ts, mask, plan.within)
-    count = positive_count(tl, Pattern.of(plan), plan.within, ar, acc)
+    pat = Pattern.of(plan)
+    start = None if first is None else ar.asarray(in_range(tl.ts[tl.rows(pat.symbols[0])], first))
+    count = positive_count(tl, pat, plan.within, ar, acc, start)
     if plan.has_edge_negation:
-        count = edge_correction(plan, ts, mask, ar, acc, count)
+        count = edge_correction(plan, ts, mask, ar, acc, count, first)
     if ar.kind is Kind.INT and not count < LIMIT:
         raise Overflow
     counts = ar.zeros(1)
@@ -54,31 +61,43 @@ def block_timeline(ts: np.ndarray, mask: np.ndarray, w: int) -> Timeline:
     return Timeline(ts, mask, np.concatenate(([0], cuts, [len(ts)])))
 
 
-def positive_count(tl: Timeline, pat: Pattern, w: int, ar: Arith, acc: dict[int, np.ndarray]) -> int | float:
-    """Matches with span < w (middle negation only); adds their pairs into ``acc``."""
-    r = run(tl, pat, ar, need_pairs=bool(acc))
+def in_range(t: np.ndarray, first: tuple[int, int]) -> np.ndarray:
+    """``lo <= t < hi`` for ``first = (lo, hi)``."""
+    return (t >= first[0]) & (t < first[1])
+
+
+def positive_count(tl: Timeline, pat: Pattern, w: int, ar: Arith, acc: dict[int, np.ndarray],
+                   start: np.ndarray | None = None) -> int | float:
+    """Matches with span < w (middle negation only); adds their pairs into ``acc``.
+
+    ``start`` (0/1 per first-element row) keeps only matches starting at chosen rows.
+    """
+    r = run(tl, pat, ar, start, need_pairs=bool(acc))
     if acc:
         add_pairs(acc, tl, pat, r.pairs, ar)
     count = ar.total(r.totals)
     for sp in splits(pat):
-        count += _crossing(tl, sp, w, ar, acc)
+        count += _crossing(tl, sp, w, ar, acc, start)
     return count
 
 
-def _crossing(tl: Timeline, sp: Split, w: int, ar: Arith, acc: dict[int, np.ndarray]) -> int | float:
+def _crossing(tl: Timeline, sp: Split, w: int, ar: Arith, acc: dict[int, np.ndarray],
+              start: np.ndarray | None) -> int | float:
     """Matches cut by a block boundary at split ``sp``; adds their pairs into ``acc``."""
     first, last = sp.left.symbols[0], sp.right.symbols[-1]
     f_lo, f_hi, v_lo, v_hi = _next_block_ranges(tl, first, last, w)
     end_left = ar.asarray(tl.no_neg_after(sp.left.symbols[-1], sp.seam)) if sp.seam else None
     bw_left = backward(tl, sp.left, ar, end_left)
+    h = bw_left[0] if start is None else ar.mul(bw_left[0], start)
     start_right = ar.asarray(tl.no_neg_before(sp.right.symbols[0], sp.seam)) if sp.seam else None
     fw_right = forward(tl, sp.right, ar, start_right)
     cg = ar.excl_cumsum(fw_right[-1])
     f = cg[f_hi] - cg[f_lo]
-    count = ar.dot(bw_left[0], f)
+    count = ar.dot(h, f)
     if acc:
-        add_pairs(acc, tl, sp.left, pairs_with(forward(tl, sp.left, ar, f), bw_left, ar), ar)
-        ch = ar.excl_cumsum(bw_left[0])
+        f_start = f if start is None else ar.mul(f, start)
+        add_pairs(acc, tl, sp.left, pairs_with(forward(tl, sp.left, ar, f_start), bw_left, ar), ar)
+        ch = ar.excl_cumsum(h)
         bw_right = backward(tl, sp.right, ar, ch[v_hi] - ch[v_lo])
         add_pairs(acc, tl, sp.right, pairs_with(fw_right, bw_right, ar), ar)
     return count
@@ -95,9 +114,9 @@ def _next_block_ranges(tl: Timeline, first: int, last: int, w: int) -> tuple[np.
     if key not in tl._cache:
         ra, re = tl.rows(first), tl.rows(last)
         ts_a, ts_e = tl.ts[ra], tl.ts[re]
-        f_lo = tl.count_before(last)[tl.bounds[tl.seg_id[ra] + 1]]
+        f_lo = tl.sym_segments(last)[tl.seg_of(first) + 1]
         f_hi = np.searchsorted(ts_e, ts_a + w, "left")
         v_lo = np.searchsorted(ts_a, ts_e - w, "right")
-        v_hi = tl.count_before(first)[tl.bounds[tl.seg_id[re]]]
+        v_hi = tl.sym_segments(first)[tl.seg_of(last)]
         tl._cache[key] = (f_lo, f_hi, v_lo, v_hi)
     return tl._cache[key]

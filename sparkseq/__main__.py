@@ -1,0 +1,7 @@
+"""``python -m sparkseq``: see :mod:`sparkseq.cli`."""
+
+import sys
+
+from sparkseq.cli import main
+
+sys.exit(main())

@@ -1,0 +1,101 @@
+"""Registering sparkseq's SQL functions in a SparkSession.
+
+Two kinds of functions exist:
+
+* fixed-signature functions (:data:`FUNCTIONS`), one SQL signature for every plan,
+  registered by :func:`register` so that any SQL client of the session can call them
+  with a plan literal (``sparkseq_count(plan, ts, mask)``);
+* per-schema functions, whose SQL return type depends on the plan's measures (and,
+  for the streaming UDTF, on the partition key types): :func:`engine_function` and
+  :func:`stream_function` register one per distinct schema, named by a digest of it,
+  and return that name. The plan itself still travels as a literal argument, so all
+  plans of one output schema share one function.
+
+Registration is idempotent and remembered per SparkSession object.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from pyspark.sql import SparkSession
+from pyspark.sql.functions import arrow_udf, arrow_udtf
+
+from udafs import spark_udfs, spark_udtf
+from udafs.plan import Plan
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    """A grouped-aggregate SQL function with one signature for every plan."""
+
+    name: str
+    func: Callable[..., object]
+    return_type: str
+
+
+#: Registered by :func:`register`. The pattern-string functions of ``sql_rewrites``
+#: (``seq_count(ts, type, 'SEQ(A, B)', INTERVAL …)``) belong in this list too.
+FUNCTIONS: list[FunctionSpec] = [
+    FunctionSpec("sparkseq_count", spark_udfs.count_matches, "bigint"),
+    FunctionSpec("sparkseq_count_windows", spark_udfs.count_windows, spark_udfs.COUNT_WINDOWS_DDL),
+]
+
+_registered: weakref.WeakKeyDictionary[SparkSession, set[str]] = weakref.WeakKeyDictionary()
+
+
+def register(spark: SparkSession) -> None:
+    """Register every fixed-signature sparkseq function (:data:`FUNCTIONS`) in ``spark``.
+
+    Examples
+    --------
+    >>> register(spark)  # doctest: +SKIP
+    >>> spark.sql("SELECT k, sparkseq_count(:plan, ts, mask) FROM t GROUP BY k", args={"plan": p})  # doctest: +SKIP
+    """
+    for spec in FUNCTIONS:
+        _once(spark, spec.name, lambda s=spec: spark.udf.register(s.name, arrow_udf(s.func, s.return_type)))
+
+
+def engine_function(spark: SparkSession, plan: Plan) -> str:
+    """Name of the grouped-aggregate function computing ``plan``'s measures.
+
+    Called as ``inline(<name>(<plan json>, ts, mask, v0, …))`` in a ``GROUP BY`` query;
+    returns ``array<struct<window_start, window_end, m0, …, error>>`` (see
+    :func:`udafs.spark_udfs.output_ddl`). :func:`sparkseq.queries.udaf_query` writes
+    such a query, including the check that raises ``error`` naming the partition.
+    """
+    name = engine_function_name(plan)
+    _once(spark, name, lambda: spark.udf.register(name, arrow_udf(spark_udfs.match_aggregate,
+                                                                   spark_udfs.output_ddl(plan))))
+    return name
+
+
+def engine_function_name(plan: Plan) -> str:
+    """The name :func:`engine_function` registers ``plan``'s function under, without registering."""
+    return "sparkseq_agg_" + _digest(spark_udfs.output_ddl(plan))
+
+
+def stream_function(spark: SparkSession, plan: Plan, key_types: Sequence[str]) -> str:
+    """Name of the streaming Arrow UDTF for ``plan`` and partition keys of ``key_types``.
+
+    See :mod:`udafs.spark_udtf` for its input layout and
+    :func:`sparkseq.queries.stream_query` for a query that feeds it.
+    """
+    ddl = spark_udtf.stream_ddl(plan, key_types)
+    name = "sparkseq_stream_" + _digest(ddl)
+    _once(spark, name, lambda: spark.udtf.register(name, arrow_udtf(spark_udtf.MatchStream, returnType=ddl)))
+    return name
+
+
+def _once(spark: SparkSession, name: str, do: Callable[[], object]) -> None:
+    done = _registered.setdefault(spark, set())
+    if name not in done:
+        do()
+        done.add(name)
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha1(text.encode()).hexdigest()[:12]

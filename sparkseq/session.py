@@ -1,0 +1,114 @@
+"""A SparkSession set up for sparkseq: embedded local Spark by default, any master URL otherwise."""
+
+from __future__ import annotations
+
+import getpass
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from sparkseq.registration import register
+
+DEFAULT_MASTER = "local[2]"
+_PACKAGE = Path(__file__).resolve().parent
+_ROOT = _PACKAGE.parent  # the source checkout (or site-packages when installed)
+
+
+def session(master: str | None = None, app_name: str = "sparkseq",
+            conf: Mapping[str, object] | None = None) -> SparkSession:
+    """Start (or reuse) a SparkSession and register sparkseq's functions in it.
+
+    Parameters
+    ----------
+    master : str, optional
+        Spark master URL. Default: the ``SPARKSEQ_MASTER`` environment variable, else
+        ``local[2]``. With a cluster URL, sparkseq must be installed on the workers.
+    app_name : str
+        Spark application name.
+    conf : mapping, optional
+        Spark settings; they override sparkseq's defaults (see :func:`default_conf`).
+
+    Examples
+    --------
+    >>> import sparkseq
+    >>> spark = sparkseq.session()  # doctest: +SKIP
+    >>> spark.sql("SELECT 1").collect()  # doctest: +SKIP
+    [Row(1=1)]
+    """
+    master = master or os.environ.get("SPARKSEQ_MASTER") or DEFAULT_MASTER
+    _python_environment(local=master.startswith("local"))
+    builder = SparkSession.builder.master(master).appName(app_name)
+    for key, value in {**default_conf(master), **(conf or {})}.items():
+        builder = builder.config(key, str(value))
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    register(spark)
+    return spark
+
+
+def default_conf(master: str) -> dict[str, str]:
+    """sparkseq's Spark settings for ``master``: quiet, small, scratch files in one place."""
+    scratch = scratch_dir()
+    conf = {
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.warehouse.dir": str(scratch / "warehouse"),
+        "spark.driver.extraJavaOptions": (f"-Dlog4j2.configurationFile={(_PACKAGE / 'log4j2.properties').as_uri()}"
+                                          f" -Dderby.system.home={scratch}"),
+    }
+    cores = _local_cores(master)
+    if cores is not None:
+        conf.update({
+            # Spark's default of 200 shuffle partitions costs seconds of task overhead per
+            # query on a laptop; two per core keeps both busy with little skew.
+            "spark.sql.shuffle.partitions": str(2 * cores),
+            "spark.default.parallelism": str(2 * cores),
+            "spark.local.dir": str(scratch / "local"),
+            "spark.ui.enabled": "false",
+        })
+    return conf
+
+
+def scratch_dir() -> Path:
+    """Where Spark writes warehouse and scratch files.
+
+    ``SPARKSEQ_SCRATCH`` if set; else ``.sparkseq-tmp/`` in the source checkout
+    (gitignored); else ``sparkseq-<user>`` in the system temp directory.
+    """
+    env = os.environ.get("SPARKSEQ_SCRATCH")
+    if env:
+        path = Path(env)
+    elif (_ROOT / "pyproject.toml").is_file() and os.access(_ROOT, os.W_OK):
+        path = _ROOT / ".sparkseq-tmp"
+    else:
+        path = Path(tempfile.gettempdir()) / f"sparkseq-{getpass.getuser()}"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _local_cores(master: str) -> int | None:
+    """Cores of a ``local``, ``local[N]`` or ``local[*]`` master; None for a cluster."""
+    found = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\s*\d+)?\])?", master.strip())
+    if found is None:
+        return None
+    n = found.group(1)
+    return (os.cpu_count() or 1) if n == "*" else int(n or 1)
+
+
+def _python_environment(local: bool) -> None:
+    """Python workers must run this interpreter (numpy, pyarrow, sparkseq importable)."""
+    setter = os.environ.__setitem__ if local else os.environ.setdefault
+    setter("PYSPARK_PYTHON", sys.executable)
+    setter("PYSPARK_DRIVER_PYTHON", sys.executable)
+    if local:
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # no loopback-hostname warning
+        # Local workers inherit PYTHONPATH: make the packages importable there even
+        # when running from a source checkout that is not pip-installed.
+        paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+        if str(_ROOT) not in paths:
+            os.environ["PYTHONPATH"] = os.pathsep.join([str(_ROOT), *filter(None, paths)])

@@ -1,0 +1,30 @@
+"""Shared fixtures: one local SparkSession for the whole run (it takes ~15 s to start)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    """A local[2] session with sparkseq's functions registered; two shuffle partitions
+    keep each small test query at a few tasks."""
+    import sparkseq
+
+    session = sparkseq.session("local[2]", app_name="sparkseq-tests", conf={"spark.sql.shuffle.partitions": "2"})
+    yield session
+    session.stop()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (``--dist loadgroup``) run every Spark test in one worker,
+    so the session starts once."""
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("spark"))

@@ -1,0 +1,312 @@
+"""Streaming evaluation: rows arrive in time order in chunks; state stays small.
+
+:class:`StreamEvaluator` gives the same results as :func:`evaluate_group` over the
+concatenation of all pushed chunks. The rows of the latest timestamp are held back
+until a later one arrives (more rows at that time may still come). Per mode:
+
+* no WITHIN: a forward-only pass with a carried state of O(pattern length)
+  aggregates (:mod:`udafs.kernels.carry`); the one output row comes from ``finish``.
+* WITHIN without SLIDE: each match is attributed to its first row's time. Once rows
+  are complete up to T, all matches starting before T - w are known (their rows
+  and negation context lie before T), so they are evaluated with the block engine
+  restricted to those first rows and folded into running partial aggregates. Only
+  rows from the last ~2 windows stay buffered.
+* SLIDE: a window [k·s, k·s + w) is final once rows are complete up to its end; it
+  is evaluated on its own rows and returned by ``push``. Rows older than every
+  unfinished window are dropped.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from udafs.errors import InputDataError
+from udafs.kernels import evaluate, paths, within
+from udafs.kernels.arith import EXACT_CAP, Arith, Kind, Overflow
+from udafs.kernels.carry import Carry, Channel, Chunk, Numbers, empty_agg, merge, run_chunk, saturate
+from udafs.kernels.evaluate import GroupResult, evaluate_group, too_large, validate, with_fallback
+from udafs.kernels.measures import Column, Partial, combine, finalize, float_key, key_float, measure_symbols, partials
+from udafs.kernels.pattern import Pattern
+from udafs.kernels.timeline import Timeline
+from udafs.plan import CountType, MeasureKind, Plan, ValueType
+
+_TS_MIN = int(np.iinfo(np.int64).min)
+_TS_MAX = int(np.iinfo(np.int64).max)
+
+
+class _Buffer:
+    """Rows kept for later evaluation: append at the end, drop from the front, amortised O(1)."""
+
+    def __init__(self, columns: Sequence[ValueType]) -> None:
+        self.ts = np.zeros(0, dtype=np.int64)
+        self.mask = np.zeros(0, dtype=np.int64)
+        self.cols: list[Column] = [(np.zeros(0, dtype=_dtype(c)), np.zeros(0, dtype=bool)) for c in columns]
+        self._parts: list[tuple[np.ndarray, np.ndarray, list[Column]]] = []
+
+    def append(self, ts: np.ndarray, mask: np.ndarray, cols: list[Column]) -> None:
+        if len(ts):
+            self._parts.append((ts, mask, cols))
+
+    def view(self) -> tuple[np.ndarray, np.ndarray, list[Column]]:
+        """All buffered rows (concatenating pending appends once)."""
+        if self._parts:
+            parts = [(self.ts, self.mask, self.cols)] + self._parts
+            self.ts = np.concatenate([p[0] for p in parts])
+            self.mask = np.concatenate([p[1] for p in parts])
+            self.cols = [(np.concatenate([p[2][j][0] for p in parts]), np.concatenate([p[2][j][1] for p in parts]))
+                         for j in range(len(self.cols))]
+            self._parts = []
+        return self.ts, self.mask, self.cols
+
+    def drop_before(self, t: int) -> None:
+        ts, mask, cols = self.view()
+        k = int(np.searchsorted(ts, t, "left"))
+        if k:
+            self.ts, self.mask = ts[k:].copy(), mask[k:].copy()
+            self.cols = [(v[k:].copy(), ok[k:].copy()) for v, ok in cols]
+
+    def take(self) -> tuple[np.ndarray, np.ndarray, list[Column]]:
+        """All rows, emptying the buffer."""
+        out = self.view()
+        self.ts, self.mask = self.ts[:0], self.mask[:0]
+        self.cols = [(v[:0], ok[:0]) for v, ok in self.cols]
+        return out
+
+
+class StreamEvaluator:
+    """Evaluate one group pushed in time-ordered chunks (see module docstring).
+
+    Examples
+    --------
+    >>> from udafs.plan import Element, Plan
+    >>> plan = Plan(symbols=("A", "B"), elements=(Element(0), Element(1)), negations=(0, 0, 0))
+    >>> s = StreamEvaluator(plan)
+    >>> _ = s.push(np.array([1, 2]), np.array([1, 2]))
+    >>> _ = s.push(np.array([2, 5]), np.array([2, 2]))
+    >>> int(s.finish().values[0][0])
+    3
+    """
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        self._last = _TS_MIN
+        self._held = _Buffer(plan.columns)  # rows of the latest timestamp
+        self._empty = evaluate_group(plan, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64),
+                                     [(np.zeros(0, dtype=_dtype(c)), np.zeros(0, dtype=bool)) for c in plan.columns])
+        self._mode = _CarryMode(plan) if plan.within is None else (
+            _WithinMode(plan) if plan.slide is None else _SlideMode(plan))
+        self._finished = False
+
+    def push(self, ts: np.ndarray, mask: np.ndarray, columns: Sequence[Column] = ()) -> GroupResult:
+        """Add rows (timestamps non-decreasing, also across pushes); return finished windows."""
+        if self._finished:
+            raise InputDataError("push after finish(): start a new StreamEvaluator")
+        ts, mask, cols = validate(self.plan, ts, mask, columns)
+        if len(ts) and (ts[0] < self._last or (ts[1:] < ts[:-1]).any()):
+            raise InputDataError("StreamEvaluator needs rows in non-decreasing ts order, across pushes too")
+        keep = (mask & self.plan.pattern_symbols_mask) != 0
+        ts, mask, cols = ts[keep], mask[keep] & self.plan.pattern_symbols_mask, [(v[keep], ok[keep]) for v, ok in cols]
+        if not len(ts):
+            return self._nothing()
+        self._last = int(ts[-1])
+        cut = int(np.searchsorted(ts, ts[-1], "left"))
+        if cut == 0:  # everything at the latest timestamp: hold it
+            self._held.append(ts, mask, cols)
+            return self._nothing()
+        ready = self._held.take()
+        self._held.append(ts[cut:], mask[cut:], [(v[cut:], ok[cut:]) for v, ok in cols])
+        head = _concat(ready, (ts[:cut], mask[:cut], [(v[:cut], ok[:cut]) for v, ok in cols]))
+        return self._mode.feed(*head, complete_before=self._last) or self._nothing()
+
+    def finish(self) -> GroupResult:
+        """Evaluate what is left; without SLIDE this is the group's one output row."""
+        if self._finished:
+            raise InputDataError("finish() was already called")
+        self._finished = True
+        return self._mode.finish(*self._held.take()) or self._nothing()
+
+    def _nothing(self) -> GroupResult:
+        e = self._empty
+        return GroupResult(e.window_start, e.window_end, tuple(v[:0] for v in e.values), tuple(v[:0] for v in e.valid))
+
+
+def _dtype(vt: ValueType) -> type:
+    return np.int64 if vt is ValueType.INT else np.float64
+
+
+def _concat(a: tuple, b: tuple) -> tuple[np.ndarray, np.ndarray, list[Column]]:
+    return (np.concatenate((a[0], b[0])), np.concatenate((a[1], b[1])),
+            [(np.concatenate((x[0], y[0])), np.concatenate((x[1], y[1]))) for x, y in zip(a[2], b[2])])
+
+
+def _result(plan: Plan, parts: Sequence[Partial], starts: np.ndarray | None = None) -> GroupResult:
+    values, valid = finalize(plan, parts)
+    ends = None if starts is None else starts + plan.within
+    return GroupResult(starts, ends, tuple(values), tuple(valid))
+
+
+class _SlideMode:
+    """SLIDE: evaluate each window once rows are complete up to its end."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        self.buf = _Buffer(plan.columns)
+        self.k_next = _TS_MIN  # windows before this one were returned already
+
+    def feed(self, ts: np.ndarray, mask: np.ndarray, cols: list[Column], complete_before: int) -> GroupResult | None:
+        self.buf.append(ts, mask, cols)
+        return self._emit((complete_before - self.plan.within) // self.plan.slide + 1)
+
+    def finish(self, ts: np.ndarray, mask: np.ndarray, cols: list[Column]) -> GroupResult | None:
+        self.buf.append(ts, mask, cols)
+        bts = self.buf.view()[0]
+        return self._emit(int(bts[-1]) // self.plan.slide + 1) if len(bts) else None
+
+    def _emit(self, k_end: int) -> GroupResult | None:
+        """Windows ``k_next <= k < k_end`` (all final), then forget rows before ``k_end``."""
+        ts, mask, cols = self.buf.view()
+        if not len(ts) or k_end <= self.k_next:
+            return None
+        plan, k_range = self.plan, (self.k_next, k_end)
+        # only the rows of the finished windows: each row is then looked at once per window
+        cut = int(np.searchsorted(ts, (k_end - 1) * plan.slide + plan.within, "left"))
+        ts, mask, cols = ts[:cut], mask[:cut], [(v[:cut], ok[:cut]) for v, ok in cols]
+        parts, starts = with_fallback(plan, lambda ar: paths.sliding(plan, ts, mask, cols, ar, k_range))
+        self.k_next = k_end
+        self.buf.drop_before(k_end * plan.slide)
+        return _result(plan, parts, starts) if len(starts) else None
+
+
+class _WithinMode:
+    """WITHIN without SLIDE: fold in matches by their first row once they are final."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        self.buf = _Buffer(plan.columns)
+        self.first_lo: int | None = None  # matches starting before this are folded in
+        self.parts: list[Partial] | None = None
+
+    def feed(self, ts: np.ndarray, mask: np.ndarray, cols: list[Column], complete_before: int) -> None:
+        self.buf.append(ts, mask, cols)
+        w = self.plan.within
+        lo = self.first_lo if self.first_lo is not None else int(self.buf.view()[0][0])
+        hi = complete_before - w  # a match starting before hi has its rows and context before hi + w
+        if hi - lo >= w:  # at least a window's worth: each row is evaluated about 3 times
+            self._fold((lo, hi))
+            self.first_lo = hi
+            self.buf.drop_before(hi - w)  # leading negation looks back less than w
+        return None
+
+    def finish(self, ts: np.ndarray, mask: np.ndarray, cols: list[Column]) -> GroupResult:
+        self.buf.append(ts, mask, cols)
+        self._fold(None if self.first_lo is None else (self.first_lo, _TS_MAX))
+        return _result(self.plan, self.parts)
+
+    def _fold(self, first: tuple[int, int] | None) -> None:
+        ts, mask, cols = self.buf.view()
+        plan, symbols = self.plan, measure_symbols(self.plan)
+
+        def attempt(ar: Arith) -> list[Partial]:
+            return partials(plan, within.within_blocks(plan, ts, mask, ar, symbols, first), cols, ar)
+
+        parts = with_fallback(plan, attempt)
+        self.parts = parts if self.parts is None else combine(plan, self.parts, parts)
+
+
+class _CarryMode:
+    """No WITHIN: forward-only chunks with an O(pattern length) carried state."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        self.pat = Pattern.of(plan)
+        self.channels, self.slots = _channels(plan)
+        self.carry = Carry.start(self.pat, self.channels)
+        self.ended = empty_agg(self.channels)
+
+    def feed(self, ts: np.ndarray, mask: np.ndarray, cols: list[Column], complete_before: int) -> None:
+        self._chunk(ts, mask, cols)
+        return None
+
+    def finish(self, ts: np.ndarray, mask: np.ndarray, cols: list[Column]) -> GroupResult:
+        self._chunk(ts, mask, cols)
+        if not isinstance(self.ended.count, float) and self.ended.count >= EXACT_CAP:
+            raise too_large(self.plan)
+        return _result(self.plan, self._partials())
+
+    def _chunk(self, ts: np.ndarray, mask: np.ndarray, cols: list[Column]) -> None:
+        if not len(ts):
+            return
+        chunk = Chunk(Timeline(ts, mask, np.array([0, len(ts)])), tuple(_xs(c, cols, len(ts)) for c in self.channels))
+        real = Arith(Kind.FLOAT)
+        try:
+            if not evaluate.FAST_PATH:
+                raise Overflow
+            res = run_chunk(chunk, self.pat, self.channels, Numbers(Arith(Kind.INT), real), self.carry)
+        except Overflow:
+            exact = Arith(Kind.EXACT, capped=False)  # huge state is clamped below instead
+            nums = Numbers(Arith(Kind.FLOAT) if self.plan.count_type is CountType.DOUBLE else exact, real)
+            with np.errstate(over="ignore", invalid="ignore"):
+                res = run_chunk(chunk, self.pat, self.channels, nums, self.carry)
+        self.ended = saturate(merge(self.ended, res.ended, self.channels), self.channels)
+        self.carry = res.carry.saturated(self.channels)
+
+    def _partials(self) -> list[Partial]:
+        out = []
+        for m, (vi, ni) in zip(self.plan.measures, self.slots):
+            value = self.ended.count if vi is None else self.ended.chans[vi]
+            nn = _scalar(self.ended.count if ni is None else self.ended.chans[ni], None)
+            dtype = None if vi is None else self.channels[vi].dtype
+            if m.kind in (MeasureKind.MIN, MeasureKind.MAX) and self.plan.columns[m.column] is ValueType.FLOAT:
+                out.append(Partial(key_float(_scalar(value, dtype)), nn))
+            else:
+                out.append(Partial(_scalar(value, dtype), nn))
+        return out
+
+
+def _scalar(v: object, dtype: np.dtype | None) -> np.ndarray:
+    """One-row partial: exact ints as Python ints, others in ``dtype``."""
+    if dtype is not None:
+        return np.array([v], dtype=dtype)
+    return np.array([v], dtype=np.float64 if isinstance(v, float) else object)
+
+
+def _channels(plan: Plan) -> tuple[tuple[Channel, ...], list[tuple[int | None, int | None]]]:
+    """Channels the measures need, and per measure the (value, non-NULL count) channel."""
+    chans: list[Channel] = []
+
+    def slot(c: Channel) -> int:
+        if c not in chans:
+            chans.append(c)
+        return chans.index(c)
+
+    slots: list[tuple[int | None, int | None]] = []
+    for m in plan.measures:
+        if m.kind is MeasureKind.COUNT_STAR:
+            slots.append((None, None))
+        elif m.kind is MeasureKind.COUNT:
+            k = slot(Channel(m.symbol, "sum", "one", None, None))
+            slots.append((k, k))
+        else:
+            vt = plan.columns[m.column]
+            nn = slot(Channel(m.symbol, "sum", "nn", m.column, None))
+            if m.kind in (MeasureKind.MIN, MeasureKind.MAX):  # floats as order keys (measures.float_key)
+                val = Channel(m.symbol, m.kind.value, "val", m.column, np.dtype(np.int64))
+            else:
+                val = Channel(m.symbol, "sum", "val", m.column, None if vt is ValueType.INT else np.dtype(np.float64))
+            slots.append((slot(val), nn))
+    return tuple(chans), slots
+
+
+def _xs(c: Channel, cols: list[Column], n: int) -> np.ndarray:
+    """x(row) of a channel for every row of a chunk."""
+    if c.x == "one":
+        return np.ones(n, dtype=np.int64)
+    vals, ok = cols[c.column]
+    if c.x == "nn":
+        return ok.astype(np.int64)
+    if c.kind == "sum":
+        return np.where(ok, vals, 0).astype(vals.dtype)
+    keys = float_key(vals) if vals.dtype.kind == "f" else vals
+    return np.where(ok, keys, np.array(c.identity, dtype=np.int64))

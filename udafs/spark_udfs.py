@@ -1,0 +1,217 @@
+"""Spark-facing wrappers around the engine: Arrow arrays in, Arrow values out.
+
+The functions here are the bodies of grouped-aggregate Arrow UDFs
+(``pyspark.sql.functions.arrow_udf``) that ``sparkseq.registration`` registers. They
+need only pyarrow and numpy, so a Python worker unpickles them by reference (this
+module) without touching the JVM side.
+
+Arrow rather than pandas UDFs: a nullable BIGINT column reaches a pandas UDF as
+float64 with NaN, which is inexact beyond 2**53; Arrow keeps the int64 values and a
+separate validity bitmap, which is exactly the kernel's ``(values, valid)`` input.
+
+The plan travels as a string literal argument (one value per row; all equal) and is
+parsed once per distinct text per worker. Results come back as
+``array<struct<window_start, window_end, m0, ..., error>>`` for ``inline()``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from udafs.errors import CountOverflowError, PlanError
+from udafs.kernels import GroupResult, evaluate_group
+from udafs.plan import CountType, Measure, MeasureKind, Plan, ValueType
+
+#: Placeholder for the partition key in an ``error`` message; the calling SQL
+#: replaces it with the key as JSON, because a UDAF does not see its group key.
+PARTITION_SLOT = "{partition}"
+
+_COUNT_SQL = {CountType.BIGINT: "bigint", CountType.DECIMAL: "decimal(38,0)", CountType.DOUBLE: "double"}
+_VALUE_SQL = {ValueType.INT: "bigint", ValueType.FLOAT: "double"}
+_ARROW = {"bigint": pa.int64(), "double": pa.float64(), "decimal(38,0)": pa.decimal128(38, 0),
+          "string": pa.string()}
+_NP = {ValueType.INT: np.int64, ValueType.FLOAT: np.float64}
+
+Column = tuple[np.ndarray, np.ndarray]
+
+
+def value_sql_type(vt: ValueType) -> str:
+    """The Spark SQL type a value column is cast to before it reaches the engine."""
+    return _VALUE_SQL[vt]
+
+
+def measure_sql_type(plan: Plan, m: Measure) -> str:
+    """Spark SQL type of one measure (SEMANTICS section 5; ``plan.count_type`` for counts)."""
+    if m.kind in (MeasureKind.COUNT_STAR, MeasureKind.COUNT):
+        return _COUNT_SQL[plan.count_type]
+    vt = plan.columns[m.column]
+    if m.kind is MeasureKind.SUM:
+        return _COUNT_SQL[plan.count_type] if vt is ValueType.INT else "double"
+    if m.kind is MeasureKind.AVG:
+        return "double"
+    return _VALUE_SQL[vt]
+
+
+def result_fields(plan: Plan) -> list[tuple[str, str]]:
+    """``(name, sql type)`` of one result row: window bounds, then ``m0..mk``."""
+    fields = [("window_start", "bigint"), ("window_end", "bigint")]
+    return fields + [(f"m{j}", measure_sql_type(plan, m)) for j, m in enumerate(plan.measures)]
+
+
+def output_ddl(plan: Plan) -> str:
+    """Return type of the plan's aggregate UDF: ``array<struct<…, error:string>>``."""
+    fields = result_fields(plan) + [("error", "string")]
+    return "array<struct<" + ",".join(f"{n}:{t}" for n, t in fields) + ">>"
+
+
+@functools.lru_cache(maxsize=256)
+def parse_plan(text: str) -> Plan:
+    """``Plan.from_json`` once per distinct plan text in this worker."""
+    return Plan.from_json(text)
+
+
+def plan_of(plan: pa.Array) -> Plan:
+    """The plan from a UDF's plan argument (a constant string column)."""
+    if len(plan) == 0 or not plan[0].is_valid:
+        raise PlanError("the plan argument must be a non-NULL string literal")
+    return parse_plan(plan[0].as_py())
+
+
+def group_arrays(plan: Plan, ts: pa.Array, mask: pa.Array,
+                 values: Sequence[pa.Array]) -> tuple[np.ndarray, np.ndarray, list[Column]]:
+    """Kernel input from Arrow columns. Rows with a NULL ts or mask take part in nothing."""
+    if len(values) != len(plan.columns):
+        raise PlanError(f"the plan declares {len(plan.columns)} value columns, "
+                        f"but {len(values)} value arguments were passed")
+    if ts.null_count or mask.null_count:
+        keep = pc.and_(ts.is_valid(), mask.is_valid())
+        ts, mask = ts.filter(keep), mask.filter(keep)
+        values = [v.filter(keep) for v in values]
+    cols = [column_arrays(v, vt) for v, vt in zip(values, plan.columns)]
+    return _int64(ts), _int64(mask), cols
+
+
+def column_arrays(arr: pa.Array, vt: ValueType) -> Column:
+    """A nullable Arrow column as the kernel's ``(values, valid)`` pair."""
+    dtype = _NP[vt]
+    if arr.null_count == 0:
+        return arr.to_numpy(zero_copy_only=False).astype(dtype, copy=False), np.ones(len(arr), dtype=bool)
+    valid = arr.is_valid().to_numpy(zero_copy_only=False)
+    return pc.fill_null(arr, 0).to_numpy(zero_copy_only=False).astype(dtype, copy=False), valid
+
+
+def _int64(arr: pa.Array) -> np.ndarray:
+    return arr.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+
+
+def result_rows(res: GroupResult) -> int:
+    """Number of output rows in a result (exactly one without SLIDE)."""
+    if res.window_start is not None:
+        return len(res.window_start)
+    return len(res.values[0]) if res.values else 1
+
+
+def result_arrays(plan: Plan, res: GroupResult) -> list[pa.Array]:
+    """One Arrow array per :func:`result_fields` entry, typed as the SQL schema says."""
+    n = result_rows(res)
+    arrays = [_bound(res.window_start, n), _bound(res.window_end, n)]
+    for (_, sql), vals, ok in zip(result_fields(plan)[2:], res.values, res.valid):
+        arrays.append(to_arrow(vals, ok, sql))
+    return arrays
+
+
+def _bound(arr: np.ndarray | None, n: int) -> pa.Array:
+    return pa.nulls(n, pa.int64()) if arr is None else pa.array(arr, type=pa.int64())
+
+
+def to_arrow(vals: np.ndarray, ok: np.ndarray, sql: str) -> pa.Array:
+    """Kernel values plus validity as an Arrow array of SQL type ``sql``."""
+    typ = _ARROW[sql]
+    nulls = None if ok.all() else ~ok
+    if pa.types.is_decimal(typ):  # object arrays of Python ints, or int64
+        return pa.array(vals.tolist(), type=typ, mask=nulls)
+    return pa.array(vals, type=typ, mask=nulls)
+
+
+def _as_list_value(arrays: list[pa.Array], names: list[str]) -> pa.Scalar:
+    """Arrays of equal length as one ``array<struct>`` value."""
+    rows = pa.StructArray.from_arrays(arrays, names=names)
+    return pa.ListArray.from_arrays(pa.array([0, len(rows)], type=pa.int32()), rows)[0]
+
+
+class Verbatim(str):
+    """A string whose ``repr`` is itself: a ready-made partition name for error messages."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def match_aggregate(plan: pa.Array, ts: pa.Array, mask: pa.Array, *values: pa.Array) -> pa.Scalar:
+    """Grouped-aggregate body: every measure of the plan for one group, per window.
+
+    On overflow it returns a single row whose ``error`` holds the message with
+    :data:`PARTITION_SLOT` where the partition key belongs; the generated SQL raises it.
+    """
+    p = plan_of(plan)
+    fields = result_fields(p) + [("error", "string")]
+    names = [n for n, _ in fields]
+    try:
+        res = evaluate_group(p, *group_arrays(p, ts, mask, values))
+    except CountOverflowError as exc:
+        message = str(exc.with_partition(Verbatim(PARTITION_SLOT)))
+        arrays = [pa.nulls(1, _ARROW[t]) for _, t in fields[:-1]] + [pa.array([message])]
+        return _as_list_value(arrays, names)
+    arrays = result_arrays(p, res)
+    return _as_list_value(arrays + [pa.nulls(len(arrays[0]), pa.string())], names)
+
+
+# --- fixed-signature functions: one SQL signature for every plan -------------------
+
+COUNT_WINDOWS_DDL = "array<struct<window_start:bigint,window_end:bigint,count:bigint>>"
+
+
+@functools.lru_cache(maxsize=256)
+def _count_plan(text: str, windows: bool) -> Plan:
+    """The plan reduced to COUNT(*) as BIGINT, checked for (no) SLIDE."""
+    p = parse_plan(text)
+    if windows and p.slide is None:
+        raise PlanError("sparkseq_count_windows needs a plan with SLIDE; use sparkseq_count")
+    if not windows and p.slide is not None:
+        raise PlanError("sparkseq_count needs a plan without SLIDE; use sparkseq_count_windows")
+    return Plan(symbols=p.symbols, elements=p.elements, negations=p.negations, within=p.within,
+                slide=p.slide, measures=(Measure(MeasureKind.COUNT_STAR, name="count"),))
+
+
+def _count(plan: pa.Array, ts: pa.Array, mask: pa.Array, partition: Sequence[pa.Array],
+           windows: bool) -> GroupResult:
+    if len(plan) == 0 or not plan[0].is_valid:
+        raise PlanError("the plan argument must be a non-NULL string literal")
+    p = _count_plan(plan[0].as_py(), windows)
+    try:
+        return evaluate_group(p, *group_arrays(p, ts, mask, ()))
+    except CountOverflowError as exc:
+        if partition:
+            raise exc.with_partition(partition[0][0].as_py()) from None
+        raise
+
+
+def count_matches(plan: pa.Array, ts: pa.Array, mask: pa.Array, *partition: pa.Array) -> int:
+    """``sparkseq_count(plan, ts, mask[, partition])``: COUNT(*) of a plan without SLIDE.
+
+    The optional ``partition`` argument (any expression constant per group) only
+    serves to name the group in an overflow error.
+    """
+    return int(_count(plan, ts, mask, partition, windows=False).values[0][0])
+
+
+def count_windows(plan: pa.Array, ts: pa.Array, mask: pa.Array, *partition: pa.Array) -> pa.Scalar:
+    """``sparkseq_count_windows(plan, ts, mask[, partition])``: COUNT(*) per SLIDE window."""
+    res = _count(plan, ts, mask, partition, windows=True)
+    arrays = [pa.array(res.window_start, pa.int64()), pa.array(res.window_end, pa.int64()),
+              pa.array(res.values[0], pa.int64())]
+    return _as_list_value(arrays, ["window_start", "window_end", "count"])
