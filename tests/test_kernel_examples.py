@@ -221,28 +221,29 @@ def test_nan_follows_spark_order(window: int | None) -> None:
 
 @pytest.mark.parametrize("within", [None, 1000])
 def test_count_of_symbol_can_overflow_alone(within: int | None) -> None:
-    # SEQ(A+) on 62 rows: 2**62 - 1 sets fit BIGINT, but COUNT(A) = 62 * 2**61 does not
+    # SEQ(A+) on 61 rows: 2**61 - 1 sets fit BIGINT, but COUNT(A) = 61 * 2**60 does not
     ms = (Measure(MeasureKind.COUNT_STAR, name="n"), Measure(MeasureKind.COUNT, 0, name="a"))
-    args = (np.arange(62), np.ones(62, dtype=np.int64))
+    args = (np.arange(61), np.ones(61, dtype=np.int64))
     with pytest.raises(CountOverflowError, match="'a'"):
         evaluate_group(seq("A+", measures=ms, within=within), *args)
     res = evaluate_group(seq("A+", measures=ms, within=within, count_type=CountType.DECIMAL), *args)
-    assert res.values[0][0] == 2**62 - 1 and res.values[1][0] == 62 * 2**61
+    assert res.values[0][0] == 2**61 - 1 and res.values[1][0] == 61 * 2**60
 
 
+@pytest.mark.parametrize("within", [None, 2000, 10**6])
 @pytest.mark.parametrize("count_type", [CountType.BIGINT, CountType.DECIMAL, CountType.DOUBLE])
-def test_kleene_beyond_exact_cap(count_type: CountType) -> None:
+def test_kleene_beyond_exact_cap(count_type: CountType, within: int | None) -> None:
     """2**3000 pending B+ sets: answers stay exact (batch prunes them, streaming clamps them),
     and truly astronomic answers raise instead of exhausting memory."""
     from udafs.kernels.streaming import StreamEvaluator
 
     ms = (Measure(MeasureKind.COUNT_STAR, name="n"), Measure(MeasureKind.COUNT, 1, name="b"))
-    plan = seq("A", "B+", "C", measures=ms, count_type=count_type)
+    plan = seq("A", "B+", "C", measures=ms, count_type=count_type, within=within)
     n = 3000
     ts = np.arange(n)
     small = np.full(n, B)
     small[[0, 2]] = [A, C]  # a0 b1 c2, then only B rows: answer 1
-    huge = np.tile([A, B, B, C], n // 4)
+    huge = np.tile([A] + [B] * 1498 + [C], 2)  # 2**1498 sets per match window
     for mask, want in ((small, 1), (huge, None)):
         se = StreamEvaluator(plan)
         for a in range(0, n, 700):
@@ -256,3 +257,13 @@ def test_kleene_beyond_exact_cap(count_type: CountType) -> None:
             else:
                 with pytest.raises(CountOverflowError):
                     run()
+
+
+@pytest.mark.parametrize("span", [2**59, 2**60 - 1, 2**60, 2**61, 2**62])
+def test_wide_time_ranges(span: int) -> None:
+    """Unsorted COUNT-only input is sorted through a packed (ts, mask) key when the range
+    allows (here 2 mask bits: below 2**60), by argsort otherwise: same answers."""
+    plan = seq("A", "B")
+    ts = np.array([span, 0, span // 2, span - 1, 1], dtype=np.int64) - span // 2
+    mask = np.array([B, A, B, A, B])
+    assert count(plan, ts, mask) == 4  # a(0) -> b(1), b(mid), b(span); a(span-1) -> b(span)

@@ -98,7 +98,7 @@ def saturate(a: Agg, channels: tuple[Channel, ...]) -> Agg:
         return v if isinstance(v, float) or abs(v) < EXACT_CAP else (EXACT_CAP if v > 0 else -EXACT_CAP)
 
     chans = tuple(clamp(v) if c.kind == "sum" else v for c, v in zip(channels, a.chans))
-    return Agg(clamp(a.count) // 2 if abs(a.count) > 100 else a.count, chans)
+    return Agg(clamp(a.count), chans)
 
 
 class Carry(NamedTuple):

@@ -90,7 +90,7 @@ def reach_forward(tl: Timeline, pat: Pattern, start: np.ndarray | None = None) -
             e = np.ones(len(tl.rows(sym)), dtype=bool) if start is None else np.asarray(start, dtype=bool)
         else:
             lo, hi = tl.prev_ranges(pat.symbols[i - 1], sym, pat.gaps[i - 1])
-            cs = _count_true(out[-1])
+            cs = count_true(out[-1])
             e = cs[hi] > cs[lo]
         out.append(_kleene_reach(tl, sym, e) if pat.kleene[i] else e)
     return out
@@ -108,7 +108,8 @@ def liveness(tl: Timeline, pat: Pattern, start: np.ndarray | None = None,
     return [f & b for f, b in zip(reach_forward(tl, pat, start), reach_backward(tl, pat, end))]
 
 
-def _count_true(x: np.ndarray) -> np.ndarray:
+def count_true(x: np.ndarray) -> np.ndarray:
+    """Exclusive cumulative count of True values (length ``len(x) + 1``)."""
     out = np.zeros(len(x) + 1, dtype=np.int64)
     np.cumsum(x, out=out[1:])
     return out
@@ -119,7 +120,7 @@ def _kleene_reach(tl: Timeline, sym: int, entry: np.ndarray) -> np.ndarray:
     gid, bounds, seg_first = _tie_groups(tl, sym)
     if not len(gid):
         return entry
-    before = _count_true(entry)[bounds[:-1]]  # entries before each group
+    before = count_true(entry)[bounds[:-1]]  # entries before each group
     return entry | (before > before[seg_first])[gid]
 
 
@@ -135,7 +136,7 @@ def _kleene(tl: Timeline, sym: int, entry: np.ndarray, ar: Arith, live: np.ndarr
         return entry
     cs = ar.excl_cumsum(entry)
     e = cs[bounds[1:]] - cs[bounds[:-1]]
-    m = np.diff(bounds) if live is None else np.diff(_count_true(live)[bounds])
+    m = np.diff(bounds) if live is None else np.diff(count_true(live)[bounds])
     p = affine_scan(ar.asarray(m + 1), e, seg_first, ar)
     return ar.add(entry, p[gid])
 

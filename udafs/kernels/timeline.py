@@ -12,6 +12,8 @@ negation-limited predecessor ranges.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 _IDX = np.int64
@@ -33,7 +35,8 @@ class Timeline:
         self.n = len(ts)
         self.n_seg = len(self.bounds) - 1
         self._cache: dict[object, np.ndarray] = {}
-        self._reversed: Timeline | None = None
+        self._reversed: Timeline | None = None  # the reversed twin, owned by this timeline
+        self._origin_ref: weakref.ref[Timeline] | None = None  # a reversed twin's way back
 
     # -- structure ---------------------------------------------------------
     @property
@@ -77,8 +80,9 @@ class Timeline:
         """Sorted indices of the rows that are instances of symbol ``sym``."""
         key = ("rows", sym)
         if key not in self._cache:
-            if self._reversed is not None and key in self._reversed._cache:
-                rows = self.n - 1 - self._reversed._cache[key][::-1]
+            twin = self._twin()
+            if twin is not None and key in twin._cache:
+                rows = self.n - 1 - twin._cache[key][::-1]
             else:  # a bool test before nonzero: ~10x faster than nonzero on int64
                 rows = np.flatnonzero((self.mask & (1 << sym)) != 0).astype(_IDX, copy=False)
             self._cache[key] = rows
@@ -88,8 +92,9 @@ class Timeline:
         """``c[g]`` = number of ``sym`` rows with index < g, for g in 0..n."""
         key = ("cnt", sym)
         if key not in self._cache:
-            if self._reversed is not None and key in self._reversed._cache:
-                c = self._reversed._cache[key]
+            twin = self._twin()
+            if twin is not None and key in twin._cache:
+                c = twin._cache[key]
                 self._cache[key] = c[-1] - c[::-1]
                 return self._cache[key]
             c = np.zeros(self.n + 1, dtype=_IDX)
@@ -169,9 +174,19 @@ class Timeline:
         Row ``k`` of the result is row ``n - 1 - k`` here; the ``sym`` row list of the
         result is this one's reversed, so per-symbol arrays map back with ``[::-1]``.
         """
-        if self._reversed is None:
-            origin = None if self.origin is None else self.origin[::-1]
-            rev = Timeline(-self.ts[::-1], self.mask[::-1], self.n - self.bounds[::-1], origin)
-            rev._reversed = self
-            self._reversed = rev
-        return self._reversed
+        twin = self._twin()
+        if twin is not None:
+            return twin
+        origin = None if self.origin is None else self.origin[::-1]
+        rev = Timeline(-self.ts[::-1], self.mask[::-1], self.n - self.bounds[::-1], origin)
+        # weak way back: a strong one would make a reference cycle that holds large
+        # arrays until the cyclic GC runs (which numpy allocations rarely trigger)
+        rev._origin_ref = weakref.ref(self)
+        self._reversed = rev
+        return rev
+
+    def _twin(self) -> Timeline | None:
+        """The other direction of this timeline, if it exists."""
+        if self._reversed is not None:
+            return self._reversed
+        return self._origin_ref() if self._origin_ref is not None else None

@@ -22,7 +22,7 @@ import numpy as np
 from udafs.kernels.arith import LIMIT, Arith, Kind, Overflow
 from udafs.kernels.edges import edge_correction
 from udafs.kernels.measures import Tally
-from udafs.kernels.passes import backward, forward, pairs_with, run
+from udafs.kernels.passes import backward, count_true, forward, pairs_with, reach_backward, reach_forward, run
 from udafs.kernels.paths import add_pairs, new_acc
 from udafs.kernels.pattern import Pattern, Split, splits
 from udafs.kernels.timeline import Timeline
@@ -84,23 +84,42 @@ def positive_count(tl: Timeline, pat: Pattern, w: int, ar: Arith, acc: dict[int,
 def _crossing(tl: Timeline, sp: Split, w: int, ar: Arith, acc: dict[int, np.ndarray],
               start: np.ndarray | None) -> int | float:
     """Matches cut by a block boundary at split ``sp``; adds their pairs into ``acc``."""
-    first, last = sp.left.symbols[0], sp.right.symbols[-1]
-    f_lo, f_hi, v_lo, v_hi = _next_block_ranges(tl, first, last, w)
+    ranges = _next_block_ranges(tl, sp.left.symbols[0], sp.right.symbols[-1], w)
+    f_lo, f_hi, v_lo, v_hi = ranges
     end_left = ar.asarray(tl.no_neg_after(sp.left.symbols[-1], sp.seam)) if sp.seam else None
-    bw_left = backward(tl, sp.left, ar, end_left)
-    h = bw_left[0] if start is None else ar.mul(bw_left[0], start)
     start_right = ar.asarray(tl.no_neg_before(sp.right.symbols[0], sp.seam)) if sp.seam else None
-    fw_right = forward(tl, sp.right, ar, start_right)
+    live_left, live_right = _crossing_liveness(tl, sp, ranges, start, end_left, start_right) if ar.prune else (None,) * 2
+    bw_left = backward(tl, sp.left, ar, end_left, live_left)
+    h = bw_left[0] if start is None else ar.mul(bw_left[0], start)
+    fw_right = forward(tl, sp.right, ar, start_right, live_right)
     cg = ar.excl_cumsum(fw_right[-1])
     f = cg[f_hi] - cg[f_lo]
     count = ar.dot(h, f)
     if acc:
         f_start = f if start is None else ar.mul(f, start)
-        add_pairs(acc, tl, sp.left, pairs_with(forward(tl, sp.left, ar, f_start), bw_left, ar), ar)
+        add_pairs(acc, tl, sp.left, pairs_with(forward(tl, sp.left, ar, f_start, live_left), bw_left, ar), ar)
         ch = ar.excl_cumsum(h)
-        bw_right = backward(tl, sp.right, ar, ch[v_hi] - ch[v_lo])
+        bw_right = backward(tl, sp.right, ar, ch[v_hi] - ch[v_lo], live_right)
         add_pairs(acc, tl, sp.right, pairs_with(fw_right, bw_right, ar), ar)
     return count
+
+
+def _crossing_liveness(tl: Timeline, sp: Split, ranges: tuple[np.ndarray, ...], start: np.ndarray | None,
+                       end_left: np.ndarray | None, start_right: np.ndarray | None) -> tuple[list, list]:
+    """Rows of the left / right part that take part in some crossing match.
+
+    A start row a is live when some left part starts there and some right part ends
+    within reach (F(a) > 0); an end row e when some left part starts within reach of
+    it (V(e) > 0). Boolean passes with those weights then give every position.
+    """
+    f_lo, f_hi, v_lo, v_hi = ranges
+    back_left = reach_backward(tl, sp.left, None if end_left is None else end_left != 0)
+    fore_right = reach_forward(tl, sp.right, None if start_right is None else start_right != 0)
+    h = back_left[0] if start is None else back_left[0] & (start != 0)
+    g, hc = count_true(fore_right[-1]), count_true(h)
+    fore_left = reach_forward(tl, sp.left, h & (g[f_hi] > g[f_lo]))
+    back_right = reach_backward(tl, sp.right, hc[v_hi] > hc[v_lo])
+    return [f & b for f, b in zip(fore_left, back_left)], [f & b for f, b in zip(fore_right, back_right)]
 
 
 def _next_block_ranges(tl: Timeline, first: int, last: int, w: int) -> tuple[np.ndarray, ...]:
