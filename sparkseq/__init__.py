@@ -2,7 +2,12 @@
 
 >>> import sparkseq
 >>> spark = sparkseq.session()            # doctest: +SKIP  local Spark, functions registered
->>> sparkseq.aggregate(spark, plan, "events", keys=["user"]).show()  # doctest: +SKIP
+>>> sparkseq.sql(spark, '''
+...     SELECT customer_id, funnels FROM clicks MATCH_AGGREGATE (
+...       PARTITION BY customer_id ORDER BY ts PATTERN SEQ(view, buy) TYPE BY action
+...       MEASURES COUNT(*) AS funnels WITHIN INTERVAL 10 MINUTES) AS m''').show()  # doctest: +SKIP
+>>> print(sparkseq.explain("SELECT ... MATCH_AGGREGATE (...) ...", spark))  # doctest: +SKIP
+>>> sparkseq.aggregate(spark, plan, "events", keys=["user"]).show()  # doctest: +SKIP  (a hand-built Plan)
 """
 
 from __future__ import annotations
@@ -10,11 +15,12 @@ from __future__ import annotations
 from sparkseq.queries import QueryError, aggregate, stream_query, udaf_query
 from sparkseq.registration import engine_function, register, stream_function
 from sparkseq.session import session
+from sparkseq.sql_api import explain, sql
 from udafs.errors import CountOverflowError, InputDataError, PlanError, SparkSeqError
 from udafs.plan import CountType, Element, Measure, MeasureKind, Plan, ValueType
 
 __all__ = [
     "CountOverflowError", "CountType", "Element", "InputDataError", "Measure", "MeasureKind", "Plan", "PlanError",
-    "QueryError", "SparkSeqError", "ValueType", "aggregate", "engine_function", "register", "session",
-    "stream_function", "stream_query", "udaf_query",
+    "QueryError", "SparkSeqError", "ValueType", "aggregate", "engine_function", "explain", "register", "session",
+    "sql", "stream_function", "stream_query", "udaf_query",
 ]

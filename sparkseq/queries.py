@@ -1,5 +1,7 @@
 """Spark SQL that runs a compiled plan over a relation: batch and streaming forms.
 
+These are the Plan-level entry points, for callers that build a :class:`~udafs.plan.Plan`
+themselves; SQL users write MATCH_AGGREGATE and call :func:`sparkseq.sql` instead.
 The relation supplies, per row, the partition key columns, an int64 event time, the
 symbol bitmask (bit k set iff the row is an instance of ``plan.symbols[k]``, e.g.
 ``CASE WHEN action = 'view' THEN 1 ELSE 0 END | CASE WHEN … THEN 2 ELSE 0 END``) and
@@ -7,14 +9,15 @@ one expression per ``plan.columns`` entry. Window bounds come back as BIGINT in 
 units of the time expression.
 
 * :func:`udaf_query` groups by the keys and calls the plan's grouped-aggregate
-  function (one group in memory at a time). The function does not see its group key,
-  so it reports an overflow in its ``error`` field; the query raises it with
-  ``raise_error``, the partition key spliced in as JSON.
+  function (one group in memory at a time), in the very SQL shape the compiler gives
+  MATCH_AGGREGATE (:func:`sql_rewrites.generate.engine_query`). The function does not
+  see its group key, so it reports an overflow in its ``error`` field; the query
+  raises it with ``raise_error``, the partition key spliced in as JSON.
 * :func:`stream_query` feeds the streaming Arrow UDTF for groups too large for memory
   (see :mod:`udafs.spark_udtf`); it raises overflows itself, naming the partition.
 
-Every identifier taken from the caller is quoted; the plan is a quoted literal; the
-time, mask and value expressions are parsed and re-generated as exactly one SQL
+All SQL is built as sqlglot trees: every identifier is quoted, the plan is a string
+literal, and the time, mask and value arguments are parsed as exactly one SQL
 expression each. No input can change the shape of the query.
 """
 
@@ -28,11 +31,11 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from sparkseq.registration import engine_function, stream_function
+from sql_rewrites.generate import EngineInput, InternalNames, engine_query
 from udafs.errors import SparkSeqError
-from udafs.plan import Plan
-from udafs.spark_udfs import PARTITION_SLOT, result_fields, value_sql_type
+from udafs.plan import Plan, ValueType
+from udafs.spark_udfs import result_fields, value_sql_type
 
-_P = "__sq_"  # prefix of the generated queries' internal column names
 MIN_BUCKET_BITS = 16  # a packed sort key needs room for at least 65,536 hash buckets
 
 
@@ -70,24 +73,8 @@ def udaf_query(spark: SparkSession, plan: Plan, source: str, *, keys: Sequence[s
     >>> sql = udaf_query(spark, plan, "events", keys=["user"], mask="mask")  # doctest: +SKIP
     >>> spark.sql(sql).show()  # doctest: +SKIP
     """
-    events = _events(plan, source, keys, ts, mask, values, constant_key=not keys)
-    key_cols = [_ident(k) for k in keys]
-    group_by = key_cols or [_ident(_P + "all")]
-    results = [f"{_P}ws", f"{_P}we"] + [f"{_P}m{j}" for j in range(len(plan.measures))]
-    outputs = _output_columns(plan, results)
-    fn = engine_function(spark, plan)
-    args = ", ".join([_literal(plan.to_json()), _ident(_P + "ts"), _ident(_P + "mask"), *_value_refs(plan)])
-    return "\n".join([
-        f"SELECT {_join(key_cols + outputs)}",
-        "FROM (",
-        f"  SELECT {_join(group_by)}, inline({fn}({args})) AS ({_join(map(_ident, results + [_P + 'error']))})",
-        f"  FROM ({events}) AS {_ident(_P + 'events')}",
-        f"  WHERE {_instances(plan)}",
-        f"  GROUP BY {_join(group_by)}",
-        f") AS {_ident(_P + 'groups')}",
-        f"WHERE CASE WHEN {_ident(_P + 'error')} IS NULL THEN TRUE",
-        f"  ELSE raise_error(replace({_ident(_P + 'error')}, {_literal(PARTITION_SLOT)}, {_key_json(keys)})) END",
-    ])
+    spec = _engine_input(plan, keys, ts, mask, values)
+    return _print(engine_query(spec, engine_function(spark, plan), _table(source)))
 
 
 def stream_query(spark: SparkSession, plan: Plan, source: str, *, keys: Sequence[str] = (), ts: str = "ts",
@@ -108,23 +95,29 @@ def stream_query(spark: SparkSession, plan: Plan, source: str, *, keys: Sequence
 
     Other parameters as for :func:`udaf_query`.
     """
-    events = _events(plan, source, keys, ts, mask, values, constant_key=False)
-    bucket, sort, check = _stream_order(keys, ts_bounds)
-    inner = [bucket + f" AS {_ident(_P + 'b')}", *map(_ident, keys), _ident(_P + "ts"), _ident(_P + "mask"),
-             *_value_refs(plan)]
-    renamed = [f"{_ident(f'k{i}')} AS {_ident(k)}" for i, k in enumerate(keys)]
-    outputs = _output_columns(plan, [name for name, _ in result_fields(plan)])
-    key_schema = spark.sql(f"SELECT {_join(map(_ident, keys))} FROM {_table(source)}").schema if keys else []
-    fn = stream_function(spark, plan, [f.dataType.simpleString() for f in key_schema])
-    return "\n".join([
-        f"SELECT {_join(renamed + outputs)}",
-        f"FROM {fn}(TABLE(",
-        f"  SELECT {_join(inner)}",
-        f"  FROM ({events}) AS {_ident(_P + 'events')}",
-        f"  WHERE {_instances(plan)}{check}",
-        f"  DISTRIBUTE BY {_ident(_P + 'b')} SORT BY {sort}",
-        f"), {_literal(plan.to_json())})",
-    ])
+    spec = _engine_input(plan, keys, ts, mask, values)
+    names = InternalNames(keys)
+    bucket, time, bits = names("b"), names("ts"), names("mask")
+    value_names = [names(f"v{j}") for j in range(len(spec.values))]
+    events = exp.select(
+        *(exp.alias_(expression, name) for name, expression in spec.keys),
+        exp.alias_(spec.time, time), exp.alias_(spec.mask, bits),
+        *(exp.alias_(value, name) for value, name in zip(spec.values, value_names)),
+    ).from_(_table(source))
+    hashed, sort, check = _stream_order(keys, bucket, time, ts_bounds)
+    inner = (
+        exp.select(exp.alias_(hashed, bucket), *map(_column, [*keys, time, bits, *value_names]))
+        .from_(events.subquery(names("events")))
+        .where(exp.and_(_instances(plan, time, bits), *check))
+    )
+    inner.set("distribute", exp.Distribute(expressions=[_column(bucket)]))
+    inner.set("sort", exp.Sort(expressions=[exp.Ordered(this=s, nulls_first=True) for s in sort]))  # Spark's default
+    call = exp.Anonymous(this=stream_function(spark, plan, _key_types(spark, source, keys)),
+                         expressions=[exp.Anonymous(this="TABLE", expressions=[inner]),
+                                      exp.Literal.string(plan.to_json())])
+    outputs = [exp.alias_(_column(f"k{i}"), key) for i, key in enumerate(keys)]
+    outputs += [exp.alias_(_column(field), name) for field, name in _result_names(plan)]
+    return _print(exp.select(*outputs).from_(exp.Table(this=call)))
 
 
 def aggregate(spark: SparkSession, plan: Plan, source: str, *, keys: Sequence[str] = (), ts: str = "ts",
@@ -139,52 +132,60 @@ def aggregate(spark: SparkSession, plan: Plan, source: str, *, keys: Sequence[st
     return spark.sql(udaf_query(spark, plan, source, keys=keys, ts=ts, mask=mask, values=values))
 
 
-def _events(plan: Plan, source: str, keys: Sequence[str], ts: str, mask: str, values: Sequence[str],
-            constant_key: bool) -> str:
-    """The per-row engine input: keys, ``__sq_ts``, ``__sq_mask``, ``__sq_v<j>``."""
+def _engine_input(plan: Plan, keys: Sequence[str], ts: str, mask: str, values: Sequence[str]) -> EngineInput:
+    """The engine call: keys, ``CAST(ts AS BIGINT)``, ``CAST(mask AS BIGINT)``, cast values, measure names."""
     if len(values) != len(plan.columns):
         raise QueryError(f"the plan declares {len(plan.columns)} value columns "
                          f"({', '.join(c.value for c in plan.columns) or 'none'}), got {len(values)} values")
-    for k in keys:
-        if k.startswith(_P):
-            raise QueryError(f"partition column {k!r} uses the reserved prefix {_P!r}")
-    cols = [_ident(k) for k in keys] + (["0 AS " + _ident(_P + "all")] if constant_key else [])
-    cols += [f"CAST({_expr(ts, 'ts')} AS BIGINT) AS {_ident(_P + 'ts')}",
-             f"CAST({_expr(mask, 'mask')} AS BIGINT) AS {_ident(_P + 'mask')}"]
-    cols += [f"CAST({_expr(v, f'value {j}')} AS {value_sql_type(vt).upper()}) AS {_ident(f'{_P}v{j}')}"
-             for j, (v, vt) in enumerate(zip(values, plan.columns))]
-    return f"SELECT {_join(cols)} FROM {_table(source)}"
+    measure_names = [m.name or f"m{j}" for j, m in enumerate(plan.measures)]
+    if len(set(measure_names)) < len(measure_names):
+        raise QueryError(f"measure names must be distinct, got {measure_names}")
+    return EngineInput(
+        plan=plan,
+        keys=tuple((key, _column(key)) for key in keys),
+        time=exp.cast(_expr(ts, "ts"), exp.DType.BIGINT),
+        mask=exp.cast(_expr(mask, "mask"), exp.DType.BIGINT),
+        values=tuple(exp.cast(_expr(v, f"value {j}"), _VALUE_TYPES[vt]) for j, (v, vt) in
+                     enumerate(zip(values, plan.columns))),
+        measures=tuple((name, _same) for name in measure_names),
+        instances=plan.pattern_symbols_mask,  # a caller's mask may carry bits of other symbols
+    )
 
 
-def _instances(plan: Plan) -> str:
+_VALUE_TYPES = {vt: exp.DataType.build(value_sql_type(vt), dialect="spark") for vt in ValueType}
+
+
+def _same(value: exp.Expr) -> exp.Expr:
+    return value
+
+
+def _instances(plan: Plan, time: str, mask: str) -> exp.Expr:
     """Rows that take part in something: a time, and an instance of a pattern symbol."""
-    return f"{_ident(_P + 'ts')} IS NOT NULL AND ({_ident(_P + 'mask')} & {plan.pattern_symbols_mask}) <> 0"
+    symbols = exp.paren(exp.BitwiseAnd(this=_column(mask), expression=exp.Literal.number(plan.pattern_symbols_mask)))
+    return exp.and_(_column(time).is_(exp.null()).not_(), exp.NEQ(this=symbols, expression=exp.Literal.number(0)))
 
 
-def _value_refs(plan: Plan) -> list[str]:
-    return [_ident(f"{_P}v{j}") for j in range(len(plan.columns))]
+def _result_names(plan: Plan) -> list[tuple[str, str]]:
+    """(UDTF result column, output name): window bounds with SLIDE, then the measures."""
+    fields = [name for name, _ in result_fields(plan)]
+    outputs = ["window_start", "window_end", *(m.name or f"m{j}" for j, m in enumerate(plan.measures))]
+    pairs = list(zip(fields, outputs))
+    return pairs if plan.slide is not None else pairs[2:]
 
 
-def _output_columns(plan: Plan, results: Sequence[str]) -> list[str]:
-    """Window bounds (with SLIDE) and measures from the engine's ``results`` columns, renamed."""
-    names = [m.name or f"m{j}" for j, m in enumerate(plan.measures)]
-    if len(set(names)) < len(names):
-        raise QueryError(f"measure names must be distinct, got {names}")
-    pairs = list(zip(results, ["window_start", "window_end", *names]))
-    return [f"{_ident(src)} AS {_ident(out)}" for src, out in (pairs if plan.slide else pairs[2:])]
-
-
-def _key_json(keys: Sequence[str]) -> str:
-    """The partition key as JSON text, e.g. ``{"customer_id":42}``."""
+def _key_types(spark: SparkSession, source: str, keys: Sequence[str]) -> list[str]:
+    """Spark SQL types of the key columns (the UDTF's output schema names them)."""
     if not keys:
-        return _literal("(all rows)")
-    return f"to_json(named_struct({_join(f'{_literal(k)}, {_ident(k)}' for k in keys)}))"
+        return []
+    schema = spark.sql(_print(exp.select(*map(_column, keys)).from_(_table(source)))).schema
+    return [f.dataType.simpleString() for f in schema]
 
 
-def _stream_order(keys: Sequence[str], ts_bounds: tuple[int, int] | None) -> tuple[str, str, str]:
-    """(bucket expression, SORT BY list, extra WHERE check) of the streaming input."""
-    key_hash = f"xxhash64({_join(map(_ident, keys))})" if keys else "0L"
-    ts_col = _ident(_P + "ts")
+def _stream_order(keys: Sequence[str], bucket: str, time: str,
+                  ts_bounds: tuple[int, int] | None) -> tuple[exp.Expr, list[exp.Expr], list[exp.Expr]]:
+    """(bucket expression, SORT BY list, extra WHERE conditions) of the streaming input."""
+    key_hash: exp.Expr = (exp.Anonymous(this="xxhash64", expressions=list(map(_column, keys))) if keys
+                          else exp.cast(exp.Literal.number(0), exp.DType.BIGINT))
     if ts_bounds is not None:
         lo, hi = (int(x) for x in ts_bounds)
         if hi < lo:
@@ -192,35 +193,35 @@ def _stream_order(keys: Sequence[str], ts_bounds: tuple[int, int] | None) -> tup
         ts_bits = max(hi - lo, 1).bit_length()
         bucket_bits = 62 - ts_bits  # keep the packed key below 2**62: non-negative
         if bucket_bits >= MIN_BUCKET_BITS:
-            check = (f" AND CASE WHEN {ts_col} BETWEEN {lo} AND {hi} THEN TRUE ELSE raise_error("
-                     f"{_literal(f'event time outside the declared ts_bounds [{lo}, {hi}]')}) END")
-            packed = f"shiftleft({_ident(_P + 'b')}, {ts_bits}) | ({ts_col} - {lo})"
-            return f"pmod({key_hash}, {1 << bucket_bits})", packed, check
-    return key_hash, f"{_ident(_P + 'b')}, {ts_col}", ""
+            inside = exp.Between(this=_column(time), low=exp.Literal.number(lo), high=exp.Literal.number(hi))
+            message = exp.Literal.string(f"event time outside the declared ts_bounds [{lo}, {hi}]")
+            check = exp.case().when(inside, exp.true()).else_(exp.Anonymous(this="raise_error", expressions=[message]))
+            shifted = exp.Anonymous(this="shiftleft", expressions=[_column(bucket), exp.Literal.number(ts_bits)])
+            offset = exp.paren(exp.Sub(this=_column(time), expression=exp.Literal.number(lo)))
+            hashed = exp.Anonymous(this="pmod", expressions=[key_hash, exp.Literal.number(1 << bucket_bits)])
+            return hashed, [exp.BitwiseOr(this=shifted, expression=offset)], [check]
+    return key_hash, [_column(bucket), _column(time)], []
 
 
-def _ident(name: str) -> str:
-    return exp.to_identifier(name, quoted=True).sql(dialect="spark")
+def _column(name: str) -> exp.Column:
+    return exp.column(exp.to_identifier(name, quoted=True))
 
 
-def _literal(text: str) -> str:
-    return exp.Literal.string(text).sql(dialect="spark")
+def _table(name: str) -> exp.Table:
+    return exp.to_table(name, dialect="spark")
 
 
-def _table(name: str) -> str:
-    return exp.to_table(name, dialect="spark").sql(dialect="spark", identify=True)
-
-
-def _expr(text: str, what: str) -> str:
-    """One SQL expression, re-generated in parentheses; anything else is refused."""
+def _expr(text: str, what: str) -> exp.Expr:
+    """One SQL expression as a tree; anything else is refused."""
     try:
         node = sqlglot.parse_one(text, read="spark")
     except ParseError as exc:
         raise QueryError(f"the {what} expression {text!r} is not valid SQL: {exc}") from None
     if not isinstance(node, exp.Condition):
         raise QueryError(f"the {what} expression {text!r} must be a single SQL expression")
-    return f"({node.sql(dialect='spark')})"
+    return node
 
 
-def _join(parts: object) -> str:
-    return ", ".join(parts)  # type: ignore[arg-type]
+def _print(tree: exp.Expr) -> str:
+    """Spark SQL text, identifiers quoted; function names keep their case (registered case-exactly)."""
+    return tree.sql(dialect="spark", identify=True, normalize_functions=False)

@@ -4,12 +4,13 @@ Two kinds of functions exist:
 
 * fixed-signature functions (:data:`FUNCTIONS`), one SQL signature for every plan,
   registered by :func:`register` so that any SQL client of the session can call them
-  with a plan literal (``sparkseq_count(plan, ts, mask)``);
-* per-schema functions, whose SQL return type depends on the plan's measures (and,
-  for the streaming UDTF, on the partition key types): :func:`engine_function` and
-  :func:`stream_function` register one per distinct schema, named by a digest of it,
-  and return that name. The plan itself still travels as a literal argument, so all
-  plans of one output schema share one function.
+  with a plan literal (``sparkseq_count(plan, ts, mask)``) or a pattern string
+  (``seq_count(ts, type, 'SEQ(A, B)')``, :mod:`sparkseq.functions`);
+* per-plan functions: :func:`engine_function` registers, once per distinct plan and
+  named by a digest of it, the grouped-aggregate function that MATCH_AGGREGATE calls;
+  the plan is bound into the function, so it is not shipped with every row.
+  :func:`stream_function` registers the streaming UDTF once per output schema
+  (measures and partition key types); the plan travels as its literal argument.
 
 Registration is idempotent and remembered per SparkSession object.
 """
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from pyspark.sql import SparkSession
 from pyspark.sql.functions import arrow_udf, arrow_udtf
 
+from sparkseq import functions
 from udafs import spark_udfs, spark_udtf
 from udafs.plan import Plan
 
@@ -37,11 +39,13 @@ class FunctionSpec:
     return_type: str
 
 
-#: Registered by :func:`register`. The pattern-string functions of ``sql_rewrites``
-#: (``seq_count(ts, type, 'SEQ(A, B)', INTERVAL …)``) belong in this list too.
+#: Registered by :func:`register`: the plan-literal functions and the BI functions
+#: taking pattern strings (``seq_count(ts, type, 'SEQ(A, B)', INTERVAL 10 MINUTES)``,
+#: see :mod:`sparkseq.functions`).
 FUNCTIONS: list[FunctionSpec] = [
     FunctionSpec("sparkseq_count", spark_udfs.count_matches, "bigint"),
     FunctionSpec("sparkseq_count_windows", spark_udfs.count_windows, spark_udfs.COUNT_WINDOWS_DDL),
+    *(FunctionSpec(sig.name, body, sig.return_type) for sig, body in functions.FUNCTIONS),
 ]
 
 _registered: weakref.WeakKeyDictionary[SparkSession, set[str]] = weakref.WeakKeyDictionary()
@@ -62,20 +66,21 @@ def register(spark: SparkSession) -> None:
 def engine_function(spark: SparkSession, plan: Plan) -> str:
     """Name of the grouped-aggregate function computing ``plan``'s measures.
 
-    Called as ``inline(<name>(<plan json>, ts, mask, v0, …))`` in a ``GROUP BY`` query;
-    returns ``array<struct<window_start, window_end, m0, …, error>>`` (see
-    :func:`udafs.spark_udfs.output_ddl`). :func:`sparkseq.queries.udaf_query` writes
-    such a query, including the check that raises ``error`` naming the partition.
+    Called as ``inline(<name>(ts, mask, v0, …))`` in a ``GROUP BY`` query; returns
+    ``array<struct<window_start, window_end, m0, …, error>>`` (the contract in
+    :mod:`udafs.contract`). :func:`sparkseq.queries.udaf_query` and the MATCH_AGGREGATE
+    compiler write such a query, including the check that raises ``error`` naming the
+    partition.
     """
     name = engine_function_name(plan)
-    _once(spark, name, lambda: spark.udf.register(name, arrow_udf(spark_udfs.match_aggregate,
-                                                                   spark_udfs.output_ddl(plan))))
+    body = spark_udfs.plan_aggregate(plan.to_json())
+    _once(spark, name, lambda: spark.udf.register(name, arrow_udf(body, spark_udfs.output_ddl(plan))))
     return name
 
 
 def engine_function_name(plan: Plan) -> str:
     """The name :func:`engine_function` registers ``plan``'s function under, without registering."""
-    return "sparkseq_agg_" + _digest(spark_udfs.output_ddl(plan))
+    return "sparkseq_agg_" + _digest(plan.to_json())
 
 
 def stream_function(spark: SparkSession, plan: Plan, key_types: Sequence[str]) -> str:

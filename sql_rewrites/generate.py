@@ -5,7 +5,7 @@ user text) with every identifier quoted::
 
     SELECT k, <window bounds>, CAST(r.m0 AS <type>) AS funnels, ...     -- typed output
     FROM (
-      SELECT k, <engine fn>('<plan json>', __ts, __mask, __v0, ...) AS __result
+      SELECT k, <engine fn of the plan>(__ts, __mask, __v0, ...) AS __result
       FROM (
         SELECT k, unix_micros(ts) AS __ts,                                -- engine time
                CAST((CASE WHEN <define 0> THEN 1 ELSE 0 END)
@@ -20,20 +20,25 @@ user text) with every identifier quoted::
 
 Without PARTITION BY the events are grouped by a constant, so empty input gives no
 row. Internal names (``__sparkseq_*``) are chosen not to collide with the partition
-keys.
-The engine function's contract is in :mod:`sql_rewrites.engine_contract`.
+keys. The engine function's contract is in :mod:`udafs.contract`.
+
+:func:`engine_query` builds the same shape from an :class:`EngineInput` (keys, time,
+mask and value expressions, measure conversions), for callers that start from a
+``Plan`` rather than from MATCH_AGGREGATE text (``sparkseq.queries``).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 from sqlglot import exp
 
 from sql_rewrites import engine_contract
 from sql_rewrites.logical import MatchAggregateQuery
 from sql_rewrites.sql_types import DType, time_from_engine, time_to_engine
+from udafs.plan import Plan
 
 FUNCTION_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
@@ -65,6 +70,29 @@ def check_function_name(name: str) -> str:
     return name
 
 
+@dataclass(frozen=True)
+class EngineInput:
+    """One engine call, independent of how it was specified (MATCH_AGGREGATE or a Plan).
+
+    ``keys`` are (output name, expression over the source) pairs; ``time``, ``mask``
+    and ``values`` the engine's int64 time, int64 symbol mask and value columns (typed
+    as :mod:`sql_rewrites.engine_contract` says); ``bound`` turns an engine window
+    bound into the output column, ``measures`` pair each output name with the
+    conversion of the engine's value. ``instances``, when set, is the bitmask of the
+    symbols whose rows take part (for masks that carry other bits too); otherwise
+    every row with a non-zero mask does.
+    """
+
+    plan: Plan
+    keys: tuple[tuple[str, exp.Expr], ...]
+    time: exp.Expr
+    mask: exp.Expr
+    values: tuple[exp.Expr, ...]
+    measures: tuple[tuple[str, Callable[[exp.Expr], exp.Expr]], ...]
+    bound: Callable[[exp.Expr], exp.Expr] = lambda value: value
+    instances: int | None = None
+
+
 def generate(query: MatchAggregateQuery, function_name: str, source: exp.Expr | None = None) -> exp.Subquery:
     """The plain Spark SQL subquery that replaces ``query.node``.
 
@@ -78,14 +106,39 @@ def generate(query: MatchAggregateQuery, function_name: str, source: exp.Expr | 
         The operator's input as it stands now (default ``query.node.this``); differs
         when an inner operator has already been replaced.
     """
-    names = InternalNames(k.name for k in query.partition_keys)
-    roles = _Roles(names, len(query.value_columns), len(query.measures))
-    events = _events_select(query, (source or query.node.this).copy(), roles)
-    groups = _groups_select(query, events, check_function_name(function_name), roles)
-    output = _output_select(query, groups, roles)
+    order = query.order
+    spec = EngineInput(
+        plan=query.plan,
+        keys=tuple((k.name, k.expression) for k in query.partition_keys),
+        time=time_to_engine(order.expression.copy(), order.kind),
+        mask=_mask(query),
+        values=tuple(column.to_engine(column.expression.copy()) for column in query.value_columns),
+        measures=tuple((m.name, m.from_engine) for m in query.measures),
+        bound=lambda value: time_from_engine(value, order.kind, order.column.dtype),
+    )
+    output = engine_query(spec, function_name, (source or query.node.this).copy())
     alias = query.node.args.get("alias")
-    subquery = exp.Subquery(this=output, alias=alias.copy() if alias else None)
-    return _sanitize(subquery)
+    return _sanitize(exp.Subquery(this=output, alias=alias.copy() if alias else None))
+
+
+def engine_query(spec: EngineInput, function_name: str, source: exp.Expr) -> exp.Select:
+    """The three nested SELECTs (module docstring) computing ``spec`` over ``source``.
+
+    Every identifier is quoted and every comment dropped.
+
+    Raises
+    ------
+    ValueError
+        When ``function_name`` is not a plain identifier, or the values do not match
+        ``spec.plan.columns``.
+    """
+    if len(spec.values) != len(spec.plan.columns):
+        raise ValueError(f"the plan declares {len(spec.plan.columns)} value columns, got {len(spec.values)}")
+    names = InternalNames(name for name, _ in spec.keys)
+    roles = _Roles(names, len(spec.values), len(spec.measures))
+    events = _events_select(spec, source, roles)
+    groups = _groups_select(spec, events, check_function_name(function_name), roles)
+    return _sanitize(_output_select(spec, groups, roles))  # type: ignore[return-value]
 
 
 class _Roles:
@@ -101,16 +154,13 @@ class _Roles:
         self.all_rows = names("all_rows")
 
 
-def _events_select(query: MatchAggregateQuery, source: exp.Expr, roles: _Roles) -> exp.Select:
-    keys = [exp.alias_(k.expression.copy(), k.name) for k in query.partition_keys]
+def _events_select(spec: EngineInput, source: exp.Expr, roles: _Roles) -> exp.Select:
+    keys = [exp.alias_(expression.copy(), name) for name, expression in spec.keys]
     if not keys:  # one group over all rows, and none over no rows (unlike a global aggregate)
         keys = [exp.alias_(exp.Literal.number(0), roles.all_rows)]
-    time = exp.alias_(time_to_engine(query.order.expression.copy(), query.order.kind), roles.ts)
-    mask = exp.alias_(_mask(query), roles.mask)
-    values = [
-        exp.alias_(column.to_engine(column.expression.copy()), name)
-        for column, name in zip(query.value_columns, roles.values)
-    ]
+    time = exp.alias_(spec.time.copy(), roles.ts)
+    mask = exp.alias_(spec.mask.copy(), roles.mask)
+    values = [exp.alias_(value.copy(), name) for value, name in zip(spec.values, roles.values)]
     return exp.select(*keys, time, mask, *values).from_(source)
 
 
@@ -133,19 +183,20 @@ def mask_expression(conditions: Iterable[tuple[int, exp.Expr]]) -> exp.Expr:
     return exp.cast(combined, DType.BIGINT)
 
 
-def _groups_select(
-    query: MatchAggregateQuery, events: exp.Select, function_name: str, roles: _Roles
-) -> exp.Select:
-    keys = [exp.column(k.name) for k in query.partition_keys] or [exp.column(roles.all_rows)]
-    arguments = [exp.Literal.string(query.plan.to_json()), exp.column(roles.ts), exp.column(roles.mask)]
+def _groups_select(spec: EngineInput, events: exp.Select, function_name: str, roles: _Roles) -> exp.Select:
+    keys = [exp.column(name) for name, _ in spec.keys] or [exp.column(roles.all_rows)]
+    arguments = [exp.column(roles.ts), exp.column(roles.mask)]  # the plan is bound into the function
     arguments += [exp.column(name) for name in roles.values]
     call = exp.Anonymous(this=function_name, expressions=arguments)
+    mask: exp.Expr = exp.column(roles.mask)
+    if spec.instances is not None:
+        mask = exp.paren(exp.BitwiseAnd(this=mask, expression=exp.Literal.number(spec.instances)))
     select = (
         exp.select(*keys, exp.alias_(call, roles.result))
         .from_(events.subquery(roles.events))
         .where(
             exp.and_(
-                exp.NEQ(this=exp.column(roles.mask), expression=exp.Literal.number(0)),
+                exp.NEQ(this=mask, expression=exp.Literal.number(0)),
                 exp.column(roles.ts).is_(exp.null()).not_(),
             )
         )
@@ -153,16 +204,14 @@ def _groups_select(
     return select.group_by(*keys)
 
 
-def _output_select(query: MatchAggregateQuery, groups: exp.Select, roles: _Roles) -> exp.Select:
+def _output_select(spec: EngineInput, groups: exp.Select, roles: _Roles) -> exp.Select:
     row = roles.row
-    projections: list[exp.Expr] = [exp.column(k.name, table=roles.groups) for k in query.partition_keys]
-    if query.has_windows:
-        order = query.order
+    projections: list[exp.Expr] = [exp.column(name, table=roles.groups) for name, _ in spec.keys]
+    if spec.plan.slide is not None:
         for field, name in ((roles.window_start, "window_start"), (roles.window_end, "window_end")):
-            bound = time_from_engine(exp.column(field, table=row), order.kind, order.column.dtype)
-            projections.append(exp.alias_(bound, name))
-    for measure, field in zip(query.measures, roles.measures):
-        projections.append(exp.alias_(measure.from_engine(exp.column(field, table=row)), measure.name))
+            projections.append(exp.alias_(spec.bound(exp.column(field, table=row)), name))
+    for (name, from_engine), field in zip(spec.measures, roles.measures):
+        projections.append(exp.alias_(from_engine(exp.column(field, table=row)), name))
     fields = [roles.window_start, roles.window_end, *roles.measures, roles.error]
     lateral = exp.Lateral(
         this=exp.Inline(this=exp.column(roles.result)),
@@ -171,16 +220,16 @@ def _output_select(query: MatchAggregateQuery, groups: exp.Select, roles: _Roles
     )
     select = exp.select(*projections).from_(groups.subquery(roles.groups))
     select.append("laterals", lateral)
-    return select.where(_raise_on_error(query, roles))
+    return select.where(_raise_on_error(spec, roles))
 
 
-def _raise_on_error(query: MatchAggregateQuery, roles: _Roles) -> exp.Expr:
+def _raise_on_error(spec: EngineInput, roles: _Roles) -> exp.Expr:
     """Raise the engine's ``error``, with the partition key spliced in as JSON."""
     error = exp.column(roles.error, table=roles.row)
-    if query.partition_keys:
+    if spec.keys:
         pairs: list[exp.Expr] = []
-        for key in query.partition_keys:
-            pairs += [exp.Literal.string(key.name), exp.column(key.name, table=roles.groups)]
+        for name, _ in spec.keys:
+            pairs += [exp.Literal.string(name), exp.column(name, table=roles.groups)]
         key_json: exp.Expr = exp.Anonymous(
             this="to_json", expressions=[exp.Anonymous(this="named_struct", expressions=pairs)]
         )
@@ -202,4 +251,4 @@ def _sanitize(tree: exp.Expr) -> exp.Expr:
     return tree
 
 
-__all__ = ["generate", "check_function_name", "mask_expression"]
+__all__ = ["generate", "engine_query", "EngineInput", "check_function_name", "mask_expression"]

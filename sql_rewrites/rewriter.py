@@ -164,13 +164,30 @@ def explain(
     SqlRewriteError
         Any parse or analysis error, before anything is rewritten.
     """
-    explanations = []
-    for statement in split_statements(sql):
-        if not statement.has_match_aggregate:
-            explanations.append(StatementExplanation(statement.text, statement.text, ()))
-            continue
-        explanations.append(_rewrite_statement(statement, sql, schema, engine_function, hierarchies, pretty))
-    return explanations
+    return [
+        explain_statement(statement, sql, schema, engine_function, hierarchies=hierarchies, pretty=pretty)
+        for statement in split_statements(sql)
+    ]
+
+
+def explain_statement(
+    statement: Statement,
+    sql: str,
+    schema: SchemaProvider,
+    engine_function: EngineFunction,
+    *,
+    hierarchies: HierarchyResolver | None = None,
+    pretty: bool = False,
+) -> StatementExplanation:
+    """Rewrite one statement of ``sql`` (from :func:`split_statements`) on its own.
+
+    Error positions stay those of the whole text ``sql``. A caller that runs a script
+    statement by statement uses this to analyse each statement against the catalog as
+    the statements before it left it (see :func:`explain` for the parameters).
+    """
+    if not statement.has_match_aggregate:
+        return StatementExplanation(statement.text, statement.text, ())
+    return _rewrite_statement(statement, sql, schema, engine_function, hierarchies, pretty)
 
 
 def rewrite_statements(
@@ -236,7 +253,9 @@ __all__ = [
     "rewrite",
     "rewrite_statements",
     "explain",
+    "explain_statement",
     "split_statements",
+    "Statement",
     "StatementExplanation",
     "OperatorExplanation",
 ]

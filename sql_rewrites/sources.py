@@ -5,7 +5,8 @@
   optimizer (``qualify`` + ``annotate_types``) from the schemas of the relations it
   reads. Where sqlglot cannot tell a type (an unknown UDF, say) the column is kept
   with type UNKNOWN; analysis then asks for an explicit ``CAST`` only if it needs
-  that type. ``SELECT *`` over a relation the provider does not know cannot be
+  that type. Spark functions sqlglot does not type, such as ``timestamp_seconds``,
+  are typed from :data:`sql_rewrites.sql_types.SPARK_FUNCTION_TYPES`. ``SELECT *`` over a relation the provider does not know cannot be
   expanded and raises :class:`UnresolvedSourceError`.
 * Another MATCH_AGGREGATE yields its analysed output columns.
 """
@@ -23,7 +24,7 @@ from sqlglot.schema import MappingSchema
 from sql_rewrites.errors import UnknownTableError, UnresolvedSourceError
 from sql_rewrites.expressions import MatchAggregate
 from sql_rewrites.schema import Catalog, ColumnSchema, RelationSchema, table_name
-from sql_rewrites.sql_types import type_text
+from sql_rewrites.sql_types import type_spark_functions, type_text
 
 OutputSchemaOf = Callable[[MatchAggregate], RelationSchema]
 SYNTHETIC_PREFIX = "__sparkseq_relation_"
@@ -76,6 +77,7 @@ class SourceResolver:
     def derive(self, name: str, query: exp.Expr, ctes: dict[str, exp.CTE]) -> RelationSchema:
         """Derive a query's output columns with sqlglot (see module docstring)."""
         copy, schemas = self._flatten_relations(query, ctes)
+        type_spark_functions(copy)
         mapping = MappingSchema(
             {rel: {c.name: type_text(c.dtype) for c in s.columns} for rel, s in schemas.items()}, dialect="spark"
         )

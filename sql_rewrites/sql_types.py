@@ -207,3 +207,38 @@ def unscale(value: exp.Expr, scale: int) -> exp.Expr:
 
 def _cast_back(dtype: exp.DataType) -> Callable[[exp.Expr], exp.Expr]:
     return lambda value: exp.cast(value, dtype.copy())
+
+
+#: Return types of Spark functions that sqlglot cannot type (it reads them as anonymous
+#: calls or leaves their type UNKNOWN), so that derived sources using them need no CAST.
+SPARK_FUNCTION_TYPES: dict[str, str] = {
+    "timestamp_seconds": "TIMESTAMP",
+    "timestamp_millis": "TIMESTAMP",
+    "timestamp_micros": "TIMESTAMP",
+    "to_timestamp_ltz": "TIMESTAMP",
+    "to_timestamp_ntz": "TIMESTAMP_NTZ",
+    "make_timestamp_ltz": "TIMESTAMP",
+    "make_timestamp_ntz": "TIMESTAMP_NTZ",
+}
+SPARK_EXPRESSION_TYPES: dict[type[exp.Expr], str] = {
+    exp.TimestampFromParts: "TIMESTAMP",  # make_timestamp(...)
+    exp.TimestampTrunc: "TIMESTAMP",  # date_trunc(unit, ts): Spark returns TIMESTAMP
+}
+
+
+def type_spark_functions(tree: exp.Expr) -> exp.Expr:
+    """Wrap, in place, calls of :data:`SPARK_FUNCTION_TYPES` / :data:`SPARK_EXPRESSION_TYPES`
+    in a CAST to their return type, so that ``annotate_types`` knows it.
+
+    Meant for a copy of a query used only to derive column types. Unaliased
+    projections are left alone (the CAST would change their derived name).
+    """
+    for node in list(tree.walk()):
+        if isinstance(node, exp.Anonymous):
+            returns = SPARK_FUNCTION_TYPES.get(str(node.name).lower())
+        else:
+            returns = SPARK_EXPRESSION_TYPES.get(type(node))
+        if returns is None or isinstance(node.parent, exp.Select):
+            continue
+        node.replace(exp.cast(node.copy(), exp.DataType.build(returns, dialect="spark")))
+    return tree

@@ -163,5 +163,5 @@ def test_stream_overflow_names_the_partition(spark) -> None:
 def test_stream_sql_reads_like_the_recipe(spark) -> None:
     big_view(spark)
     sql = sparkseq.stream_query(spark, SUMS, "big", keys=["customer"], values=["i", "f"], ts_bounds=(10, 5_000))
-    assert "SELECT pmod(xxhash64(`customer`), 562949953421312) AS `__sq_b`" in sql  # 2**49 buckets
-    assert "DISTRIBUTE BY `__sq_b` SORT BY shiftleft(`__sq_b`, 13) | (`__sq_ts` - 10)" in sql
+    assert "SELECT pmod(xxhash64(`customer`), 562949953421312) AS `__sparkseq_b`" in sql  # 2**49 buckets
+    assert "DISTRIBUTE BY `__sparkseq_b` SORT BY shiftleft(`__sparkseq_b`, 13) | (`__sparkseq_ts` - 10)" in sql

@@ -15,3 +15,9 @@ def test_docstring_examples(name: str) -> None:
     module = importlib.import_module(f"sql_rewrites.{name}")
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_explain_docstring_example_runs_without_spark() -> None:
+    module = importlib.import_module("sparkseq.sql_api")
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0

@@ -1,28 +1,18 @@
-"""The compiler's view of the engine function agrees with the Spark layer's.
-
-``sql_rewrites`` may not import ``udafs.spark_udfs`` (it needs pyarrow); this test
-pins the two descriptions of the same contract together.
-"""
+"""The compiler and the Spark layer read the engine contract from one place: ``udafs.contract``."""
 
 from __future__ import annotations
-
-import re
 
 import pytest
 
 from sql_rewrites import engine_contract
+from udafs import contract
 from udafs.plan import CountType, Element, Measure, MeasureKind, Plan, ValueType
 
 spark_udfs = pytest.importorskip("udafs.spark_udfs")
 
 
-def normalize(ddl: str) -> str:
-    return re.sub(r"\s+", "", ddl).lower()
-
-
-@pytest.mark.parametrize("count_type", list(CountType))
-def test_result_type_matches_the_registered_udf(count_type: CountType) -> None:
-    plan = Plan(
+def plan_with_every_measure(count_type: CountType) -> Plan:
+    return Plan(
         symbols=("A", "B"),
         elements=(Element(0), Element(1, kleene=True)),
         negations=(0, 0, 0),
@@ -40,8 +30,18 @@ def test_result_type_matches_the_registered_udf(count_type: CountType) -> None:
         columns=(ValueType.INT, ValueType.FLOAT),
         count_type=count_type,
     )
-    assert normalize(engine_contract.engine_result_type(plan)) == normalize(spark_udfs.output_ddl(plan))
 
 
-def test_partition_slot_matches() -> None:
-    assert engine_contract.PARTITION_SLOT == spark_udfs.PARTITION_SLOT
+@pytest.mark.parametrize(("count_type", "count_sql"), [
+    (CountType.BIGINT, "BIGINT"), (CountType.DECIMAL, "DECIMAL(38, 0)"), (CountType.DOUBLE, "DOUBLE")])
+def test_one_result_type_for_compiler_and_udf(count_type: CountType, count_sql: str) -> None:
+    plan = plan_with_every_measure(count_type)
+    want = (f"ARRAY<STRUCT<window_start: BIGINT, window_end: BIGINT, m0: {count_sql}, m1: {count_sql}, "
+            f"m2: {count_sql}, m3: DOUBLE, m4: BIGINT, m5: DOUBLE, m6: DOUBLE, error: STRING>>")
+    assert engine_contract.engine_result_type(plan) == spark_udfs.output_ddl(plan) == want
+
+
+def test_the_spark_layer_uses_the_contract_itself() -> None:
+    assert spark_udfs.output_ddl is contract.result_type
+    assert spark_udfs.result_fields is contract.result_fields
+    assert engine_contract.PARTITION_SLOT == spark_udfs.PARTITION_SLOT == contract.PARTITION_SLOT

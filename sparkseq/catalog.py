@@ -1,0 +1,107 @@
+"""The compiler's schema provider over a live SparkSession.
+
+``sql_rewrites`` never reads a catalog itself (see :mod:`sql_rewrites.schema`); the
+Spark layer hands it :class:`SessionSchemas`, which asks the session for the schema
+of each relation a MATCH_AGGREGATE reads — tables, views, temporary and global
+temporary views alike — and translates Spark's data types into the compiler's.
+Asking costs an analysis of the relation, never a Spark job.
+"""
+
+from __future__ import annotations
+
+from pyspark.errors import AnalysisException
+from pyspark.sql import SparkSession
+from pyspark.sql import types as T
+from sqlglot import exp
+
+from sql_rewrites.errors import SchemaProviderError
+from sql_rewrites.sql_types import parse_type
+
+UNKNOWN = exp.DataType(this=exp.DType.UNKNOWN)
+NOT_FOUND = ("TABLE_OR_VIEW_NOT_FOUND", "SCHEMA_NOT_FOUND", "PARSE_SYNTAX_ERROR", "INVALID_IDENTIFIER")
+
+
+def column_type(data_type: T.DataType) -> exp.DataType:
+    """A Spark data type as the compiler's (sqlglot) type.
+
+    Types the compiler cannot read, or would misread, become UNKNOWN: analysis then
+    refuses them only where a type matters (ORDER BY, PARTITION BY, a measure).
+    sqlglot reads Spark's ``TIME`` as a timestamp, so TIME is UNKNOWN too.
+    """
+    if isinstance(data_type, T.StringType):  # any collation: 'string collate UTF8_LCASE'
+        return parse_type("string")
+    if isinstance(data_type, (T.TimeType, T.UserDefinedType, T.NullType)):
+        return UNKNOWN
+    try:
+        return parse_type(data_type.simpleString())
+    except ValueError:
+        return UNKNOWN
+
+
+def schema_types(schema: T.StructType) -> dict[str, exp.DataType]:
+    """``{column: type}`` of a Spark schema, in column order."""
+    return {field.name: column_type(field.dataType) for field in schema.fields}
+
+
+def quote_name(name: str) -> str:
+    """A dotted relation name as written in SQL, each part backtick-quoted."""
+    return ".".join("`" + part.replace("`", "``") + "`" for part in name.split("."))
+
+
+class SessionSchemas:
+    """A schema provider (``provider(name) -> {column: type} | None``) over ``spark``.
+
+    Parameters
+    ----------
+    spark : SparkSession
+        Whose catalog to read.
+    pending : set of str, optional
+        Relation names (case-folded) that statements of the same script will create
+        before the one being analysed: looking one of them up raises
+        :class:`PendingRelation` instead of reading a schema that will change.
+
+    ``missing`` lists the names looked up in vain, for error messages.
+    """
+
+    def __init__(self, spark: SparkSession, pending: set[str] | None = None) -> None:
+        self.spark = spark
+        self.pending = pending or set()
+        self.missing: list[str] = []
+        self._cache: dict[str, dict[str, exp.DataType] | None] = {}
+
+    def __call__(self, name: str) -> dict[str, exp.DataType] | None:
+        if name.casefold() in self.pending:
+            raise PendingRelation(name)
+        if name not in self._cache:
+            self._cache[name] = self._lookup(name)
+            if self._cache[name] is None:
+                self.missing.append(name)
+        return self._cache[name]
+
+    def _lookup(self, name: str) -> dict[str, exp.DataType] | None:
+        for written in dict.fromkeys((quote_name(name), "`" + name.replace("`", "``") + "`")):
+            try:
+                return schema_types(self.spark.table(written).schema)
+            except AnalysisException as exc:
+                if (exc.getCondition() or "").split(".")[0] not in NOT_FOUND:
+                    first = str(exc).strip().splitlines()[0]
+                    raise SchemaProviderError(f"cannot read the schema of relation '{name}': {first}") from None
+        return None
+
+    def known_relations(self) -> list[str]:
+        """Tables and views of the current database and the temporary views, by name."""
+        try:  # SHOW TABLES starts no Spark job (spark.catalog.listTables() does)
+            return sorted({row["tableName"] for row in self.spark.sql("SHOW TABLES").collect()})
+        except AnalysisException:
+            return []
+
+
+class PendingRelation(Exception):
+    """A relation is created by an earlier statement of the script that has not run yet."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(name)
+
+
+__all__ = ["SessionSchemas", "PendingRelation", "column_type", "schema_types", "quote_name"]

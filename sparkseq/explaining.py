@@ -1,0 +1,82 @@
+"""EXPLAIN for MATCH_AGGREGATE: what the compiler made of a statement, as readable text."""
+
+from __future__ import annotations
+
+from sql_rewrites.engine_contract import engine_result_type
+from sql_rewrites.logical import MatchAggregateQuery, MeasureSpec
+from sql_rewrites.rewriter import OperatorExplanation, StatementExplanation
+from sql_rewrites.sql_types import OrderKind
+from sql_rewrites.windows import MICROS_PER_UNIT
+from udafs.plan import MeasureKind
+
+ENGINE_TIME = {
+    OrderKind.TIMESTAMP: "microseconds since 1970-01-01 00:00:00 UTC",
+    OrderKind.TIMESTAMP_NTZ: "microseconds since 1970-01-01 00:00:00 (wall clock)",
+    OrderKind.INTEGRAL: "the column's value",
+}
+LABEL = 14  # width of the label column
+
+
+def describe_statement(explained: StatementExplanation, number: int, total: int) -> str:
+    """One statement: its text, each MATCH_AGGREGATE's analysis, and the Spark SQL that runs."""
+    lines = [f"-- statement {number} of {total}", explained.original]
+    if not explained.operators:
+        lines += ["", "(no MATCH_AGGREGATE: runs in Spark unchanged)"]
+        return "\n".join(lines)
+    for operator in explained.operators:
+        lines += ["", *describe_operator(operator)]
+    lines += ["", "Spark SQL:", explained.rewritten]
+    return "\n".join(lines)
+
+
+def describe_operator(operator: OperatorExplanation) -> list[str]:
+    """The analysis of one MATCH_AGGREGATE, one ``label  value`` row per fact."""
+    q = operator.query
+    rows: list[tuple[str, str]] = [("pattern", q.plan.describe())]
+    rows += [("symbols" if i == 0 else "", f"{s.name:<{_width(q)}}  {s.origin.value.upper():<9}  "
+              f"{s.condition.sql(dialect='spark')}") for i, s in enumerate(q.symbols)]
+    rows.append(("partition by", ", ".join(f"{k.name} {k.column.type_text}" for k in q.partition_keys)
+                 or "(none: all rows are one partition)"))
+    rows.append(("order by", f"{q.order.name} {q.order.column.type_text} "
+                             f"(engine time: {ENGINE_TIME[q.order.kind]})"))
+    rows.append(("within", _length(q.plan.within, q.order.kind)))
+    if q.plan.slide is not None:
+        rows.append(("slide", f"{_length(q.plan.slide, q.order.kind)}; windows [k*slide, k*slide + within)"))
+    rows += [("measures" if i == 0 else "", f"{m.name} = {_measure(q, m)} -> {m.output_type.sql(dialect='spark')}")
+             for i, m in enumerate(q.measures)]
+    rows.append(("count type", q.plan.count_type.value.upper()))
+    rows.append(("outputs", ", ".join(f"{o.name} {o.type_text}" for o in q.outputs)))
+    rows.append(("engine", f"{operator.function_name} -> {engine_result_type(q.plan)}"))
+    rows.append(("plan", q.plan.to_json()))
+    title = f"MATCH_AGGREGATE {q.alias or '(no alias)'} over {q.source_schema.name}"
+    return [title, *(f"  {label:<{LABEL}}{value}" for label, value in rows)]
+
+
+def _width(q: MatchAggregateQuery) -> int:
+    return max(len(s.name) for s in q.symbols)
+
+
+def _measure(q: MatchAggregateQuery, m: MeasureSpec) -> str:
+    if m.kind is MeasureKind.COUNT_STAR:
+        return "COUNT(*)"
+    symbol = q.plan.symbols[m.symbol] if m.symbol is not None else "?"
+    if m.kind is MeasureKind.COUNT:
+        return f"COUNT({symbol})"
+    column = q.value_columns[m.value_column].name if m.value_column is not None else "?"
+    return f"{m.kind.value.upper()}({symbol}.{column})"
+
+
+def _length(value: int | None, kind: OrderKind) -> str:
+    """A window length in the ORDER BY column's terms: ``10 minutes`` or ``600``."""
+    if value is None:
+        return "(none)"
+    if not kind.takes_intervals:
+        return str(value)
+    for unit, micros in sorted(MICROS_PER_UNIT.items(), key=lambda u: -u[1]):
+        if value % micros == 0:
+            count = value // micros
+            return f"{count} {unit.lower()}{'s' if count != 1 else ''}"
+    return f"{value} microseconds"  # unreachable: MICROSECOND divides everything
+
+
+__all__ = ["describe_statement", "describe_operator"]

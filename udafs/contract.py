@@ -1,0 +1,90 @@
+"""The engine function's SQL contract: the one description both sides import.
+
+The compiler (``sql_rewrites``) generates SQL that calls, once per PARTITION BY group,
+the grouped-aggregate function the Spark layer registers for the plan
+(``udafs.spark_udfs.plan_aggregate``; the plan is bound into the function, not passed)::
+
+    <engine function of the plan>(ts BIGINT, mask BIGINT, v0, v1, ...)
+
+``v_i`` is :func:`value_type` of ``plan.columns[i]`` (BIGINT for ``ValueType.INT``,
+DOUBLE for ``ValueType.FLOAT``). The function returns :func:`result_type` ``(plan)``:
+an array of structs, one per output row of the group (one without SLIDE, one per
+window with SLIDE), with fields ``window_start BIGINT, window_end BIGINT`` (NULL
+without SLIDE), ``m0 .. m{k-1}`` (one per ``plan.measures``, typed by
+:func:`measure_type`) and ``error STRING`` (NULL unless the group failed, e.g. a count
+overflowed BIGINT). The function cannot see its group key, so it writes
+:data:`PARTITION_SLOT` where the key belongs; the SQL replaces it with the key as JSON
+(``{"customer_id":42}``, or :data:`ALL_ROWS` without PARTITION BY) and raises the
+message with ``raise_error``.
+
+Pure Python (imports only :mod:`udafs.plan`), so the compiler may import it without
+pyarrow or Spark. Types are Spark SQL DDL text.
+"""
+
+from __future__ import annotations
+
+from udafs.plan import CountType, Measure, MeasureKind, Plan, ValueType
+
+WINDOW_START = "window_start"
+WINDOW_END = "window_end"
+ERROR = "error"
+PARTITION_SLOT = "{partition}"
+ALL_ROWS = "(all rows)"
+
+BIGINT, DOUBLE, STRING = "BIGINT", "DOUBLE", "STRING"
+COUNT_TYPE_SQL = {CountType.BIGINT: BIGINT, CountType.DECIMAL: "DECIMAL(38, 0)", CountType.DOUBLE: DOUBLE}
+VALUE_TYPE_SQL = {ValueType.INT: BIGINT, ValueType.FLOAT: DOUBLE}
+
+
+def measure_field(index: int) -> str:
+    """Struct field name of measure ``index``: ``m0``, ``m1``, ..."""
+    return f"m{index}"
+
+
+def value_type(vt: ValueType) -> str:
+    """The SQL type a value column is cast to before it reaches the engine."""
+    return VALUE_TYPE_SQL[vt]
+
+
+def engine_type(kind: MeasureKind, vt: ValueType, count_type: CountType) -> str:
+    """SQL type of the engine's value for a measure (SEMANTICS section 5).
+
+    Counts, and sums of integer columns, follow the COUNT TYPE; MIN/MAX of integer
+    columns are BIGINT; AVG and everything over floating columns DOUBLE.
+    """
+    if kind in (MeasureKind.COUNT_STAR, MeasureKind.COUNT):
+        return COUNT_TYPE_SQL[count_type]
+    if kind is MeasureKind.AVG or vt is ValueType.FLOAT:
+        return DOUBLE
+    return COUNT_TYPE_SQL[count_type] if kind is MeasureKind.SUM else BIGINT
+
+
+def measure_type(plan: Plan, measure: Measure) -> str:
+    """:func:`engine_type` of one measure of ``plan``."""
+    vt = plan.columns[measure.column] if measure.column is not None else ValueType.INT
+    return engine_type(measure.kind, vt, plan.count_type)
+
+
+def result_fields(plan: Plan) -> list[tuple[str, str]]:
+    """``(name, SQL type)`` of one result row without ``error``: window bounds, then ``m0..mk``."""
+    fields = [(WINDOW_START, BIGINT), (WINDOW_END, BIGINT)]
+    return fields + [(measure_field(j), measure_type(plan, m)) for j, m in enumerate(plan.measures)]
+
+
+def result_type(plan: Plan) -> str:
+    """The engine function's return type, e.g.
+    ``ARRAY<STRUCT<window_start: BIGINT, window_end: BIGINT, m0: BIGINT, error: STRING>>``.
+    """
+    fields = [*result_fields(plan), (ERROR, STRING)]
+    return f"ARRAY<STRUCT<{', '.join(f'{name}: {sql}' for name, sql in fields)}>>"
+
+
+def result_field_names(plan: Plan) -> tuple[str, ...]:
+    """Field names of the result struct, in order (``error`` last)."""
+    return (*(name for name, _ in result_fields(plan)), ERROR)
+
+
+__all__ = [
+    "WINDOW_START", "WINDOW_END", "ERROR", "PARTITION_SLOT", "ALL_ROWS", "COUNT_TYPE_SQL", "VALUE_TYPE_SQL",
+    "measure_field", "value_type", "engine_type", "measure_type", "result_fields", "result_type", "result_field_names",
+]
