@@ -12,14 +12,14 @@ Usage: .venv/bin/python bench/kernels.py [--events N] [--repeat R]
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from timing import median_time  # noqa: E402  (bench/ is on sys.path when run as a script)
 
 from udafs.kernels import evaluate_group  # noqa: E402
 from udafs.plan import CountType, Element, Plan  # noqa: E402
@@ -51,15 +51,6 @@ def count_plan(length: int) -> Plan:
     )
 
 
-def best_of(fn, repeat: int) -> float:
-    """Median wall time of ``repeat`` calls (the machine is shared: medians, not means)."""
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
-
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -74,8 +65,8 @@ def main() -> None:
         per_event = []
         for per_window in (10, 100, 1_000, 10_000):
             ts, mask = make_events(n, per_window, length, seed=length * 7919 + per_window)
-            kernel = best_of(lambda: evaluate_group(plan, ts, mask), args.repeat)
-            floor = best_of(lambda: np.cumsum(ts), args.repeat)
+            kernel = median_time(lambda: evaluate_group(plan, ts, mask), args.repeat)
+            floor = median_time(lambda: np.cumsum(ts), args.repeat)
             per_event.append(kernel / n * 1e9)
             print(f"{length:>6} {per_window:>9,} {kernel:>9.3f} {n / kernel / 1e6:>10.2f} "
                   f"{floor:>8.4f} {kernel / floor:>8.1f} {kernel / n * 1e9:>8.1f}")

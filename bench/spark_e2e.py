@@ -23,15 +23,15 @@ Usage: .venv/bin/python bench/spark_e2e.py [--events N] [--join-events M] [--key
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from timing import median_time  # noqa: E402  (bench/ is on sys.path when run as a script)
 
 import sparkseq  # noqa: E402
 from pyspark.sql import SparkSession  # noqa: E402
@@ -87,15 +87,6 @@ def floor_sql(spark: SparkSession, table: str) -> str:
     return text
 
 
-def timed(run: Callable[[], object], repeat: int) -> float:
-    """Median wall time of ``repeat`` runs."""
-    times = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
-
 
 def drain(spark: SparkSession, text: str, rewrite_match: bool = False) -> Callable[[], object]:
     """Run a query to the end without collecting it (Spark's ``noop`` sink)."""
@@ -114,7 +105,7 @@ def counts(spark: SparkSession, text: str, rewrite_match: bool, repeat: int) -> 
         result.clear()
         result.update({r.k: r.n for r in df.collect() if r.n})
 
-    return timed(run, repeat), result
+    return median_time(run, repeat), result
 
 
 def main() -> None:
@@ -134,8 +125,8 @@ def main() -> None:
 
     drain(spark, MATCH.format(table=small), True)()  # warm-up: Python workers, code generation
     floor = floor_sql(spark, big)
-    a = timed(drain(spark, MATCH.format(table=big), True), args.repeat)
-    b = timed(drain(spark, floor), args.repeat)
+    a = median_time(drain(spark, MATCH.format(table=big), True), args.repeat)
+    b = median_time(drain(spark, floor), args.repeat)
     a_small, have = counts(spark, MATCH.format(table=small), True, args.repeat)
     c_small, want = counts(spark, SELF_JOIN.format(table=small), False, args.repeat)
     assert have == want, "MATCH_AGGREGATE and the self-join disagree"

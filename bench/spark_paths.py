@@ -15,12 +15,12 @@ Usage: .venv/bin/python bench/spark_paths.py [--events N] [--keys K] [--repeat R
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from timing import median_time  # noqa: E402  (bench/ is on sys.path when run as a script)
 
 import sparkseq  # noqa: E402
 from sparkseq import Element, Measure, MeasureKind, Plan, ValueType  # noqa: E402
@@ -31,14 +31,6 @@ PLAN = Plan(symbols=("S0", "S1", "S2"), elements=(Element(0), Element(1), Elemen
             within=600_000_000, measures=(Measure(MeasureKind.COUNT_STAR, name="n"),
                                           Measure(MeasureKind.SUM, 2, 0, "s")), columns=(ValueType.FLOAT,))
 
-
-def median_time(run, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def main() -> None:

@@ -111,7 +111,7 @@ def main(master: str | None = None) -> None:
     elapsed = time.perf_counter() - started
     print("\nRoute popularity (busy windows: windows with at least one trip; peak: the busiest window):")
     print(results["routes"].to_string(index=False))
-    print(f"\nVehicles taking q3's route, with their average speed on MainSt in those trips (km/h):")
+    print("\nVehicles taking q3's route, with their average speed on MainSt in those trips (km/h):")
     print(results["speed"].head(10).to_string(index=False))
     print(f"\n({len(ROUTES) + 1} queries in {elapsed:.1f} s)")
     spark.stop()

@@ -419,7 +419,7 @@ def test_non_numeric_measure(column: str) -> None:
 def test_unsupported_min_max_type(column: str) -> None:
     expect(E.UnsupportedMeasureTypeError,
            clause(f"ORDER BY ts PATTERN SEQ(A) TYPE BY action MEASURES MIN(A.{column}) AS x"),
-           f"MIN over", "is not supported; supported types: TINYINT")
+           "MIN over", "is not supported; supported types: TINYINT")
 
 
 def test_duplicate_output_column() -> None:
