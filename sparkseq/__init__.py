@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+from sparkseq.hierarchies import drop_hierarchy, register_hierarchy
 from sparkseq.queries import QueryError, aggregate, stream_query, udaf_query
 from sparkseq.registration import engine_function, register, stream_function
 from sparkseq.session import session
@@ -21,6 +22,6 @@ from udafs.plan import CountType, Element, Measure, MeasureKind, Plan, ValueType
 
 __all__ = [
     "CountOverflowError", "CountType", "Element", "InputDataError", "Measure", "MeasureKind", "Plan", "PlanError",
-    "QueryError", "SparkSeqError", "ValueType", "aggregate", "engine_function", "explain", "register", "session",
-    "sql", "stream_function", "stream_query", "udaf_query",
+    "QueryError", "SparkSeqError", "ValueType", "aggregate", "drop_hierarchy", "engine_function", "explain",
+    "register", "register_hierarchy", "session", "sql", "stream_function", "stream_query", "udaf_query",
 ]

@@ -17,6 +17,13 @@ mistake anywhere in the text raises its :class:`~sql_rewrites.errors.SqlRewriteE
 before any Spark job starts. The one exception is a statement reading a relation that
 an earlier statement of the same text creates (``CREATE TEMP VIEW v …; SELECT … FROM v
 MATCH_AGGREGATE …``): it is analysed right before it runs, once ``v`` exists.
+
+Concept hierarchies. ``CREATE [OR REPLACE] CONCEPT HIERARCHY name FROM relation`` and
+``DROP CONCEPT HIERARCHY [IF EXISTS] name`` are run here (:mod:`sparkseq.hierarchies`);
+the session's hierarchies resolve ``HIERARCHY name``. A hierarchy whose relation
+exists is read and validated while the text is checked, before any statement runs
+(one small job reading that relation); one built from a relation the text itself
+creates is read when its statement runs, and queries using it are analysed then.
 """
 
 from __future__ import annotations
@@ -28,16 +35,24 @@ from typing import Any, Union
 
 import sqlglot
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import types as T
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from sparkseq.catalog import PendingRelation, SessionSchemas
 from sparkseq.explaining import describe_statement
+from sparkseq import hierarchies as registry
 from sparkseq.functions import check_calls
 from sparkseq.registration import engine_function, engine_function_name
 from sql_rewrites.dialect import parse_statement
-from sql_rewrites.errors import SqlRewriteError, UnknownTableError
-from sql_rewrites.hierarchy import HierarchyResolver
+from sql_rewrites.errors import HierarchyError, SqlRewriteError, UnknownHierarchyError, UnknownTableError
+from sql_rewrites.hierarchy import ConceptHierarchy, HierarchyResolver
+from sql_rewrites.hierarchy_statements import (
+    CreateHierarchy,
+    DropHierarchy,
+    HierarchyStatement,
+    parse_hierarchy_statement,
+)
 from sql_rewrites.rewriter import Statement, StatementExplanation, explain_statement, split_statements
 from sql_rewrites.schema import Catalog, SchemaProvider, table_name
 from udafs.plan import Plan
@@ -59,7 +74,8 @@ def sql(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver | None
         Statements separated by ``;``. Tables, views and temporary views of the
         session, CTEs and subqueries may be MATCH_AGGREGATE sources.
     hierarchies : HierarchyResolver, optional
-        Concept hierarchies for ``HIERARCHY`` (see :mod:`sql_rewrites.hierarchy`).
+        Concept hierarchies for ``HIERARCHY`` (see :mod:`sql_rewrites.hierarchy`),
+        consulted before those registered in the session (:mod:`sparkseq.hierarchies`).
     args : dict or list, optional
         Parameter values for ``:name`` (or ``?``) markers, passed to every statement
         as ``spark.sql(..., args=args)``.
@@ -96,9 +112,16 @@ def run_statements(spark: SparkSession, text: str, *, hierarchies: HierarchyReso
     statements = split_statements(text)
     if not statements:
         raise ValueError("no SQL statement to run")
-    _check_all(spark, text, statements, hierarchies)
-    for statement in statements:  # analysed again: earlier statements may have changed the catalog
-        rewritten = _explained(text, statement, SessionSchemas(spark), hierarchies, _registering(spark)).rewritten
+    kinds = [parse_hierarchy_statement(s, text) for s in statements]
+    loaded = _check_all(spark, text, statements, kinds, hierarchies)
+    for number, (statement, kind) in enumerate(zip(statements, kinds)):
+        if kind is not None:
+            _run_hierarchy_statement(spark, kind, loaded.get(number))
+            yield statement.text, spark.createDataFrame([], T.StructType([]))
+            continue
+        # analysed again: earlier statements may have changed the catalog and the hierarchies
+        resolver = registry.resolver(spark, hierarchies)
+        rewritten = _explained(text, statement, SessionSchemas(spark), resolver, _registering(spark)).rewritten
         yield statement.text, (spark.sql(rewritten, args=args) if args is not None else spark.sql(rewritten))
 
 
@@ -109,7 +132,8 @@ def rewrite(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver | 
     ``spark.sql`` — e.g. by a client of the session's Thrift/JDBC server.
     """
     schemas = SessionSchemas(spark)
-    return [_explained(text, s, schemas, hierarchies, _registering(spark)).rewritten
+    resolver = registry.resolver(spark, hierarchies)
+    return [_explained(text, s, schemas, resolver, _registering(spark)).rewritten
             for s in split_statements(text)]
 
 
@@ -144,10 +168,21 @@ def explain(text: str, source: Source = None, *, hierarchies: HierarchyResolver 
         source = SparkSession.getActiveSession()
     parts, created = [], set()
     statements = split_statements(text)
+    session = source if isinstance(source, SparkSession) else None
+    overlay: registry.Overlay = {}
     for number, statement in enumerate(statements, 1):
+        kind = parse_hierarchy_statement(statement, text)
+        if kind is not None:
+            overlay[kind.name.casefold()] = registry.PENDING if isinstance(kind, CreateHierarchy) else registry.DROPPED
+            what = (f"registers concept hierarchy {kind.name} from {kind.source}" if isinstance(kind, CreateHierarchy)
+                    else f"drops concept hierarchy {kind.name}")
+            parts.append(f"-- statement {number} of {len(statements)}\n{statement.text}\n\n({what}; "
+                         "run by sparkseq.sql)")
+            continue
         schemas = _pending_aware(source, created)
+        resolver = registry.resolver(session, hierarchies, overlay)
         try:
-            explained = _explained(text, statement, schemas, hierarchies, engine_function_name, pretty=True)
+            explained = _explained(text, statement, schemas, resolver, engine_function_name, pretty=True)
             parts.append(describe_statement(explained, number, len(statements)))
         except PendingRelation as pending:
             parts.append(f"-- statement {number} of {len(statements)}\n{statement.text}\n\n(reads {pending.name}, "
@@ -177,15 +212,63 @@ def _pending_aware(source: Source, created: set[str]) -> SchemaProvider:
 
 
 def _check_all(spark: SparkSession, text: str, statements: list[Statement],
-               hierarchies: HierarchyResolver | None) -> None:
-    """Analyse every statement now, except where it reads a relation created before it."""
+               kinds: list[HierarchyStatement | None], hierarchies: HierarchyResolver | None
+               ) -> dict[int, ConceptHierarchy]:
+    """Analyse every statement now, except where it reads a relation created before it.
+
+    Returns the hierarchies read and validated for CREATE CONCEPT HIERARCHY statements
+    (by statement index), to be registered when their statements run.
+    """
     created: set[str] = set()
-    for statement in statements:
+    overlay: registry.Overlay = {}
+    loaded: dict[int, ConceptHierarchy] = {}
+    for number, (statement, kind) in enumerate(zip(statements, kinds)):
+        if kind is not None:
+            hierarchy = _check_hierarchy_statement(spark, kind, created, overlay)
+            if hierarchy is not None:
+                loaded[number] = hierarchy
+            continue
+        resolver = registry.resolver(spark, hierarchies, overlay)
         try:
-            _explained(text, statement, SessionSchemas(spark, pending=created), hierarchies, engine_function_name)
+            _explained(text, statement, SessionSchemas(spark, pending=created), resolver, engine_function_name)
         except PendingRelation:
-            pass  # analysed when it runs, after the statement creating the relation
+            pass  # analysed when it runs, after the statement creating the relation (or hierarchy)
         created |= created_relations(statement)
+    return loaded
+
+
+def _check_hierarchy_statement(spark: SparkSession, kind: HierarchyStatement, created: set[str],
+                               overlay: registry.Overlay) -> ConceptHierarchy | None:
+    """Check a hierarchy statement against the session as earlier statements leave it."""
+    key, exists = kind.name.casefold(), registry.exists(spark, overlay, kind.name)
+    if isinstance(kind, DropHierarchy):
+        if not exists and not kind.if_exists:
+            raise UnknownHierarchyError(f"concept hierarchy {kind.name} does not exist"
+                                        f"{registry.known_names(spark, overlay)}", kind.name_position)
+        overlay[key] = registry.DROPPED
+        return None
+    if exists and not kind.replace:
+        raise HierarchyError(f"concept hierarchy {kind.name} already exists; use CREATE OR REPLACE CONCEPT "
+                             "HIERARCHY to replace it", kind.name_position)
+    if kind.source_key in created:
+        overlay[key] = registry.PENDING  # read when the statement runs
+        return None
+    hierarchy = _load(spark, kind)
+    overlay[key] = hierarchy
+    return hierarchy
+
+
+def _load(spark: SparkSession, kind: CreateHierarchy) -> ConceptHierarchy:
+    pairs = registry.load_pairs(spark, kind.name, kind.source, kind.source_position)
+    return registry.build_at(kind.name, pairs, kind.source_position)
+
+
+def _run_hierarchy_statement(spark: SparkSession, kind: HierarchyStatement,
+                             hierarchy: ConceptHierarchy | None) -> None:
+    if isinstance(kind, DropHierarchy):
+        registry.drop_hierarchy(spark, kind.name, if_exists=True)  # checked before the text ran
+    else:
+        registry.register_hierarchy(spark, kind.name, (hierarchy or _load(spark, kind)).parent_of.items())
 
 
 def _explained(text: str, statement: Statement, schemas: SchemaProvider, hierarchies: HierarchyResolver | None,

@@ -29,21 +29,23 @@ class ConceptHierarchy:
 
     @staticmethod
     def build(name: str, pairs: Pairs) -> ConceptHierarchy:
-        """Validate ``(child, parent)`` pairs: one parent per child, no cycles.
+        """Validate ``(child, parent)`` pairs: not empty, no NULLs, one parent per child, no cycles.
 
         Raises
         ------
         HierarchyError
         """
         parent_of: dict[str, str] = {}
-        for child, parent in pairs:
-            child, parent = str(child), str(parent)
+        for pair in pairs:
+            child, parent = _pair(name, pair)
             if parent_of.get(child, parent) != parent:
                 raise HierarchyError(
                     f"hierarchy {name}: {child!r} has two parents, {parent_of[child]!r} and {parent!r}; "
                     "each node has at most one parent"
                 )
             parent_of[child] = parent
+        if not parent_of:
+            raise HierarchyError(f"hierarchy {name} is empty: it needs at least one (child, parent) pair")
         hierarchy = ConceptHierarchy(name, parent_of)
         hierarchy._check_acyclic()
         return hierarchy
@@ -86,6 +88,17 @@ class ConceptHierarchy:
         return False
 
 
+def _pair(name: str, pair: object) -> tuple[str, str]:
+    if isinstance(pair, (str, bytes)) or not hasattr(pair, "__len__") or len(pair) != 2:  # type: ignore[arg-type]
+        raise HierarchyError(f"hierarchy {name}: {pair!r} is not a (child, parent) pair")
+    child, parent = pair  # type: ignore[misc]
+    if child is None or parent is None:
+        which = "child" if child is None else "parent"
+        raise HierarchyError(f"hierarchy {name}: the pair ({child!r}, {parent!r}) has a NULL {which}; "
+                             "every child and parent must be a value")
+    return str(child), str(parent)
+
+
 def resolve_hierarchy(
     resolver: HierarchyResolver | None, name: str, where: SourcePosition | None = None
 ) -> ConceptHierarchy:
@@ -99,7 +112,8 @@ def resolve_hierarchy(
     if resolver is None:
         raise UnknownHierarchyError(
             f"HIERARCHY {name}: no concept hierarchies are registered in this session; register "
-            "one (pairs of child, parent type values) before using HIERARCHY",
+            "one (pairs of child, parent type values) before using HIERARCHY: CREATE CONCEPT HIERARCHY "
+            f"{name} FROM <table of child, parent>, or sparkseq.register_hierarchy",
             where,
         )
     if isinstance(resolver, Mapping):

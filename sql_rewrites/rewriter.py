@@ -31,6 +31,7 @@ from sql_rewrites.errors import SqlParseError, position_of
 from sql_rewrites.expressions import MatchAggregate
 from sql_rewrites.generate import generate
 from sql_rewrites.hierarchy import HierarchyResolver
+from sql_rewrites.hierarchy_statements import parse_hierarchy_statement
 from sql_rewrites.logical import MatchAggregateQuery
 from sql_rewrites.parser import SparkSeqParser
 from sql_rewrites.schema import SchemaProvider
@@ -184,7 +185,17 @@ def explain_statement(
     Error positions stay those of the whole text ``sql``. A caller that runs a script
     statement by statement uses this to analyse each statement against the catalog as
     the statements before it left it (see :func:`explain` for the parameters).
+
+    ``CREATE / DROP CONCEPT HIERARCHY`` statements read a relation's rows, so only
+    :func:`sparkseq.sql` runs them; here they raise :class:`SqlParseError`.
     """
+    if parse_hierarchy_statement(statement, sql) is not None:
+        first = statement.tokens[0]
+        raise SqlParseError(
+            "CONCEPT HIERARCHY statements are run by sparkseq.sql (which reads the relation's rows), "
+            "not rewritten to Spark SQL; give the compiler hierarchies through hierarchies=",
+            position_of(sql, first.start, first.end),
+        )
     if not statement.has_match_aggregate:
         return StatementExplanation(statement.text, statement.text, ())
     return _rewrite_statement(statement, sql, schema, engine_function, hierarchies, pretty)

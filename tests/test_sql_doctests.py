@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-MODULES = ["dialect", "analysis", "pattern", "rewriter"]
+MODULES = ["dialect", "analysis", "pattern", "rewriter", "hierarchy_statements"]
 
 
 @pytest.mark.parametrize("name", MODULES)
