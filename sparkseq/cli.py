@@ -136,12 +136,26 @@ def _first_line(statement: str) -> str:
     return line if len(line) <= 100 else line[:97] + "..."
 
 
+def _thrift_arguments(parser: argparse.ArgumentParser) -> None:
+    from sparkseq import thrift
+
+    thrift.add_arguments(parser)
+
+
+def _thriftserver(args: argparse.Namespace) -> int:
+    from sparkseq import thrift
+
+    return thrift.main(args)
+
+
 COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]] = {
     "demo": ("run the e-commerce funnel example on the bundled sample data", _demo_arguments, _demo),
     "sql": ("run SQL with MATCH_AGGREGATE in a local Spark session and print the results",
             _sql_arguments, _sql),
     "explain": ("show what MATCH_AGGREGATE statements become: analysis, engine plan, Spark SQL",
                 _explain_arguments, _explain),
+    "thriftserver": ("serve a Spark session with sparkseq's functions and views to JDBC/ODBC clients "
+                     "(Spark's Thrift server, in-process)", _thrift_arguments, _thriftserver),
 }
 
 
