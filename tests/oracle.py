@@ -28,6 +28,11 @@ class Events:
         return bool(self.mask[row] & symbols)
 
 
+def cheap(plan: Plan, ev: Events) -> bool:
+    """True when enumerating matches stays small: Kleene elements enumerate subsets."""
+    return sum(e.kleene for e in plan.elements) * len(ev.ts) <= 12 or len(ev.ts) <= 6
+
+
 def _bindings(ev: Events, plan: Plan, rows: list[int], i: int, after: float) -> Iterator[Match]:
     """Every binding of elements i..n-1 to rows strictly later than ``after``."""
     if i == plan.length:

@@ -21,11 +21,6 @@ SCHEMA = "g int, ts bigint, mask bigint, i bigint, f double"
 Key = tuple[int, int | None]  # (group, window_start)
 
 
-def cheap(plan: Plan, ev: oracle.Events) -> bool:
-    """Keep the oracle's Kleene enumeration small (same bound as the kernel tests)."""
-    return sum(e.kleene for e in plan.elements) * len(ev.ts) <= 12 or len(ev.ts) <= 6
-
-
 def events_frame(spark: SparkSession, groups: Sequence[oracle.Events]) -> DataFrame:
     """All groups in one DataFrame, plus a NULL-time row per group that takes part in nothing."""
     rows = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -130,38 +131,16 @@ def check(plan: Plan, ev: oracle.Events) -> None:
     assert_same(plan, evaluate_group(plan, ts, mask, cols), oracle.evaluate(ev, plan))
 
 
-def _cheap(plan: Plan, ev: oracle.Events) -> bool:
-    """Keep the oracle's Kleene enumeration small."""
-    return sum(e.kleene for e in plan.elements) * len(ev.ts) <= 12 or len(ev.ts) <= 6
-
-
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+@pytest.mark.parametrize("window", ["none", "within", "slide"])
 @SETTINGS
-@given(st.data())
-def test_no_window(data: st.DataObject) -> None:
-    plan = data.draw(plans(window="none"))
+@given(data=st.data())
+def test_window_mode(window: str, data: st.DataObject) -> None:
+    plan = data.draw(plans(window=window))
     ev = data.draw(events(plan))
-    assume(_cheap(plan, ev))
-    check(plan, ev)
-
-
-@SETTINGS
-@given(st.data())
-def test_within(data: st.DataObject) -> None:
-    plan = data.draw(plans(window="within"))
-    ev = data.draw(events(plan))
-    assume(_cheap(plan, ev))
-    check(plan, ev)
-
-
-@SETTINGS
-@given(st.data())
-def test_slide(data: st.DataObject) -> None:
-    plan = data.draw(plans(window="slide"))
-    ev = data.draw(events(plan))
-    assume(_cheap(plan, ev))
+    assume(oracle.cheap(plan, ev))
     check(plan, ev)
 
 
@@ -170,7 +149,7 @@ def test_slide(data: st.DataObject) -> None:
 def test_middle_negation(data: st.DataObject) -> None:
     plan = data.draw(plans(window=data.draw(st.sampled_from(["none", "within", "slide"])), middle_negation=True))
     ev = data.draw(events(plan))
-    assume(_cheap(plan, ev))
+    assume(oracle.cheap(plan, ev))
     check(plan, ev)
 
 
@@ -179,7 +158,7 @@ def test_middle_negation(data: st.DataObject) -> None:
 def test_both_edge_negations(data: st.DataObject) -> None:
     plan = data.draw(plans(window=data.draw(st.sampled_from(["within", "slide"])), edges=True))
     ev = data.draw(events(plan, max_rows=10, max_ts=12))
-    assume(_cheap(plan, ev))
+    assume(oracle.cheap(plan, ev))
     check(plan, ev)
 
 
@@ -191,7 +170,7 @@ def test_tiny_batches(data: st.DataObject) -> None:
 
     plan = data.draw(plans(window=data.draw(st.sampled_from(["within", "slide"])), edges=data.draw(st.booleans())))
     ev = data.draw(events(plan))
-    assume(_cheap(plan, ev))
+    assume(oracle.cheap(plan, ev))
     saved = segments.BATCH_ROWS
     segments.BATCH_ROWS = data.draw(st.integers(1, 4))
     try:
@@ -206,7 +185,7 @@ def test_large_and_negative_timestamps(data: st.DataObject) -> None:
     """Results move with the timestamps (by whole slides): microsecond-scale epochs, negatives."""
     plan = data.draw(plans())
     ev = data.draw(events(plan))
-    assume(_cheap(plan, ev))
+    assume(oracle.cheap(plan, ev))
     unit = plan.slide or 1
     shift = data.draw(st.integers(-(2**52) // unit, 2**52 // unit)) * unit
     ts, mask, cols = to_arrays(ev)
@@ -227,7 +206,7 @@ def test_fallback_number_systems(data: st.DataObject) -> None:
     plan = data.draw(plans(edges=data.draw(st.booleans()), middle_negation=data.draw(st.booleans())))
     plan = dataclasses.replace(plan, count_type=data.draw(st.sampled_from([CountType.DECIMAL, CountType.DOUBLE])))
     ev = data.draw(events(plan))
-    assume(_cheap(plan, ev))
+    assume(oracle.cheap(plan, ev))
     evaluate_mod.FAST_PATH = False
     try:
         check(plan, ev)

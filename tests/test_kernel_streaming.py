@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from tests import oracle
-from tests.test_kernel_oracle import _cheap, assert_same, events, plans, to_arrays
+from tests.test_kernel_oracle import assert_same, events, plans, to_arrays
 from udafs.errors import CountOverflowError, InputDataError
 import udafs.kernels.evaluate as evaluate_mod
 from udafs.kernels import GroupResult, evaluate_group
@@ -52,7 +52,7 @@ def test_stream_equals_batch_and_oracle(data: st.DataObject) -> None:
     window = data.draw(st.sampled_from(["none", "within", "slide"]))
     plan = data.draw(plans(window=window, middle_negation=data.draw(st.booleans())))
     ev = data.draw(events(plan, max_rows=10))
-    assume(_cheap(plan, ev))
+    assume(oracle.cheap(plan, ev))
     cuts = data.draw(st.lists(st.integers(0, 20), max_size=5))
     evaluate_mod.FAST_PATH = data.draw(st.sampled_from([True, True, False]))  # False: fallbacks
     try:

@@ -18,7 +18,6 @@ from sqlglot import parse_one
 
 from sparkseq import functions as F
 from tests import oracle
-from tests.spark_cases import cheap
 from tests.test_kernel_oracle import COLUMNS, events, plans
 from udafs.plan import Measure, MeasureKind, Plan
 
@@ -42,7 +41,7 @@ def cases(draw: st.DrawFn, window: str) -> tuple[Plan, list[oracle.Events], int,
     plan = dataclasses.replace(plan, measures=measures, columns=COLUMNS)
     groups = [single_symbol(ev) for ev in draw(st.lists(events(plan), min_size=1, max_size=25))]
     time = "timestamp" if window == "slide" else draw(st.sampled_from(sorted(TIME)))
-    return plan, [ev for ev in groups if cheap(plan, ev)], symbol, time
+    return plan, [ev for ev in groups if oracle.cheap(plan, ev)], symbol, time
 
 
 def cases_view(spark, plan: Plan, groups: list[oracle.Events], time: str) -> None:

@@ -18,7 +18,7 @@ from sparkseq.hierarchies import registered_hierarchies
 from sparkseq.sql_api import sql
 from sql_rewrites import errors as E
 from tests import oracle
-from tests.spark_cases import assert_same, cheap, expected, got
+from tests.spark_cases import assert_same, expected, got
 from tests.sql_cases import jobs_started, measure_sql
 from tests.test_kernel_oracle import events, plans
 from udafs.plan import Plan
@@ -56,7 +56,7 @@ def cases(draw: st.DrawFn, window: str) -> Case:
         typed = [draw(st.sampled_from(nodes)) for _ in ev.ts]
         mask = [sum(1 << k for k, name in enumerate(names) if name in ancestors_or_self(t, pairs)) for t in typed]
         case = oracle.Events(ev.ts, mask, ev.values)
-        if cheap(plan, case):
+        if oracle.cheap(plan, case):
             groups.append(case)
             types.append(typed)
     return pairs, plan, groups, types, draw(st.booleans())

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from sparkseq.sql_api import sql
 from tests import oracle
-from tests.spark_cases import assert_same, cheap, events_frame, expected, got
+from tests.spark_cases import assert_same, events_frame, expected, got
 from tests.sql_cases import match_aggregate
 from tests.test_kernel_oracle import events, plans
 from udafs.plan import Plan
@@ -35,7 +35,7 @@ def cases(draw: st.DrawFn, **plan_options: object) -> tuple[Plan, list[oracle.Ev
     """A random plan, up to 25 partitions of random events, and an event-time type."""
     plan = draw(plans(**plan_options))
     groups = draw(st.lists(events(plan), min_size=1, max_size=25))
-    return plan, [ev for ev in groups if cheap(plan, ev)], draw(st.sampled_from(sorted(TIME_KINDS)))
+    return plan, [ev for ev in groups if oracle.cheap(plan, ev)], draw(st.sampled_from(sorted(TIME_KINDS)))
 
 
 def run(spark, plan: Plan, groups: list[oracle.Events], time_kind: str) -> None:

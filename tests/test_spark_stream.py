@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from pyspark.errors import PythonException, SparkRuntimeException
 
 import sparkseq
-from tests.spark_cases import assert_same, cheap, events_frame, expected, got
+from tests import oracle
+from tests.spark_cases import assert_same, events_frame, expected, got
 from tests.test_kernel_oracle import events, plans
 from udafs.errors import CountOverflowError, InputDataError
 from udafs.kernels import evaluate_group
@@ -112,7 +113,7 @@ def test_stream_matches_oracle(spark, small_batches, window: str) -> None:
     @given(st.data())
     def check(data: st.DataObject) -> None:
         plan = data.draw(plans(window=window))
-        groups = [ev for ev in data.draw(st.lists(events(plan), min_size=1, max_size=25)) if cheap(plan, ev)]
+        groups = [ev for ev in data.draw(st.lists(events(plan), min_size=1, max_size=25)) if oracle.cheap(plan, ev)]
         events_frame(spark, groups).createOrReplaceTempView("cases")
         df = sparkseq.aggregate(spark, plan, "cases", keys=["g"], values=["i", "f"], streaming=True)
         assert_same(plan, got(plan, df.collect()), expected(plan, groups))

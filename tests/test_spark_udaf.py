@@ -15,7 +15,7 @@ from pyspark.errors import PythonException, SparkRuntimeException
 
 import sparkseq
 from tests import oracle
-from tests.spark_cases import assert_same, cheap, events_frame, expected, got
+from tests.spark_cases import assert_same, events_frame, expected, got
 from tests.test_kernel_oracle import events, plans
 from udafs.plan import CountType, Element, Measure, MeasureKind, Plan, ValueType
 
@@ -27,7 +27,7 @@ def cases(draw: st.DrawFn, window: str) -> tuple[Plan, list[oracle.Events]]:
     """One random plan and up to 25 random groups of events for it."""
     plan = draw(plans(window=window))
     groups = draw(st.lists(events(plan), min_size=1, max_size=25))
-    return plan, [ev for ev in groups if cheap(plan, ev)]
+    return plan, [ev for ev in groups if oracle.cheap(plan, ev)]
 
 
 def run_udaf(spark, plan: Plan, groups: list[oracle.Events]) -> None:
