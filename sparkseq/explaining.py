@@ -32,7 +32,7 @@ def describe_statement(explained: StatementExplanation, number: int, total: int)
 def describe_operator(operator: OperatorExplanation) -> list[str]:
     """The analysis of one MATCH_AGGREGATE, one ``label  value`` row per fact."""
     q = operator.query
-    rows: list[tuple[str, str]] = [("pattern", q.plan.describe())]
+    rows: list[tuple[str, str]] = _cuboids(q) if q.cube is not None else [("pattern", q.plan.describe())]
     rows += [("symbols" if i == 0 else "", f"{s.name:<{_width(q)}}  {s.origin.value.upper():<9}  "
               f"{s.condition.sql(dialect='spark')}") for i, s in enumerate(q.symbols)]
     rows.append(("partition by", ", ".join(f"{k.name} {k.column.type_text}" for k in q.partition_keys)
@@ -52,6 +52,24 @@ def describe_operator(operator: OperatorExplanation) -> list[str]:
     return [title, *(f"  {label:<{LABEL}}{value}" for label, value in rows)]
 
 
+def _cuboids(q: MatchAggregateQuery) -> list[tuple[str, str]]:
+    """An E-Cube's cuboids: pattern, levels, and whether it is evaluated or derived."""
+    cube = q.cube
+    assert cube is not None
+    width = max(len(t) for t in cube.texts)
+    rows = []
+    for i, (text, cuboid) in enumerate(zip(cube.texts, cube.cuboids)):
+        levels = "[" + ", ".join("-" if v is None else str(v) for v in cube.levels[i]) + "]"
+        if cuboid.hidden:
+            how = "hidden part: rows typed exactly as the concept"
+        elif cuboid.derived_from is not None:
+            how = "derived: sum of " + ", ".join(f"#{j}" for j in cuboid.derived_from)
+        else:
+            how = "evaluated"
+        rows.append(("cuboids" if i == 0 else "", f"#{i:<3} {text:<{width}}  levels {levels:<12} {how}"))
+    return rows
+
+
 def _width(q: MatchAggregateQuery) -> int:
     return max(len(s.name) for s in q.symbols)
 
@@ -59,7 +77,10 @@ def _width(q: MatchAggregateQuery) -> int:
 def _measure(q: MatchAggregateQuery, m: MeasureSpec) -> str:
     if m.kind is MeasureKind.COUNT_STAR:
         return "COUNT(*)"
-    symbol = q.plan.symbols[m.symbol] if m.symbol is not None else "?"
+    if q.cube is not None:
+        symbol = q.cube.measure_symbols[q.measures.index(m)] or "?"
+    else:
+        symbol = q.plan.symbols[m.symbol] if m.symbol is not None else "?"
     if m.kind is MeasureKind.COUNT:
         return f"COUNT({symbol})"
     column = q.value_columns[m.value_column].name if m.value_column is not None else "?"

@@ -26,7 +26,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql.functions import arrow_udf, arrow_udtf
 
 from sparkseq import functions
-from udafs import spark_udfs, spark_udtf
+from udafs import contract, spark_udfs, spark_udtf
+from udafs.multiplan import MultiPlan
 from udafs.plan import Plan
 
 
@@ -63,7 +64,7 @@ def register(spark: SparkSession) -> None:
         _once(spark, spec.name, lambda s=spec: spark.udf.register(s.name, arrow_udf(s.func, s.return_type)))
 
 
-def engine_function(spark: SparkSession, plan: Plan) -> str:
+def engine_function(spark: SparkSession, plan: Plan | MultiPlan) -> str:
     """Name of the grouped-aggregate function computing ``plan``'s measures.
 
     Called as ``inline(<name>(ts, mask, v0, …))`` in a ``GROUP BY`` query; returns
@@ -73,12 +74,15 @@ def engine_function(spark: SparkSession, plan: Plan) -> str:
     partition.
     """
     name = engine_function_name(plan)
-    body = spark_udfs.plan_aggregate(plan.to_json())
-    _once(spark, name, lambda: spark.udf.register(name, arrow_udf(body, spark_udfs.output_ddl(plan))))
+    if isinstance(plan, MultiPlan):  # an E-Cube: every cuboid in one call
+        body, ddl = spark_udfs.multi_aggregate(plan.to_json()), contract.multi_result_type(plan)
+    else:
+        body, ddl = spark_udfs.plan_aggregate(plan.to_json()), spark_udfs.output_ddl(plan)
+    _once(spark, name, lambda: spark.udf.register(name, arrow_udf(body, ddl)))
     return name
 
 
-def engine_function_name(plan: Plan) -> str:
+def engine_function_name(plan: Plan | MultiPlan) -> str:
     """The name :func:`engine_function` registers ``plan``'s function under, without registering."""
     return "sparkseq_agg_" + _digest(plan.to_json())
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from sql_rewrites.cube_analysis import CubeAnalysis, build_cuboids, is_cube
 from sql_rewrites.dialect import parse_statement
 from sql_rewrites.errors import (
     DuplicateOutputColumnError,
@@ -104,6 +105,8 @@ class Analyzer:
         scope = ColumnScope(node, source, self.sql)
         keys = self._partition_keys(node, scope)
         order = self._order_key(node, scope)
+        if is_cube(node):
+            return self._analyze_cube(node, source, scope, keys, order)
         pattern = compile_pattern(node.args["pattern"], self.sql)
         within, slide = self._windows(node, order, pattern)
         symbols = self._symbols(node, pattern, scope)
@@ -124,6 +127,30 @@ class Analyzer:
         return MatchAggregateQuery(
             node, source, keys, order, symbols, tuple(ctx.value_columns), tuple(measures), plan, outputs
         )
+
+    def _analyze_cube(self, node: MatchAggregate, source: RelationSchema, scope: ColumnScope,
+                      keys: tuple[PartitionKey, ...], order: OrderKey) -> MatchAggregateQuery:
+        """An E-Cube operator (:mod:`sql_rewrites.cube_analysis`): one MultiPlan for all cuboids."""
+        type_column = node.args["type_by"].copy() if node.args.get("type_by") else None
+        if type_column is not None:
+            scope.find(type_column, "TYPE BY")
+        cube = CubeAnalysis(node, self.sql, self._hierarchy(node, type_column), type_column)
+        within, slide = self._windows(node, order, None)
+        written = self._symbols(node, cube.written, scope)
+        count_type = CountType(node.args["count_type"].name.lower() if node.args.get("count_type") else "bigint")
+        ctx = MeasureContext(cube.written, scope.find, count_type, self.sql)
+        measures = resolve_measures(node.args.get("measures"), ctx)
+        cuboids = build_cuboids(cube, written, measures)
+        table, index = cube.symbol_table(cuboids, written, measures)
+        columns = tuple(v.value_type for v in ctx.value_columns)
+        plan = cube.plans(cuboids, index, tuple(s.name for s in table), measures, within, slide, columns,
+                          count_type)
+        before = [OutputColumn(k.name, k.column.dtype) for k in keys]
+        if slide is not None:
+            before += [OutputColumn(name, order.column.dtype) for name in WINDOW_COLUMNS]
+        outputs = cube.outputs(before, measures)
+        return MatchAggregateQuery(node, source, keys, order, tuple(table), tuple(ctx.value_columns),
+                                   tuple(measures), plan, outputs, cube=cube.spec(cuboids, measures))
 
     # --- keys and time ------------------------------------------------------------------
 
@@ -170,7 +197,7 @@ class Analyzer:
         return column
 
     def _windows(
-        self, node: MatchAggregate, order: OrderKey, pattern: CompiledPattern
+        self, node: MatchAggregate, order: OrderKey, pattern: CompiledPattern | None
     ) -> tuple[int | None, int | None]:
         within_expr, slide_expr = node.args.get("within"), node.args.get("slide")
         check_slide(within_expr, slide_expr, self.sql)
@@ -179,7 +206,8 @@ class Analyzer:
             within = window_length(within_expr, "WITHIN", order.name, order.kind, self.sql)
         if slide_expr is not None:
             slide = window_length(slide_expr, "SLIDE", order.name, order.kind, self.sql)
-        check_edge_negation(pattern, within is not None, self.sql)
+        if pattern is not None:  # E-Cube checks each cuboid instead
+            check_edge_negation(pattern, within is not None, self.sql)
         return within, slide
 
     # --- symbols ------------------------------------------------------------------------

@@ -21,6 +21,8 @@ from udafs.contract import (
     result_field_names,
     result_type,
 )
+from udafs.contract import multi_result_type
+from udafs.multiplan import MultiPlan
 from udafs.plan import Measure, Plan
 
 
@@ -29,9 +31,10 @@ def measure_engine_type(measure: Measure, plan: Plan) -> str:
     return measure_type(plan, measure)
 
 
-def engine_result_type(plan: Plan) -> str:
-    """The engine function's return type as Spark DDL (:func:`udafs.contract.result_type`)."""
-    return result_type(plan)
+def engine_result_type(plan: Plan | MultiPlan) -> str:
+    """The engine function's return type as Spark DDL (:func:`udafs.contract.result_type`,
+    or :func:`udafs.contract.multi_result_type` for an E-Cube's MultiPlan)."""
+    return multi_result_type(plan) if isinstance(plan, MultiPlan) else result_type(plan)
 
 
 __all__ = [

@@ -196,6 +196,10 @@ class UnsupportedMeasureTypeError(SqlRewriteError):
     """MIN or MAX over a column type the engine cannot carry exactly."""
 
 
+class CubeError(SqlRewriteError):
+    """An E-Cube clause is invalid: a bad position, roll-up target, duplicate item or cuboid."""
+
+
 class DuplicateOutputColumnError(SqlRewriteError):
     """Two output columns of one MATCH_AGGREGATE would have the same name."""
 

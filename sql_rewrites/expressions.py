@@ -40,14 +40,19 @@ class MatchAggregate(_SparkSeqNode):
     ``define`` and ``measures`` are lists of ``exp.Alias`` (condition / aggregate
     aliased by the symbol / output name). ``within`` and ``slide`` are interval or
     number expressions; ``count_type`` a ``Var`` (BIGINT, DECIMAL or DOUBLE);
-    ``type_by`` a column; ``hierarchy`` an identifier.
+    ``type_by`` a column; ``hierarchy`` an identifier. An E-Cube query has either
+    ``pattern`` and ``cube`` (a :class:`MatchCube`: the base pattern's roll-ups) or
+    ``patterns`` (a :class:`MatchPatterns`: the cuboids listed); a plain one has
+    ``pattern`` only.
     """
 
     arg_types = {
         "this": True,
         "partition_by": False,
         "order": True,
-        "pattern": True,
+        "pattern": False,
+        "patterns": False,
+        "cube": False,
         "define": False,
         "type_by": False,
         "hierarchy": False,
@@ -96,3 +101,29 @@ class MatchPatternElement(_SparkSeqNode):
     def is_quoted_value(self) -> bool:
         """True when the symbol is written as a string literal."""
         return isinstance(self.this, exp.Literal)
+
+
+class MatchPatterns(_SparkSeqNode):
+    """``PATTERNS (SEQ(...), SEQ(...), ...)``: the cuboids of an E-Cube query, listed."""
+
+    arg_types = {"expressions": True}
+
+
+class MatchCube(_SparkSeqNode):
+    """``CUBE (CONCEPT ROLLUP 1 TO Computer, PATTERN ROLLUP 3, ...)``: :class:`MatchRollup` items."""
+
+    arg_types = {"expressions": True}
+
+
+class MatchRollup(_SparkSeqNode):
+    """One CUBE item. ``this`` names a base position: a 1-based number (``exp.Literal``)
+    or a symbol (identifier or string); ``kind`` is ``CONCEPT`` or ``PATTERN``; ``to``
+    (CONCEPT only) the ancestor to roll up to (identifier or string), or absent for
+    "up to the root"."""
+
+    arg_types = {"this": True, "kind": True, "to": False}
+
+    @property
+    def kind(self) -> str:
+        """``CONCEPT`` or ``PATTERN``."""
+        return self.args["kind"].name

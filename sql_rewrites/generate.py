@@ -38,6 +38,7 @@ from sqlglot import exp
 from sql_rewrites import engine_contract
 from sql_rewrites.logical import MatchAggregateQuery
 from sql_rewrites.sql_types import DType, time_from_engine, time_to_engine
+from udafs.multiplan import MultiPlan
 from udafs.plan import Plan
 
 FUNCTION_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
@@ -80,10 +81,13 @@ class EngineInput:
     bound into the output column, ``measures`` pair each output name with the
     conversion of the engine's value. ``instances``, when set, is the bitmask of the
     symbols whose rows take part (for masks that carry other bits too); otherwise
-    every row with a non-zero mask does.
+    every row with a non-zero mask does. With a :class:`~udafs.multiplan.MultiPlan`
+    each result row also carries the index of its plan; ``per_plan`` are the output
+    columns computed from it (an E-Cube's ``pattern`` and ``levels``), placed after the
+    window bounds.
     """
 
-    plan: Plan
+    plan: Plan | MultiPlan
     keys: tuple[tuple[str, exp.Expr], ...]
     time: exp.Expr
     mask: exp.Expr
@@ -91,6 +95,7 @@ class EngineInput:
     measures: tuple[tuple[str, Callable[[exp.Expr], exp.Expr]], ...]
     bound: Callable[[exp.Expr], exp.Expr] = lambda value: value
     instances: int | None = None
+    per_plan: tuple[tuple[str, Callable[[exp.Expr], exp.Expr]], ...] = ()
 
 
 def generate(query: MatchAggregateQuery, function_name: str, source: exp.Expr | None = None) -> exp.Subquery:
@@ -115,10 +120,31 @@ def generate(query: MatchAggregateQuery, function_name: str, source: exp.Expr | 
         values=tuple(column.to_engine(column.expression.copy()) for column in query.value_columns),
         measures=tuple((m.name, m.from_engine) for m in query.measures),
         bound=lambda value: time_from_engine(value, order.kind, order.column.dtype),
+        per_plan=_cube_columns(query),
     )
     output = engine_query(spec, function_name, (source or query.node.this).copy())
     alias = query.node.args.get("alias")
     return _sanitize(exp.Subquery(this=output, alias=alias.copy() if alias else None))
+
+
+def _cube_columns(query: MatchAggregateQuery) -> tuple[tuple[str, Callable[[exp.Expr], exp.Expr]], ...]:
+    """An E-Cube's ``pattern`` and ``levels`` looked up by plan index (literal arrays)."""
+    cube = query.cube
+    if cube is None:
+        return ()
+    texts = exp.Array(expressions=[exp.Literal.string(t) for t in cube.texts])
+    levels = exp.Array(expressions=[
+        exp.cast(exp.Array(expressions=[exp.null() if v is None else exp.Literal.number(v) for v in row]),
+                 exp.DataType.build("ARRAY<INT>"))
+        for row in cube.levels
+    ])
+
+    def pick(values: exp.Expr) -> Callable[[exp.Expr], exp.Expr]:
+        return lambda index: exp.Anonymous(
+            this="element_at",
+            expressions=[values.copy(), exp.cast(exp.Add(this=index, expression=exp.Literal.number(1)), "INT")])
+
+    return (("pattern", pick(texts)), ("levels", pick(levels)))
 
 
 def engine_query(spec: EngineInput, function_name: str, source: exp.Expr) -> exp.Select:
@@ -151,6 +177,7 @@ class _Roles:
         self.window_start, self.window_end = names("window_start"), names("window_end")
         self.measures = [names(f"m{i}") for i in range(n_measures)]
         self.error = names("error")
+        self.plan_index = names("plan")
         self.all_rows = names("all_rows")
 
 
@@ -210,9 +237,13 @@ def _output_select(spec: EngineInput, groups: exp.Select, roles: _Roles) -> exp.
     if spec.plan.slide is not None:
         for field, name in ((roles.window_start, "window_start"), (roles.window_end, "window_end")):
             projections.append(exp.alias_(spec.bound(exp.column(field, table=row)), name))
+    for name, from_index in spec.per_plan:
+        projections.append(exp.alias_(from_index(exp.column(roles.plan_index, table=row)), name))
     for (name, from_engine), field in zip(spec.measures, roles.measures):
         projections.append(exp.alias_(from_engine(exp.column(field, table=row)), name))
     fields = [roles.window_start, roles.window_end, *roles.measures, roles.error]
+    if isinstance(spec.plan, MultiPlan):
+        fields.insert(0, roles.plan_index)
     lateral = exp.Lateral(
         this=exp.Inline(this=exp.column(roles.result)),
         view=True,

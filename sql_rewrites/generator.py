@@ -10,7 +10,14 @@ import typing as t
 
 from sqlglot.dialects.spark import Spark
 
-from sql_rewrites.expressions import MatchAggregate, MatchPattern, MatchPatternElement
+from sql_rewrites.expressions import (
+    MatchAggregate,
+    MatchCube,
+    MatchPattern,
+    MatchPatternElement,
+    MatchPatterns,
+    MatchRollup,
+)
 
 
 class SparkSeqGenerator(Spark.Generator):
@@ -21,6 +28,9 @@ class SparkSeqGenerator(Spark.Generator):
         MatchAggregate: lambda self, e: self.matchaggregate_sql(e),
         MatchPattern: lambda self, e: self.matchpattern_sql(e),
         MatchPatternElement: lambda self, e: self.matchpatternelement_sql(e),
+        MatchPatterns: lambda self, e: f"({self.expressions(e, flat=True)})",
+        MatchCube: lambda self, e: f"({self.expressions(e, flat=True)})",
+        MatchRollup: lambda self, e: self.matchrollup_sql(e),
     }
 
     def matchaggregate_sql(self, expression: MatchAggregate) -> str:
@@ -29,6 +39,8 @@ class SparkSeqGenerator(Spark.Generator):
                 self._match_clause("PARTITION BY", self.expressions(expression, key="partition_by", flat=True)),
                 self._match_clause("", self.sql(expression, "order")),
                 self._match_clause("PATTERN", self.sql(expression, "pattern")),
+                self._match_clause("PATTERNS", self.sql(expression, "patterns")),
+                self._match_clause("CUBE", self.sql(expression, "cube")),
                 self._match_clause("DEFINE", self._match_definitions(expression)),
                 self._match_clause("TYPE BY", self.sql(expression, "type_by")),
                 self._match_clause("HIERARCHY", self.sql(expression, "hierarchy")),
@@ -52,6 +64,10 @@ class SparkSeqGenerator(Spark.Generator):
         negated = "!" if expression.negated else ""
         kleene = "+" if expression.kleene else ""
         return f"{negated}{self.sql(expression, 'this')}{kleene}"
+
+    def matchrollup_sql(self, expression: MatchRollup) -> str:
+        to = self.sql(expression, "to")
+        return f"{expression.kind} ROLLUP {self.sql(expression, 'this')}" + (f" TO {to}" if to else "")
 
     def _match_clause(self, keyword: str, body: str) -> str:
         if not body:

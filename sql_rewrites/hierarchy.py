@@ -79,6 +79,22 @@ class ConceptHierarchy:
         below = sorted(child for child in self.parent_of if self._is_below(child, node))
         return (node, *below)
 
+    def ancestors(self, node: str) -> tuple[str, ...]:
+        """The parent of ``node``, its parent, ... up to the root (empty for a root)."""
+        chain = []
+        while node in self.parent_of:
+            node = self.parent_of[node]
+            chain.append(node)
+        return tuple(chain)
+
+    def children(self, node: str) -> tuple[str, ...]:
+        """The nodes whose parent is ``node``, sorted."""
+        return tuple(sorted(child for child, parent in self.parent_of.items() if parent == node))
+
+    def depth(self, node: str) -> int:
+        """The level of ``node``: 0 for a root, 1 for its children, ..."""
+        return len(self.ancestors(node))
+
     def _is_below(self, child: str, ancestor: str) -> bool:
         node = child
         while node in self.parent_of:

@@ -14,9 +14,11 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from sql_rewrites.cube import CubeSpec
 from sql_rewrites.expressions import MatchAggregate
 from sql_rewrites.schema import ColumnSchema, RelationSchema
 from sql_rewrites.sql_types import OrderKind, type_text
+from udafs.multiplan import MultiPlan
 from udafs.plan import MeasureKind, Plan, ValueType
 
 
@@ -105,8 +107,9 @@ class MatchAggregateQuery:
     symbols: tuple[SymbolSpec, ...]
     value_columns: tuple[ValueColumn, ...]
     measures: tuple[MeasureSpec, ...]
-    plan: Plan
+    plan: Plan | MultiPlan
     outputs: tuple[OutputColumn, ...]
+    cube: CubeSpec | None = None  # E-Cube queries: plan is a MultiPlan, one plan per cuboid
 
     @property
     def alias(self) -> str:

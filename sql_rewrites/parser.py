@@ -19,7 +19,14 @@ from sqlglot import exp
 from sqlglot.dialects.spark import Spark
 from sqlglot.tokens import TokenType
 
-from sql_rewrites.expressions import MatchAggregate, MatchPattern, MatchPatternElement
+from sql_rewrites.expressions import (
+    MatchAggregate,
+    MatchCube,
+    MatchPattern,
+    MatchPatternElement,
+    MatchPatterns,
+    MatchRollup,
+)
 
 MATCH_AGGREGATE = "MATCH_AGGREGATE"
 COUNT_TYPES = ("BIGINT", "DECIMAL", "DOUBLE")
@@ -34,6 +41,8 @@ class SparkSeqParser(Spark.Parser):
         "PARTITION BY": lambda self: ("partition_by", self._parse_csv(self._parse_disjunction)),
         "ORDER BY": lambda self: ("order", self._parse_order(skip_order_token=True)),
         "PATTERN": lambda self: ("pattern", self._parse_match_pattern()),
+        "PATTERNS": lambda self: ("patterns", self._parse_match_patterns()),
+        "CUBE": lambda self: ("cube", self._parse_match_cube()),
         "DEFINE": lambda self: ("define", self._parse_csv(self._parse_match_definition)),
         "TYPE BY": lambda self: ("type_by", self._parse_match_type_by()),
         "HIERARCHY": lambda self: ("hierarchy", self._parse_match_hierarchy()),
@@ -121,9 +130,15 @@ class SparkSeqParser(Spark.Parser):
             arg, value = self._parse_match_aggregate_clause(args)
             if arg:
                 args[arg] = value
-        for required, text in (("order", "ORDER BY"), ("pattern", "PATTERN")):
-            if not args.get(required):
-                self.raise_error(f"MATCH_AGGREGATE needs {text}", start)
+        if not args.get("order"):
+            self.raise_error("MATCH_AGGREGATE needs ORDER BY", start)
+        if args.get("pattern") and args.get("patterns"):
+            self.raise_error("MATCH_AGGREGATE takes PATTERN or PATTERNS, not both", start)
+        elif not args.get("pattern") and not args.get("patterns"):
+            self.raise_error("MATCH_AGGREGATE needs PATTERN", start)
+        elif args.get("cube") and not args.get("pattern"):
+            self.raise_error("CUBE rolls up the positions of PATTERN SEQ(...); with PATTERNS list the cuboids "
+                             "themselves", start)
         args["alias"] = self._parse_table_alias()
         return self.expression(MatchAggregate(**args), start)
 
@@ -158,6 +173,36 @@ class SparkSeqParser(Spark.Parser):
         elements = self._parse_csv(self._parse_match_pattern_element)
         self._match_r_paren()
         return self.expression(MatchPattern(expressions=elements), start)
+
+    def _parse_match_patterns(self) -> MatchPatterns:
+        start = self._curr
+        self._match_l_paren()
+        patterns = self._parse_csv(self._parse_match_pattern)
+        self._match_r_paren()
+        return self.expression(MatchPatterns(expressions=patterns), start)
+
+    def _parse_match_cube(self) -> MatchCube:
+        start = self._curr
+        self._match_l_paren()
+        items = self._parse_csv(self._parse_match_rollup)
+        self._match_r_paren()
+        return self.expression(MatchCube(expressions=items), start)
+
+    def _parse_match_rollup(self) -> MatchRollup:
+        start = self._curr
+        if not self._match_texts(("CONCEPT", "PATTERN")):
+            self.raise_error("Expecting CONCEPT ROLLUP or PATTERN ROLLUP in CUBE")
+        kind = self._prev.text.upper()
+        if not self._match_text_seq("ROLLUP"):
+            self.raise_error(f"Expecting ROLLUP after {kind}")
+        position = self._parse_number() if self._match(TokenType.NUMBER, advance=False) else None
+        position = position or self._parse_match_symbol()
+        to = None
+        if self._match_text_seq("TO"):
+            if kind != "CONCEPT":
+                self.raise_error("Only CONCEPT ROLLUP takes TO <ancestor>", self._prev)
+            to = self._parse_match_symbol()
+        return self.expression(MatchRollup(this=position, kind=exp.var(kind), to=to), start)
 
     def _parse_match_pattern_element(self) -> MatchPatternElement:
         start = self._curr

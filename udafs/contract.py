@@ -23,7 +23,12 @@ pyarrow or Spark. Types are Spark SQL DDL text.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from udafs.plan import CountType, Measure, MeasureKind, Plan, ValueType
+
+if TYPE_CHECKING:
+    from udafs.multiplan import MultiPlan
 
 WINDOW_START = "window_start"
 WINDOW_END = "window_end"
@@ -87,4 +92,24 @@ def result_field_names(plan: Plan) -> tuple[str, ...]:
 __all__ = [
     "WINDOW_START", "WINDOW_END", "ERROR", "PARTITION_SLOT", "ALL_ROWS", "COUNT_TYPE_SQL", "VALUE_TYPE_SQL",
     "measure_field", "value_type", "engine_type", "measure_type", "result_fields", "result_type", "result_field_names",
+    "PLAN_INDEX", "multi_result_fields", "multi_result_type",
 ]
+
+
+# --- several plans in one function (udafs.multiplan.MultiPlan, E-Cube queries) ----------
+
+PLAN_INDEX = "plan"
+
+
+def multi_result_fields(mp: "MultiPlan") -> list[tuple[str, str]]:
+    """``(name, SQL type)`` of one row of a multi-plan function, without ``error``:
+    ``plan`` (index into ``mp.plans``), window bounds, then one ``m{f}`` per field."""
+    first = mp.plans[0]
+    fields = [(PLAN_INDEX, BIGINT), (WINDOW_START, BIGINT), (WINDOW_END, BIGINT)]
+    return fields + [(measure_field(f), measure_type(first, m)) for f, m in enumerate(mp.fields)]
+
+
+def multi_result_type(mp: "MultiPlan") -> str:
+    """The multi-plan function's return type (``error`` last, as for one plan)."""
+    fields = [*multi_result_fields(mp), (ERROR, STRING)]
+    return f"ARRAY<STRUCT<{', '.join(f'{name}: {sql}' for name, sql in fields)}>>"

@@ -29,6 +29,8 @@ import pyarrow.compute as pc
 from udafs import contract
 from udafs.errors import CountOverflowError, PlanError
 from udafs.kernels import GroupResult, evaluate_group
+from udafs.kernels.many import evaluate_many
+from udafs.multiplan import MultiPlan
 from udafs.plan import CountType, Measure, MeasureKind, Plan, ValueType
 
 _ARROW = {contract.BIGINT: pa.int64(), contract.DOUBLE: pa.float64(), contract.STRING: pa.string(),
@@ -154,6 +156,49 @@ def aggregate_group(p: Plan, ts: pa.Array, mask: pa.Array, values: Sequence[pa.A
         return _as_list_value(arrays, names)
     arrays = result_arrays(p, res)
     return _as_list_value(arrays + [pa.nulls(len(arrays[0]), pa.string())], names)
+
+
+def multi_aggregate(multi_json: str) -> Callable[..., pa.Scalar]:
+    """The grouped-aggregate body of the engine function of a :class:`MultiPlan` (an E-Cube).
+
+    Like :func:`plan_aggregate`, but each result row starts with ``plan``, the index of
+    the plan (cuboid) it belongs to (:func:`udafs.contract.multi_result_fields`).
+    """
+    def engine(ts: pa.Array, mask: pa.Array, *values: pa.Array) -> pa.Scalar:
+        return aggregate_many(_parse_multi(multi_json), ts, mask, values)
+
+    return engine
+
+
+@functools.lru_cache(maxsize=64)
+def _parse_multi(text: str) -> MultiPlan:
+    return MultiPlan.from_json(text)
+
+
+def aggregate_many(mp: MultiPlan, ts: pa.Array, mask: pa.Array, values: Sequence[pa.Array]) -> pa.Scalar:
+    """Every reported plan's measures for one group, as one ``array<struct<plan, ...>>`` value."""
+    fields = contract.multi_result_fields(mp) + [(contract.ERROR, contract.STRING)]
+    names = [n for n, _ in fields]
+    try:
+        results = evaluate_many(mp, *group_arrays(mp.plans[0], ts, mask, values))
+    except CountOverflowError as exc:
+        message = str(exc.with_partition(Verbatim(PARTITION_SLOT)))
+        arrays = [pa.nulls(1, _ARROW[t]) for _, t in fields[:-1]] + [pa.array([message])]
+        return _as_list_value(arrays, names)
+    columns: list[list[pa.Array]] = [[] for _ in fields]
+    for i, res in enumerate(results):
+        if res is None:
+            continue
+        n = result_rows(res)
+        by_field = dict(zip(mp.slots[i], zip(res.values, res.valid)))
+        row = [pa.array(np.full(n, i, dtype=np.int64)), _bound(res.window_start, n), _bound(res.window_end, n)]
+        for f, (_, sql) in enumerate(fields[3:-1]):
+            row.append(to_arrow(*by_field[f], sql) if f in by_field else pa.nulls(n, _ARROW[sql]))
+        row.append(pa.nulls(n, pa.string()))
+        for column, array in zip(columns, row):
+            column.append(array)
+    arrays = [pa.concat_arrays(c) if c else pa.nulls(0, _ARROW[t]) for c, (_, t) in zip(columns, fields)]
+    return _as_list_value(arrays, names)
 
 
 # --- fixed-signature functions: one SQL signature for every plan -------------------

@@ -1,0 +1,162 @@
+"""``evaluate_many``: every plan of a :class:`~udafs.multiplan.MultiPlan` over one group.
+
+The group is validated and sorted by time once; each evaluated plan then takes its
+own rows (a mask test keeps them in order, so its own sort is free) and runs the
+usual path. Derived plans (``MultiPlan.derived``) are not evaluated: their partial
+measures are the exact combination (:func:`udafs.kernels.measures.combine`) of their
+parts' partials, window by window, so a coarse cuboid costs a few array additions.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from udafs.kernels import paths
+from udafs.kernels.arith import Arith
+from udafs.kernels.evaluate import GroupResult, _tally, sorted_instances, validate, with_fallback
+from udafs.kernels.segments import sliding_windows
+from udafs.kernels.measures import Column, Partial, combine, finalize, partials
+from udafs.multiplan import MultiPlan
+from udafs.plan import Measure, Plan, ValueType
+
+Evaluated = tuple[list[Partial], "np.ndarray | None"]
+
+
+def evaluate_many(mp: MultiPlan, ts: np.ndarray, mask: np.ndarray,
+                  columns: Sequence[Column] = ()) -> list[GroupResult | None]:
+    """Exact aggregates of every plan of ``mp`` over one group of events.
+
+    Parameters
+    ----------
+    mp : MultiPlan
+        The plans; they share symbols, value columns, count type and windows.
+    ts, mask, columns
+        As for :func:`udafs.kernels.evaluate_group`.
+
+    Returns
+    -------
+    list of GroupResult or None
+        One entry per plan of ``mp`` (None for hidden plans), each what
+        ``evaluate_group(plan, ts, mask, columns)`` returns — except that a plan
+        without SLIDE whose symbols have no instance in the group gets no row, as its
+        own MATCH_AGGREGATE statement would give no row for such a partition.
+
+    Raises
+    ------
+    InputDataError, CountOverflowError
+        As :func:`udafs.kernels.evaluate_group`.
+    """
+    first = mp.plans[0]
+    ts, mask, cols = validate(first, ts, mask, columns)
+    union = 0
+    for p in mp.plans:
+        union |= p.pattern_symbols_mask
+    ts, mask, cols = _sorted(ts, mask, cols, union)
+    present = int(np.bitwise_or.reduce(mask)) if len(mask) else 0
+    done: dict[int, Evaluated] = {}
+
+    def evaluated(i: int) -> Evaluated:
+        if i not in done:
+            plan, parts = mp.plans[i], mp.derived[i]
+            if parts is not None:
+                done[i] = _derive(mp, i, evaluated)
+            elif mp.hidden[i] and any(not present >> el.symbol & 1 for el in plan.elements):
+                done[i] = _no_match(plan, ts, mask)  # a part that cannot match: zeros, same windows
+            else:
+                done[i] = _evaluate(plan, ts, mask, cols)
+        return done[i]
+
+    out: list[GroupResult | None] = []
+    for i, plan in enumerate(mp.plans):
+        if mp.hidden[i]:
+            out.append(None)
+            continue
+        if not present & plan.pattern_symbols_mask:  # as its own statement: no row for this group
+            out.append(_no_rows(plan))
+            continue
+        parts, starts = evaluated(i)
+        values, valid = finalize(plan, parts)
+        ends = None if starts is None else starts + plan.within
+        out.append(GroupResult(starts, ends, tuple(values), tuple(valid)))
+    return out
+
+
+def _sorted(ts: np.ndarray, mask: np.ndarray, cols: list[Column],
+            union: int) -> tuple[np.ndarray, np.ndarray, list[Column]]:
+    """Rows of any plan's symbols, by time (one stable argsort for all plans)."""
+    keep = (mask & union) != 0
+    if not keep.all():
+        ts, mask = ts[keep], mask[keep]
+        cols = [(v[keep], ok[keep]) for v, ok in cols]
+    if len(ts) > 1 and (ts[1:] < ts[:-1]).any():
+        order = np.argsort(ts, kind="stable")
+        ts, mask = ts[order], mask[order]
+        cols = [(v[order], ok[order]) for v, ok in cols]
+    return ts, mask, cols
+
+
+def _evaluate(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column]) -> Evaluated:
+    ts, mask, cols = sorted_instances(plan, ts, mask, cols)  # a filter: the rows are sorted already
+
+    def attempt(ar: Arith) -> Evaluated:
+        if plan.slide is not None:
+            return paths.sliding(plan, ts, mask, cols, ar)
+        return partials(plan, _tally(plan, ts, mask, ar), cols, ar), None
+
+    return with_fallback(plan, attempt)
+
+
+def _no_rows(plan: Plan) -> GroupResult:
+    """A result with no output row (a group holding no instance of the plan's symbols)."""
+    empty = np.zeros(0, dtype=np.int64)
+    bounds = None if plan.slide is None else empty
+    return GroupResult(bounds, bounds, tuple(empty for _ in plan.measures), tuple(empty.astype(bool)
+                                                                                for _ in plan.measures))
+
+
+def _no_match(plan: Plan, ts: np.ndarray, mask: np.ndarray) -> Evaluated:
+    """Partials of a plan that has no match: one zero row, or with SLIDE zeros in each
+    window holding an instance of its symbols (the windows it would report)."""
+    starts = None
+    if plan.slide is not None:
+        mine = ts[(mask & plan.pattern_symbols_mask) != 0]
+        starts = sliding_windows(mine, plan.within, plan.slide) * plan.slide
+    n = 1 if starts is None else len(starts)
+
+    def zero(m: Measure) -> Partial:
+        floats = m.column is not None and plan.columns[m.column] is ValueType.FLOAT
+        return Partial(np.zeros(n, dtype=np.float64 if floats else np.int64), np.zeros(n, dtype=np.int64))
+
+    return [zero(m) for m in plan.measures], starts
+
+
+def _derive(mp: MultiPlan, i: int, evaluated) -> Evaluated:  # noqa: ANN001 - Callable[[int], Evaluated]
+    """Plan ``i``'s partials from its parts' (disjoint match sets), aligned by field and window."""
+    target = mp.plans[i]
+    results = [(j, *evaluated(j)) for j in mp.derived[i]]
+    starts = None
+    if target.slide is not None:
+        starts = np.unique(np.concatenate([s for _, _, s in results])).astype(np.int64)
+    total: list[Partial] | None = None
+    for j, parts, part_starts in results:
+        by_field = {f: p for f, p in zip(mp.slots[j], parts)}
+        aligned = [by_field[f] for f in mp.slots[i]]
+        if starts is not None:
+            at = np.searchsorted(starts, part_starts)
+            aligned = [_spread(p, at, len(starts)) for p in aligned]
+        total = aligned if total is None else combine(target, total, aligned)
+    assert total is not None
+    return total, starts
+
+
+def _spread(p: Partial, at: np.ndarray, n: int) -> Partial:
+    """A partial over some windows placed onto ``n`` windows (nn = 0 elsewhere: no match)."""
+    value = np.zeros(n, dtype=p.value.dtype)
+    nn = np.zeros(n, dtype=p.nn.dtype)
+    value[at], nn[at] = p.value, p.nn
+    return Partial(value, nn)
+
+
+__all__ = ["evaluate_many"]

@@ -1,0 +1,174 @@
+"""Several plans evaluated over one group in one pass: the engine input of an E-Cube query.
+
+A :class:`MultiPlan` holds plans that share one symbol table, one set of value
+columns and one count type, so one ``(ts, mask, v0, ...)`` input serves them all.
+The engine sorts the group once and evaluates each plan on its own rows
+(:func:`udafs.kernels.many.evaluate_many`).
+
+Results are reported in *fields*: every plan maps each of its measures to one output
+field (``slots``); a field a plan does not map is NULL in that plan's rows. All plans
+mapping to a field agree on its SQL type (one representative measure per field in
+``fields``).
+
+A plan may be *derived* rather than evaluated: ``derived[i] = (j, k, ...)`` says that
+the matches of plan ``i`` are the disjoint union of the matches of plans ``j, k, ...``
+(the compiler proves this: a positive non-Kleene position at concept ``N`` binds rows
+of exactly one of N's children's subtrees, or of N itself). Its counts and sums are
+then the sums of theirs, its MIN/MAX their MIN/MAX, its AVG the quotient of the summed
+sums and non-NULL pair counts, window by window. Plans that only
+serve such a derivation are ``hidden``: evaluated, never reported.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from udafs.errors import PlanError
+from udafs.plan import CountType, Measure, MeasureKind, Plan, ValueType
+
+MULTI_VERSION = 1
+
+
+@dataclass(frozen=True)
+class MultiPlan:
+    """Plans over one shared input (see module docstring)."""
+
+    plans: tuple[Plan, ...]
+    fields: tuple[Measure, ...]
+    slots: tuple[tuple[int, ...], ...]
+    derived: tuple[tuple[int, ...] | None, ...]
+    hidden: tuple[bool, ...]
+
+    def __post_init__(self) -> None:
+        _validate(self)
+
+    @property
+    def symbols(self) -> tuple[str, ...]:
+        """The shared symbol table (mask bit k = ``symbols[k]``)."""
+        return self.plans[0].symbols
+
+    @property
+    def columns(self) -> tuple[ValueType, ...]:
+        """The shared value columns."""
+        return self.plans[0].columns
+
+    @property
+    def count_type(self) -> CountType:
+        """The shared count type."""
+        return self.plans[0].count_type
+
+    @property
+    def within(self) -> int | None:
+        """The shared WITHIN."""
+        return self.plans[0].within
+
+    @property
+    def slide(self) -> int | None:
+        """The shared SLIDE."""
+        return self.plans[0].slide
+
+    @property
+    def reported(self) -> tuple[int, ...]:
+        """Indices of the plans whose rows are output."""
+        return tuple(i for i, h in enumerate(self.hidden) if not h)
+
+    def field_of(self, plan: int, measure: int) -> int:
+        """Output field of measure ``measure`` of plan ``plan``."""
+        return self.slots[plan][measure]
+
+    def describe(self) -> str:
+        """Every reported plan's pattern, one per line."""
+        return "\n".join(self.plans[i].describe() for i in self.reported)
+
+    def to_json(self) -> str:
+        """Compact, versioned JSON (the plans' own JSON documents inside)."""
+        doc = {
+            "v": MULTI_VERSION,
+            "multi": [json.loads(p.to_json()) for p in self.plans],
+            "f": [[m.kind.value, m.symbol, m.column, m.name] for m in self.fields],
+            "slots": [list(s) for s in self.slots],
+            "d": [None if d is None else list(d) for d in self.derived],
+            "h": [int(h) for h in self.hidden],
+        }
+        return json.dumps(doc, separators=(",", ":"))
+
+    @staticmethod
+    def from_json(text: str) -> MultiPlan:
+        """Parse and validate :meth:`to_json` output."""
+        try:
+            doc = json.loads(text)
+            if doc.get("v") != MULTI_VERSION or "multi" not in doc:
+                raise PlanError(f"not a multi-plan of version {MULTI_VERSION}")
+            return MultiPlan(
+                plans=tuple(Plan.from_json(json.dumps(p)) for p in doc["multi"]),
+                fields=tuple(Measure(MeasureKind(k), s, c, n) for k, s, c, n in doc["f"]),
+                slots=tuple(tuple(int(x) for x in s) for s in doc["slots"]),
+                derived=tuple(None if d is None else tuple(int(x) for x in d) for d in doc["d"]),
+                hidden=tuple(bool(h) for h in doc["h"]),
+            )
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
+            if isinstance(exc, PlanError):
+                raise
+            raise PlanError(f"malformed multi-plan: {exc}") from None
+
+
+def is_multi(text: str) -> bool:
+    """True when a plan JSON text is a :class:`MultiPlan` (cheap check)."""
+    return text.startswith('{"v":') and '"multi":' in text[:40]
+
+
+def _validate(mp: MultiPlan) -> None:
+    n = len(mp.plans)
+    if n == 0:
+        raise PlanError("a multi-plan needs at least one plan")
+    if not (len(mp.slots) == len(mp.derived) == len(mp.hidden) == n):
+        raise PlanError(f"slots, derived and hidden need one entry per plan ({n})")
+    first = mp.plans[0]
+    for i, p in enumerate(mp.plans):
+        shared = (p.symbols, p.columns, p.count_type, p.within, p.slide)
+        if shared != (first.symbols, first.columns, first.count_type, first.within, first.slide):
+            raise PlanError(f"plan {i} does not share symbols, columns, count type and windows with plan 0")
+        if len(mp.slots[i]) != len(p.measures):
+            raise PlanError(f"plan {i} has {len(p.measures)} measures but {len(mp.slots[i])} slots")
+        for m, f in zip(p.measures, mp.slots[i]):
+            if not 0 <= f < len(mp.fields):
+                raise PlanError(f"plan {i} maps a measure to field {f}; there are {len(mp.fields)} fields")
+            rep = mp.fields[f]
+            if (m.kind, _column_type(p, m)) != (rep.kind, _column_type(first, rep)):
+                raise PlanError(f"plan {i} maps a {m.kind.value} measure to field {f} of kind {rep.kind.value}")
+        if len(set(mp.slots[i])) != len(mp.slots[i]):
+            raise PlanError(f"plan {i} maps two measures to one field")
+    _validate_derivations(mp)
+
+
+def _column_type(p: Plan, m: Measure) -> object:
+    return None if m.column is None else p.columns[m.column]
+
+
+def _validate_derivations(mp: MultiPlan) -> None:
+    for i, parts in enumerate(mp.derived):
+        if parts is None:
+            continue
+        if not parts or any(not 0 <= j < len(mp.plans) or j == i for j in parts):
+            raise PlanError(f"plan {i} is derived from invalid parts {parts}")
+        for j in parts:
+            if sorted(mp.slots[j]) != sorted(mp.slots[i]):
+                raise PlanError(f"plan {i} and its part {j} must report the same fields")
+    state: dict[int, int] = {}
+
+    def visit(i: int) -> None:  # depth-first cycle check
+        if state.get(i) == 2:
+            return
+        if state.get(i) == 1:
+            raise PlanError(f"derivations form a cycle through plan {i}")
+        state[i] = 1
+        for j in mp.derived[i] or ():
+            visit(j)
+        state[i] = 2
+
+    for i in range(len(mp.plans)):
+        visit(i)
+
+
+__all__ = ["MultiPlan", "is_multi"]
