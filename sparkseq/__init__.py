@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+from sparkseq.cubes import Cube, CubeView, cube, drilldown, rollup
 from sparkseq.hierarchies import drop_hierarchy, register_hierarchy
 from sparkseq.queries import QueryError, aggregate, stream_query, udaf_query
 from sparkseq.registration import engine_function, register, stream_function
@@ -21,7 +22,7 @@ from udafs.errors import CountOverflowError, InputDataError, PlanError, SparkSeq
 from udafs.plan import CountType, Element, Measure, MeasureKind, Plan, ValueType
 
 __all__ = [
-    "CountOverflowError", "CountType", "Element", "InputDataError", "Measure", "MeasureKind", "Plan", "PlanError",
+    "CountOverflowError", "CountType", "Cube", "CubeView", "cube", "drilldown", "rollup", "Element", "InputDataError", "Measure", "MeasureKind", "Plan", "PlanError",
     "QueryError", "SparkSeqError", "ValueType", "aggregate", "drop_hierarchy", "engine_function", "explain",
     "register", "register_hierarchy", "session", "sql", "stream_function", "stream_query", "udaf_query",
 ]

@@ -46,8 +46,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 from fractions import Fraction
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,12 +58,14 @@ from sqlglot import exp
 
 from sql_rewrites.errors import (
     NegatedMeasureError,
+    UnknownHierarchyError,
     NonNumericMeasureError,
     OrderByError,
     UnknownSymbolError,
     WindowTypeMismatchError,
 )
 from sql_rewrites.expressions import MatchPattern
+from sql_rewrites.hierarchy import ConceptHierarchy
 from sql_rewrites.pattern import compile_type_pattern, window_micros
 from sql_rewrites.sql_types import ORDER_TYPES_HELP, SUM_TYPES_HELP, OrderKind
 from sql_rewrites.symbols import compile_pattern
@@ -161,10 +164,43 @@ class Compiled:
         return np.where(index >= 0, self.bits[np.maximum(index, 0)], 0).astype(np.int64)
 
 
+#: The session's concept hierarchies as bound into the registered functions:
+#: ``((casefolded name, ((child, parent), ...)), ...)`` (hashable, picklable).
+Hierarchies = tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
+WITH_HIERARCHY = re.compile(r"^(?P<seq>.*\))\s+HIERARCHY\s+(?P<name>[^\s)]+)\s*$", re.IGNORECASE | re.DOTALL)
+
+
+def split_hierarchy(pattern: str) -> tuple[str, str | None]:
+    """``'SEQ(A, B) HIERARCHY h'`` -> (``'SEQ(A, B)'``, ``'h'``); no suffix -> (pattern, None)."""
+    found = WITH_HIERARCHY.match(pattern)
+    return (found["seq"], found["name"]) if found else (pattern, None)
+
+
+def hierarchy_of(sig: Signature, name: str, hierarchies: Hierarchies) -> ConceptHierarchy:
+    """The bound hierarchy ``name`` (case-insensitive).
+
+    Raises
+    ------
+    UnknownHierarchyError
+    """
+    for known, pairs in hierarchies:
+        if known == name.casefold():
+            return ConceptHierarchy.build(name, pairs)
+    names = ", ".join(n for n, _ in hierarchies) or "none"
+    raise UnknownHierarchyError(f"{sig.name}: unknown concept hierarchy {name} (this session's: {names}); register "
+                                "it with CREATE CONCEPT HIERARCHY or sparkseq.register_hierarchy")
+
+
 @functools.lru_cache(maxsize=512)
 def compile_call(sig: Signature, pattern: str, within: int | None, slide: int | None,
-                 symbol: str | None, value_type: ValueType | None) -> Compiled:
-    """Parse and check ``pattern`` (the compiler's errors, positions within the string)."""
+                 symbol: str | None, value_type: ValueType | None, hierarchies: Hierarchies = ()) -> Compiled:
+    """Parse and check ``pattern`` (the compiler's errors, positions within the string).
+
+    A ``HIERARCHY name`` suffix makes every symbol a node of that bound hierarchy: it
+    matches rows whose type is the node or any node below it.
+    """
+    pattern, hierarchy_name = split_hierarchy(pattern)
+    hierarchy = hierarchy_of(sig, hierarchy_name, hierarchies) if hierarchy_name else None
     typed = compile_type_pattern(pattern, within=within, slide=slide)
     plan = typed.plan
     if sig.kind is MeasureKind.COUNT_STAR:
@@ -176,8 +212,11 @@ def compile_call(sig: Signature, pattern: str, within: int | None, slide: int | 
             plan, measures=(Measure(sig.kind, index, 0, sig.measure),), columns=(value_type,),
             count_type=CountType.DECIMAL,  # exact sums of any size; rounded once to DOUBLE
         )
-    values = tuple(dict.fromkeys(typed.type_values))
-    bits = np.array([sum(1 << k for k, v in enumerate(typed.type_values) if v == value) for value in values],
+    covers = [(v,) for v in typed.type_values]
+    if hierarchy is not None:
+        covers = [hierarchy.descendants_or_self(v) for v in typed.type_values]
+    values = tuple(dict.fromkeys(v for cover in covers for v in cover))
+    bits = np.array([sum(1 << k for k, cover in enumerate(covers) if value in cover) for value in values],
                     dtype=np.int64)
     return Compiled(plan, values, bits)
 
@@ -293,7 +332,7 @@ def value_column(sig: Signature, arr: pa.Array) -> tuple[ValueType, int, tuple[n
 # --- evaluation --------------------------------------------------------------------------
 
 
-def evaluate(sig: Signature, args: Sequence[pa.Array]) -> tuple[GroupResult, int]:
+def evaluate(sig: Signature, args: Sequence[pa.Array], hierarchies: Hierarchies = ()) -> tuple[GroupResult, int]:
     """The engine's result for one group, and the decimal scale of the measured values."""
     call = sig.bind(args)
     ts, ts_valid, kind = event_time(sig, call["ts"])  # type: ignore[arg-type]
@@ -312,7 +351,7 @@ def evaluate(sig: Signature, args: Sequence[pa.Array]) -> tuple[GroupResult, int
         symbol = str(named.as_py())
         value_type, scale, column = value_column(sig, call["value"])  # type: ignore[arg-type]
         columns = [column]
-    compiled = compile_call(sig, pattern.as_py(), within, slide, symbol, value_type)
+    compiled = compile_call(sig, pattern.as_py(), within, slide, symbol, value_type, hierarchies)
     mask = compiled.mask(call["type"])  # type: ignore[arg-type]
     keep = ts_valid & (mask != 0)
     if not keep.all():
@@ -339,15 +378,15 @@ def measure_values(sig: Signature, res: GroupResult, scale: int) -> pa.Array:
     return pa.array(np.array(doubles, dtype=np.float64), pa.float64(), mask=~valid)
 
 
-def aggregate(sig: Signature, args: Sequence[pa.Array]) -> object:
+def aggregate(sig: Signature, args: Sequence[pa.Array], hierarchies: Hierarchies = ()) -> object:
     """A scalar function's value for one group."""
-    res, scale = evaluate(sig, args)
+    res, scale = evaluate(sig, args, hierarchies)
     return measure_values(sig, res, scale)[0].as_py()
 
 
-def aggregate_windows(sig: Signature, args: Sequence[pa.Array]) -> pa.Scalar:
+def aggregate_windows(sig: Signature, args: Sequence[pa.Array], hierarchies: Hierarchies = ()) -> pa.Scalar:
     """A window function's ``array<struct<window_start, window_end, measure>>`` for one group."""
-    res, scale = evaluate(sig, args)
+    res, scale = evaluate(sig, args, hierarchies)
     bounds = [pa.array(b, pa.int64()).cast(TIMESTAMP_UTC) for b in (res.window_start, res.window_end)]
     rows = pa.StructArray.from_arrays([*bounds, measure_values(sig, res, scale)],
                                       names=["window_start", "window_end", sig.measure])
@@ -422,18 +461,46 @@ FUNCTIONS: tuple[tuple[Signature, object], ...] = (
 
 
 
+def bodies(hierarchies: Hierarchies) -> tuple[tuple[Signature, object], ...]:
+    """Every function with the session's hierarchies bound in (for ``HIERARCHY name`` patterns).
+
+    Python workers cannot see the driver's registry, so the hierarchies travel inside
+    the function; the session re-registers the functions whenever its hierarchies change.
+    """
+    if not hierarchies:
+        return FUNCTIONS
+    return tuple((sig, _bound(sig, hierarchies)) for sig, _ in FUNCTIONS)
+
+
+def _bound(sig: Signature, hierarchies: Hierarchies) -> object:
+    """One function body with ``hierarchies`` bound in (type hints as the plain bodies')."""
+    if sig.windows:
+        def windows(*args: pa.Array) -> pa.Scalar:
+            return aggregate_windows(sig, args, hierarchies)
+        return windows
+    if sig.kind is MeasureKind.COUNT_STAR:
+        def count(*args: pa.Array) -> int:
+            return aggregate(sig, args, hierarchies)  # type: ignore[return-value]
+        return count
+
+    def value(*args: pa.Array) -> float:
+        return aggregate(sig, args, hierarchies)  # type: ignore[return-value]
+    return value
+
+
 # --- checks before any Spark job ---------------------------------------------------------
 
 BY_NAME: dict[str, Signature] = {sig.name: sig for sig, _ in FUNCTIONS}
 PLACEHOLDER_LENGTH = 1  # stands for a given WITHIN / SLIDE whose unit depends on ts's type
 
 
-def check_calls(tree: exp.Expr) -> None:
+def check_calls(tree: exp.Expr, resolve: Callable[[str], ConceptHierarchy] | None = None) -> None:
     """Check the ``seq_*`` calls of a parsed statement whose arguments are literals.
 
     Catches wrong argument counts, pattern syntax, edge negations without ``within``
     and unknown or negated measure symbols while parsing — before any Spark job —
-    with the same errors the functions raise at run time. Window values are checked
+    with the same errors the functions raise at run time; ``resolve(name)`` looks up a
+    pattern's ``HIERARCHY name`` (raising for unknown ones). Window values are checked
     at run time, where the type of ``ts`` is known.
     """
     for call in tree.find_all(exp.Anonymous):
@@ -447,10 +514,17 @@ def check_calls(tree: exp.Expr) -> None:
         within = None if _is_null(bound["within"]) else PLACEHOLDER_LENGTH
         slide = None if _is_null(bound.get("slide")) else PLACEHOLDER_LENGTH
         symbol = _literal_text(bound.get("symbol")) if sig.kind is not MeasureKind.COUNT_STAR else None
+        name = split_hierarchy(pattern)[1]
+        hierarchies: Hierarchies = ()
+        if name and resolve is not None:
+            hierarchies = ((name.casefold(), tuple(sorted(resolve(name).parent_of.items()))),)
         if sig.kind is not MeasureKind.COUNT_STAR and symbol is None:
-            compile_type_pattern(pattern, within=within, slide=slide)  # the symbol is not a literal
+            compile_type_pattern(split_hierarchy(pattern)[0], within=within, slide=slide)  # symbol not a literal
+            if name:
+                hierarchy_of(sig, name, hierarchies)
         else:
-            compile_call(sig, pattern, within, slide, symbol, ValueType.FLOAT if symbol is not None else None)
+            compile_call(sig, pattern, within, slide, symbol, ValueType.FLOAT if symbol is not None else None,
+                         hierarchies)
 
 
 def _literal_text(node: exp.Expr | None) -> str | None:
@@ -461,6 +535,7 @@ def _is_null(node: exp.Expr | None) -> bool:
     return node is None or isinstance(node, exp.Null)
 
 
-__all__ = ["FUNCTIONS", "BY_NAME", "Signature", "FunctionArgumentError", "FunctionOverflowError", "check_calls",
+__all__ = ["FUNCTIONS", "BY_NAME", "Hierarchies", "bodies", "split_hierarchy", "Signature", "FunctionArgumentError",
+           "FunctionOverflowError", "check_calls",
            "seq_count", "seq_sum", "seq_avg", "seq_min", "seq_max", "seq_count_windows", "seq_sum_windows",
            "seq_avg_windows", "seq_min_windows", "seq_max_windows"]

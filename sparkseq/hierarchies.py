@@ -61,6 +61,7 @@ def register_hierarchy(spark: SparkSession, name: str, source: str | Iterable[tu
     pairs = load_pairs(spark, name, source) if isinstance(source, str) else source
     hierarchy = ConceptHierarchy.build(name, pairs)
     _REGISTRY.setdefault(spark, {})[name.casefold()] = hierarchy
+    _bind_into_functions(spark)
     return hierarchy
 
 
@@ -79,6 +80,20 @@ def drop_hierarchy(spark: SparkSession, name: str, *, if_exists: bool = False) -
         known = _known(h.name for h in registered.values())
         raise UnknownHierarchyError(f"concept hierarchy {name} does not exist{known}")
     del registered[name.casefold()]
+    _bind_into_functions(spark)
+
+
+def snapshot(spark: SparkSession | None) -> tuple[tuple[str, tuple[tuple[str, str], ...]], ...]:
+    """The session's hierarchies as the ``seq_*`` functions carry them (see
+    :data:`sparkseq.functions.Hierarchies`)."""
+    registered = _REGISTRY.get(spark, {}) if spark is not None else {}
+    return tuple(sorted((key, tuple(sorted(h.parent_of.items()))) for key, h in registered.items()))
+
+
+def _bind_into_functions(spark: SparkSession) -> None:
+    from sparkseq.registration import register_hierarchy_functions  # registration imports the functions
+
+    register_hierarchy_functions(spark, snapshot(spark))
 
 
 def registered_hierarchies(spark: SparkSession) -> dict[str, ConceptHierarchy]:

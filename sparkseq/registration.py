@@ -64,6 +64,14 @@ def register(spark: SparkSession) -> None:
         _once(spark, spec.name, lambda s=spec: spark.udf.register(s.name, arrow_udf(s.func, s.return_type)))
 
 
+def register_hierarchy_functions(spark: SparkSession, hierarchies: functions.Hierarchies) -> None:
+    """Register the ``seq_*`` functions again with ``hierarchies`` bound in, so patterns
+    such as ``'SEQ(DELL, Finance) HIERARCHY sectors'`` resolve in the Python workers.
+    Called whenever the session's concept hierarchies change."""
+    for sig, body in functions.bodies(hierarchies):
+        spark.udf.register(sig.name, arrow_udf(body, sig.return_type))
+
+
 def engine_function(spark: SparkSession, plan: Plan | MultiPlan) -> str:
     """Name of the grouped-aggregate function computing ``plan``'s measures.
 

@@ -64,6 +64,7 @@ def default_conf(master: str) -> dict[str, str]:
         "spark.driver.extraJavaOptions": (f"-Dlog4j2.configurationFile={(_PACKAGE / 'log4j2.properties').as_uri()}"
                                           f" -Dderby.stream.error.file={scratch / 'derby.log'}"),
     }
+    conf.update({f"spark.executorEnv.{key}": os.environ.get(key, value) for key, value in WORKER_MALLOC.items()})
     cores = _local_cores(master)
     if cores is not None:
         conf.update({
@@ -103,12 +104,27 @@ def _local_cores(master: str) -> int | None:
     return (os.cpu_count() or 1) if n == "*" else int(n or 1)
 
 
+#: glibc malloc settings for the Python workers. The kernels allocate and free many
+#: large numpy arrays; by default glibc serves each from a fresh mmap and returns it at
+#: once, so every pass page-faults its memory in again. Keeping up to 32 MB blocks on
+#: the heap and trimming lazily made the E-Cube kernel 1.8x faster (0.54 -> 0.30 s for
+#: 48 cuboids over 183,000 events; bench/ecube.py). A worker keeps at most ~256 MB of
+#: freed memory. Set any of them in the environment to override.
+WORKER_MALLOC = {
+    "MALLOC_MMAP_THRESHOLD_": str(32 << 20),
+    "MALLOC_TRIM_THRESHOLD_": str(256 << 20),
+    "MALLOC_TOP_PAD_": str(64 << 20),
+}
+
+
 def _python_environment(local: bool) -> None:
     """Python workers must run this interpreter (numpy, pyarrow, sparkseq importable)."""
     setter = os.environ.__setitem__ if local else os.environ.setdefault
     setter("PYSPARK_PYTHON", sys.executable)
     setter("PYSPARK_DRIVER_PYTHON", sys.executable)
-    if local:
+    if local:  # local workers inherit the JVM's environment, which inherits ours
+        for key, value in WORKER_MALLOC.items():
+            os.environ.setdefault(key, value)
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # no loopback-hostname warning
         # Local workers inherit PYTHONPATH: make the packages importable there even
         # when running from a source checkout that is not pip-installed.

@@ -46,7 +46,7 @@ from sparkseq.functions import check_calls
 from sparkseq.registration import engine_function, engine_function_name
 from sql_rewrites.dialect import parse_statement
 from sql_rewrites.errors import HierarchyError, SqlRewriteError, UnknownHierarchyError, UnknownTableError
-from sql_rewrites.hierarchy import ConceptHierarchy, HierarchyResolver
+from sql_rewrites.hierarchy import ConceptHierarchy, HierarchyResolver, resolve_hierarchy
 from sql_rewrites.hierarchy_statements import (
     CreateHierarchy,
     DropHierarchy,
@@ -284,11 +284,11 @@ def _explained(text: str, statement: Statement, schemas: SchemaProvider, hierarc
         hint = f"; tables and views: {', '.join(known)}" if known else "; the session has no tables or views"
         raise UnknownTableError(f"relation '{name}' is not a table or view of this Spark session{hint}",
                                 exc.position) from None
-    check_function_calls(explained.rewritten)
+    check_function_calls(explained.rewritten, hierarchies)
     return explained
 
 
-def check_function_calls(spark_sql: str) -> None:
+def check_function_calls(spark_sql: str, hierarchies: HierarchyResolver | None = None) -> None:
     """Check literal arguments of ``seq_*`` function calls (:func:`sparkseq.functions.check_calls`)."""
     if not SEQ_CALL.search(spark_sql):
         return
@@ -296,7 +296,7 @@ def check_function_calls(spark_sql: str) -> None:
         tree = sqlglot.parse_one(spark_sql, read="spark")
     except SqlglotError:
         return  # Spark syntax sqlglot does not know: the functions check themselves when they run
-    check_calls(tree)
+    check_calls(tree, lambda name: resolve_hierarchy(hierarchies, name))
 
 
 def _registering(spark: SparkSession) -> Callable[[Plan], str]:

@@ -10,6 +10,8 @@ from types import ModuleType
 
 import pytest
 
+import sparkseq
+
 from tests import oracle
 from udafs.plan import Element, Measure, MeasureKind, Plan, ValueType
 
@@ -86,3 +88,20 @@ def test_traffic_routes(utc) -> None:
                        ([float(r["speed"]) if r["speed"] else None for r in reports],))
     [(_, _, (n, mean))] = oracle.evaluate(ev, plan)
     assert top.trips == n and math.isclose(top.avg_main_speed, round(mean, 1))
+
+
+def test_stock_sectors(spark) -> None:
+    """Both E-Cube workloads in one statement each equal their patterns run one by one."""
+    stocks = example("stock_sectors")
+    results = stocks.run(spark, 20_000)
+    for name, workload in (("workload 7", stocks.WORKLOAD_7), ("workload 8", stocks.WORKLOAD_8)):
+        cube = dict(results[name])
+        assert set(cube) == set(workload)
+        for pattern in workload[:4]:
+            alone = dict(stocks.totals(sparkseq.sql(spark, stocks.patterns_statement([pattern]))))
+            assert alone == {pattern: cube[pattern]}
+    assert results["cuboids"] == 36
+    assert [(p, f) for _, p, _, f in results["navigation"]] == [
+        ("SEQ(Computer, QQQ, ANAT)", True), ("SEQ(Computer, Services, ANAT)", True), ("SEQ(Computer, ANAT)", True),
+        ("SEQ(INTC, ANAT)", False)]
+    assert all(total > 0 for _, _, total, _ in results["navigation"])

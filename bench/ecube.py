@@ -1,0 +1,90 @@
+"""E-Cube on Spark: one statement for a whole workload vs each cuboid as its own statement.
+
+Same data for every path: the synthetic tick stream of ``examples/stock_sectors.py``
+(written once to parquet), the E-Cube paper's company hierarchy, 1-second windows,
+PARTITION BY day. For E-Cube workload 7 (10 patterns) and workload 8 (9 patterns):
+
+* (cube)  one ``PATTERNS (...)`` statement answering every pattern;
+* (alone) each pattern as its own MATCH_AGGREGATE statement, one after the other;
+* (one)   each single statement on its own, to find the most expensive cuboid.
+
+Also the roll-up cube of SEQ(DELL, QQQ, ANAT) (36 cuboids) against its base and its
+coarsest cuboid. The answers of (cube) and (alone) must agree pattern by pattern.
+Prints median wall times and the ratios cube / most expensive single statement (the
+target is at most 2), cube / base cuboid, and alone / cube.
+
+Usage: .venv/bin/python bench/ecube.py [--events N] [--repeat R]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from timing import median_time  # noqa: E402  (bench/ is on sys.path when run as a script)
+
+import sparkseq  # noqa: E402
+from examples.stock_sectors import CUBE, HIERARCHY, WORKLOAD_7, WORKLOAD_8, make_ticks, patterns_statement  # noqa: E402
+from pyspark.sql import SparkSession  # noqa: E402
+from sparkseq.session import scratch_dir  # noqa: E402
+
+
+def ticks_table(spark: SparkSession, events: int) -> None:
+    """The tick stream as parquet (written once), registered as the view ``ticks``."""
+    path = scratch_dir() / f"bench-ecube-{events}.parquet"
+    if not path.exists():
+        make_ticks(spark, events).write.mode("overwrite").parquet(str(path))
+    spark.read.parquet(str(path)).createOrReplaceTempView("ticks")
+
+
+def totals(spark: SparkSession, text: str) -> dict[str, int]:
+    """Run a statement; matches per pattern over all days."""
+    return {r[0]: r[1] for r in sparkseq.sql(spark, text).groupBy("pattern").sum("matches").collect()}
+
+
+def compare(spark: SparkSession, name: str, patterns: list[str], cube_text: str, repeat: int) -> None:
+    singles = {p: patterns_statement([p]) for p in patterns}
+    got: dict[str, int] = {}
+    cube = median_time(lambda: got.update(totals(spark, cube_text)), repeat)
+    alone_each: dict[str, float] = {}
+    want: dict[str, int] = {}
+    for p, text in singles.items():
+        alone_each[p] = median_time(lambda t=text: want.update(totals(spark, t)), repeat)
+    assert got == want, f"{name}: cube and single statements disagree"
+    alone = sum(alone_each.values())
+    worst = max(alone_each, key=alone_each.get)  # type: ignore[arg-type]
+    base = patterns[0]
+    print(f"\n{name}: {len(patterns)} cuboids, {sum(got.values()):,} matches in all")
+    print(f"  (cube)  one statement, all cuboids            {cube:8.2f} s")
+    print(f"  (alone) {len(patterns)} statements one after the other     {alone:8.2f} s")
+    print(f"  (one)   most expensive single: {worst:<28} {alone_each[worst]:6.2f} s")
+    print(f"  (one)   base cuboid:           {base:<28} {alone_each[base]:6.2f} s")
+    print(f"  cube / most expensive single = {cube / alone_each[worst]:.2f}   (target <= 2)")
+    print(f"  cube / base cuboid           = {cube / alone_each[base]:.2f}")
+    print(f"  alone / cube                 = {alone / cube:.2f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=2_000_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    spark = sparkseq.session()
+    ticks_table(spark, args.events)
+    sparkseq.register_hierarchy(spark, "companies", HIERARCHY)
+    print(f"{spark.sparkContext.master}, Spark {spark.version}; {args.events:,} ticks, 8 days, 15 tickers, "
+          f"1-second windows; median of {args.repeat} after a warm-up")
+    totals(spark, patterns_statement(WORKLOAD_7[:1]))  # warm-up: Python workers, code generation
+    compare(spark, "Workload 7", WORKLOAD_7, patterns_statement(WORKLOAD_7), args.repeat)
+    compare(spark, "Workload 8", WORKLOAD_8, patterns_statement(WORKLOAD_8), args.repeat)
+    cube = sparkseq.cube(spark, CUBE)
+    rollup = [p for p in cube.patterns]
+    compare(spark, "Roll-up cube of SEQ(DELL, QQQ, ANAT)", rollup, CUBE, 1)
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,239 @@
+"""E-Cube results in Python: run a cube once, then roll up and drill down on it.
+
+>>> cube = sparkseq.cube(spark, "SELECT * FROM ticks MATCH_AGGREGATE (... PATTERN SEQ(DELL, QQQ, ANAT) "
+...                      "CUBE (CONCEPT ROLLUP 1, PATTERN ROLLUP 2) ...) AS m")   # doctest: +SKIP
+>>> base = cube.at("SEQ(DELL, QQQ, ANAT)")                                      # doctest: +SKIP
+>>> sector = sparkseq.rollup(base, position=1, to="Computer")   # SEQ(Computer, QQQ, ANAT)  # doctest: +SKIP
+>>> sector.df.show(); sector.from_cube                                           # doctest: +SKIP
+
+The cube's DataFrame is cached, so every pattern it holds is answered by filtering
+it on ``pattern`` — no new scan. A pattern outside the cube is answered by running
+the same statement for that one pattern (``PATTERNS (SEQ(...))``): same source,
+partitioning, windows and measures; :attr:`CubeView.from_cube` says which happened.
+
+Operations (positions are 1-based over the pattern's elements, negations included):
+
+* ``rollup(view, position=p, to=node)``: concept roll-up, ``node`` an ancestor of p's;
+* ``rollup(view, drop=p)``: pattern roll-up, delete element p;
+* ``drilldown(view, position=p, to=node)``: concept drill-down, ``node`` below p's;
+* ``drilldown(view, insert=p, symbol=name)``: pattern drill-down, ``name`` becomes
+  element p (``!name`` for a negation).
+
+In SQL the same navigation is a filter on the cube's view:
+``SELECT * FROM cube_view WHERE pattern = 'SEQ(Computer, QQQ, ANAT)'``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from sparkseq import hierarchies as registry
+from sparkseq.catalog import SessionSchemas
+from sparkseq.sql_api import _explained, _registering
+from sql_rewrites.cube import CubeElement, Cuboid
+from sql_rewrites.dialect import SparkSeq, parse_statement
+from sql_rewrites.errors import CubeError
+from sql_rewrites.expressions import MatchAggregate, MatchPattern, MatchPatternElement, MatchPatterns
+from sql_rewrites.hierarchy import ConceptHierarchy, HierarchyResolver, resolve_hierarchy
+from sql_rewrites.logical import MatchAggregateQuery
+from sql_rewrites.rewriter import split_statements
+from sqlglot import exp
+
+
+@dataclass(frozen=True)
+class Cube:
+    """One E-Cube statement's result: the cached DataFrame and its cuboids."""
+
+    spark: SparkSession
+    text: str
+    df: DataFrame
+    query: MatchAggregateQuery
+    hierarchy: ConceptHierarchy | None
+    resolver: HierarchyResolver | None
+
+    @property
+    def patterns(self) -> list[str]:
+        """The patterns (cuboids) the cube holds, as their ``pattern`` column values."""
+        cube = self.query.cube
+        assert cube is not None
+        return [cube.texts[i] for i in cube.reported]
+
+    def at(self, pattern: str) -> CubeView:
+        """The cube's rows for one of its patterns.
+
+        Raises
+        ------
+        CubeError
+            ``pattern`` is not a cuboid of this cube.
+        """
+        cube = self.query.cube
+        assert cube is not None
+        for i in cube.reported:
+            if cube.texts[i] == pattern:
+                return CubeView(self, cube.cuboids[i].elements, self.df.where(F.col("pattern") == pattern), True)
+        raise CubeError(f"{pattern} is not a pattern of this cube; it holds {', '.join(self.patterns)}")
+
+
+@dataclass(frozen=True)
+class CubeView:
+    """The rows of one pattern, reached from a :class:`Cube` (see module docstring)."""
+
+    cube: Cube
+    elements: tuple[CubeElement, ...]
+    df: DataFrame
+    from_cube: bool
+
+    @property
+    def pattern(self) -> str:
+        """The pattern as the ``pattern`` column spells it."""
+        return Cuboid(self.elements).text()
+
+
+def cube(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver | None = None) -> Cube:
+    """Run one E-Cube statement (``PATTERN ... CUBE (...)`` or ``PATTERNS (...)``) and cache it.
+
+    Raises
+    ------
+    CubeError
+        ``text`` is not one statement with exactly one E-Cube MATCH_AGGREGATE, or its
+        output lacks the ``pattern`` column.
+    SqlRewriteError
+        Any analysis error of the statement, before a job starts.
+    """
+    statements = split_statements(text)
+    if len(statements) != 1:
+        raise CubeError(f"sparkseq.cube takes one statement, got {len(statements)}")
+    resolver = registry.resolver(spark, hierarchies)
+    explained = _explained(text, statements[0], SessionSchemas(spark), resolver, _registering(spark))
+    cubes = [op.query for op in explained.operators if op.query.cube is not None]
+    if len(cubes) != 1:
+        raise CubeError(f"sparkseq.cube needs exactly one E-Cube MATCH_AGGREGATE (CUBE or PATTERNS), found {len(cubes)}")
+    df = spark.sql(explained.rewritten)
+    if "pattern" not in df.columns:
+        raise CubeError("the statement's result must keep the cube's pattern column to navigate it")
+    name = cubes[0].node.args.get("hierarchy")
+    hierarchy = resolve_hierarchy(resolver, name.name) if name is not None else None
+    return Cube(spark, statements[0].text, df.cache(), cubes[0], hierarchy, resolver)
+
+
+def rollup(view: CubeView, *, position: int | None = None, to: str | None = None,
+           drop: int | None = None) -> CubeView:
+    """Concept roll-up (``position``, ``to`` an ancestor) or pattern roll-up (``drop``).
+
+    Raises
+    ------
+    CubeError
+        A bad position, a ``to`` that is not an ancestor, or a pattern left with no
+        positive element.
+    """
+    elements = list(view.elements)
+    if drop is not None:
+        _check_position(view, drop)
+        del elements[drop - 1]
+    else:
+        element = _element(view, position, to)
+        hierarchy = _hierarchy(view)
+        if to not in hierarchy.ancestors(element.name):
+            raise CubeError(f"{to!r} is not an ancestor of {element.name} (its ancestors: "
+                            f"{', '.join(hierarchy.ancestors(element.name)) or 'none'})")
+        elements[position - 1] = _node(element, to)  # type: ignore[operator]
+    return _view(view, tuple(elements))
+
+
+def drilldown(view: CubeView, *, position: int | None = None, to: str | None = None,
+              insert: int | None = None, symbol: str | None = None) -> CubeView:
+    """Concept drill-down (``position``, ``to`` below it) or pattern drill-down (``insert``, ``symbol``).
+
+    Raises
+    ------
+    CubeError
+        A bad position, a ``to`` that is not below the element, or an unknown symbol.
+    """
+    elements = list(view.elements)
+    hierarchy = _hierarchy(view)
+    if insert is not None:
+        if not symbol or not 1 <= insert <= len(elements) + 1:
+            raise CubeError(f"insert takes a position 1..{len(elements) + 1} and a symbol")
+        negated, name = symbol.startswith("!"), symbol.lstrip("!")
+        if name not in hierarchy.nodes:
+            raise CubeError(f"{name!r} is not a node of hierarchy {hierarchy.name}")
+        elements.insert(insert - 1, CubeElement(name, (True, name), negated=negated, node=True))
+    else:
+        element = _element(view, position, to)
+        if element.name not in hierarchy.ancestors(str(to)):
+            raise CubeError(f"{to!r} is not below {element.name} in hierarchy {hierarchy.name}")
+        elements[position - 1] = _node(element, str(to))  # type: ignore[operator]
+    return _view(view, tuple(elements))
+
+
+def _check_position(view: CubeView, position: int | None) -> None:
+    if position is None or not 1 <= position <= len(view.elements):
+        raise CubeError(f"positions of {view.pattern} are 1..{len(view.elements)}, got {position}")
+
+
+def _element(view: CubeView, position: int | None, to: str | None) -> CubeElement:
+    _check_position(view, position)
+    element = view.elements[position - 1]  # type: ignore[operator]
+    if to is None or not element.node:
+        raise CubeError(f"element {position} of {view.pattern} is not a hierarchy node, or no 'to' node was given")
+    return element
+
+
+def _hierarchy(view: CubeView) -> ConceptHierarchy:
+    if view.cube.hierarchy is None:
+        raise CubeError("this cube's statement has no HIERARCHY to navigate")
+    return view.cube.hierarchy
+
+
+def _node(element: CubeElement, name: str) -> CubeElement:
+    return replace(element, name=name, key=(True, name), node=True, quoted=False, exact=False)
+
+
+def _view(view: CubeView, elements: tuple[CubeElement, ...]) -> CubeView:
+    """The rows of ``elements``: from the cached cube if it holds them, else a new statement."""
+    if all(e.negated for e in elements):
+        raise CubeError("a pattern needs at least one positive element")
+    text = Cuboid(elements).text()
+    if text in view.cube.patterns:
+        return view.cube.at(text)
+    from sparkseq.sql_api import sql  # the statement for one pattern, same shape as the cube's
+
+    df = sql(view.cube.spark, _single(view.cube, elements), hierarchies=view.cube.resolver)
+    types = dict(view.cube.df.dtypes)
+    missing = [F.lit(None).cast(types[c]).alias(c) for c in view.cube.df.columns if c not in df.columns]
+    if missing:  # measures of symbols the pattern lacks: NULL, as in the cube
+        df = df.select("*", *missing).select(*view.cube.df.columns)
+    return CubeView(view.cube, elements, df, False)
+
+
+def _single(cube: Cube, elements: tuple[CubeElement, ...]) -> str:
+    """The cube's statement with its cuboids replaced by one pattern."""
+    tree = parse_statement(cube.text)
+    node = next(tree.find_all(MatchAggregate))
+    pattern = MatchPattern(expressions=[
+        MatchPatternElement(this=exp.Literal.string(e.name) if e.quoted else exp.to_identifier(e.name),
+                            negated=e.negated or None, kleene=e.kleene or None)
+        for e in elements
+    ])
+    node.set("pattern", None)
+    node.set("cube", None)
+    node.set("patterns", MatchPatterns(expressions=[pattern]))
+    names = {e.name.casefold() for e in elements if not e.negated}
+    measures = [m for m in node.args.get("measures") or [] if _measured_symbol(m) in names | {None}]
+    node.set("measures", measures or None)
+    return tree.sql(dialect=SparkSeq)
+
+
+def _measured_symbol(measure: exp.Expr) -> str | None:
+    """The symbol a MEASURES entry reads (``SUM(X.a)``, ``COUNT(X)``), casefolded; None for COUNT(*)."""
+    call = measure.this if isinstance(measure, exp.Alias) else measure
+    argument = call.this if isinstance(call, exp.Func) else None
+    if isinstance(argument, exp.Column):
+        return (argument.table or argument.name).casefold()
+    return None
+
+
+__all__ = ["Cube", "CubeView", "cube", "rollup", "drilldown"]
