@@ -21,6 +21,13 @@ so later statements see their views; any other statement (``CREATE TABLE``, ``IN
 global temporary or permanent views …) is only analysed, and statements reading a
 relation it creates are analysed when they run. Queries (``SELECT``) are analysed,
 never executed: use ``CACHE TABLE`` to warm data up.
+
+Concept hierarchies (``CREATE [OR REPLACE] CONCEPT HIERARCHY name FROM relation``,
+``DROP CONCEPT HIERARCHY [IF EXISTS] name``) may stand in an init file too: the check
+reads and validates them in the scratch session (the session's own hierarchies are
+copied there first), so later statements with ``HIERARCHY name`` are checked against
+them; :func:`run` registers them in the session, where JDBC clients' MATCH_AGGREGATE
+and ``seq_*`` calls see them.
 """
 
 from __future__ import annotations
@@ -35,7 +42,10 @@ from pathlib import Path
 from pyspark.errors import AnalysisException, ParseException, PySparkException
 from pyspark.sql import SparkSession
 
+from sparkseq import hierarchies as registry
+from sparkseq.sql_api import check_hierarchy_statement, run_hierarchy_statement
 from sql_rewrites.errors import SqlRewriteError, UnknownTableError, position_of
+from sql_rewrites.hierarchy_statements import DropHierarchy, HierarchyStatement, parse_hierarchy_statement
 from sql_rewrites.rewriter import split_statements
 from udafs.errors import SparkSeqError
 
@@ -122,6 +132,8 @@ def check(spark: SparkSession, init: InitFile) -> None:
     """
     # a copy of the session: its temporary views, functions and settings; changes stay in the copy
     scratch = SparkSession(spark.sparkContext, spark._jsparkSession.cloneSession())
+    for hierarchy in registry.registered_hierarchies(spark).values():
+        registry.register_hierarchy(scratch, hierarchy.name, hierarchy.parent_of.items())
     checker = _Checker(scratch, init)
     with _quiet_query_context_logger():
         for statement in init.statements:
@@ -139,6 +151,10 @@ def run(spark: SparkSession, init: InitFile) -> None:
     with _quiet_query_context_logger():
         for statement in init.statements:
             try:
+                kind = _hierarchy_statement(init, statement)
+                if kind is not None:
+                    run_hierarchy_statement(spark, kind, None)
+                    continue
                 spark.sql(_spark_sql(spark, init, statement))
             except SqlRewriteError as exc:
                 raise _rewrite_error(init.path, exc) from None
@@ -154,8 +170,24 @@ class _Checker:
         self.pending: set[str] = set()  # relations created by statements that were only analysed
 
     def check(self, statement: InitStatement) -> None:
-        if not self._checked(statement):
+        try:
+            kind = _hierarchy_statement(self.init, statement)
+        except SqlRewriteError as exc:
+            raise _rewrite_error(self.init.path, exc) from None
+        if kind is not None:
+            self._hierarchy(kind)
+        elif not self._checked(statement):
             self.pending |= created_relations_of(self.init, statement)
+
+    def _hierarchy(self, kind: HierarchyStatement) -> None:
+        """Validate a hierarchy statement and apply it to the scratch session (a hierarchy
+        over a relation an unexecuted statement creates is read when it runs)."""
+        try:
+            hierarchy = check_hierarchy_statement(self.scratch, kind, self.pending, {})
+            if hierarchy is not None or isinstance(kind, DropHierarchy):
+                run_hierarchy_statement(self.scratch, kind, hierarchy)
+        except SqlRewriteError as exc:
+            raise _rewrite_error(self.init.path, exc) from None
 
     def _checked(self, statement: InitStatement) -> bool:
         """Check one statement; True when it ran in the scratch session, False when it was
@@ -203,6 +235,15 @@ def created_relations_of(init: InitFile, statement: InitStatement) -> set[str]:
 
     code = init.text[statement.first_token:statement.start + len(statement.text)]  # without leading comments
     return created_relations(Statement(code, []))
+
+
+def _hierarchy_statement(init: InitFile, statement: InitStatement) -> HierarchyStatement | None:
+    """The CREATE / DROP CONCEPT HIERARCHY the statement is (positions as in the file), or None."""
+    if statement.match_aggregate:
+        return None
+    text = statement.positioned(init.text)
+    (parsed,) = split_statements(text)
+    return parse_hierarchy_statement(parsed, text)
 
 
 def _spark_sql(spark: SparkSession, init: InitFile, statement: InitStatement) -> str:

@@ -116,7 +116,7 @@ def run_statements(spark: SparkSession, text: str, *, hierarchies: HierarchyReso
     loaded = _check_all(spark, text, statements, kinds, hierarchies)
     for number, (statement, kind) in enumerate(zip(statements, kinds)):
         if kind is not None:
-            _run_hierarchy_statement(spark, kind, loaded.get(number))
+            run_hierarchy_statement(spark, kind, loaded.get(number))
             yield statement.text, spark.createDataFrame([], T.StructType([]))
             continue
         # analysed again: earlier statements may have changed the catalog and the hierarchies
@@ -224,7 +224,7 @@ def _check_all(spark: SparkSession, text: str, statements: list[Statement],
     loaded: dict[int, ConceptHierarchy] = {}
     for number, (statement, kind) in enumerate(zip(statements, kinds)):
         if kind is not None:
-            hierarchy = _check_hierarchy_statement(spark, kind, created, overlay)
+            hierarchy = check_hierarchy_statement(spark, kind, created, overlay)
             if hierarchy is not None:
                 loaded[number] = hierarchy
             continue
@@ -237,7 +237,7 @@ def _check_all(spark: SparkSession, text: str, statements: list[Statement],
     return loaded
 
 
-def _check_hierarchy_statement(spark: SparkSession, kind: HierarchyStatement, created: set[str],
+def check_hierarchy_statement(spark: SparkSession, kind: HierarchyStatement, created: set[str],
                                overlay: registry.Overlay) -> ConceptHierarchy | None:
     """Check a hierarchy statement against the session as earlier statements leave it."""
     key, exists = kind.name.casefold(), registry.exists(spark, overlay, kind.name)
@@ -263,7 +263,7 @@ def _load(spark: SparkSession, kind: CreateHierarchy) -> ConceptHierarchy:
     return registry.build_at(kind.name, pairs, kind.source_position)
 
 
-def _run_hierarchy_statement(spark: SparkSession, kind: HierarchyStatement,
+def run_hierarchy_statement(spark: SparkSession, kind: HierarchyStatement,
                              hierarchy: ConceptHierarchy | None) -> None:
     if isinstance(kind, DropHierarchy):
         registry.drop_hierarchy(spark, kind.name, if_exists=True)  # checked before the text ran
@@ -328,4 +328,5 @@ def _is_global_temp(create: exp.Create) -> bool:
     return props is not None and any(isinstance(p, exp.GlobalProperty) for p in props.expressions)
 
 
-__all__ = ["sql", "run_statements", "rewrite", "explain", "created_relations", "check_function_calls"]
+__all__ = ["sql", "run_statements", "rewrite", "explain", "created_relations", "check_function_calls",
+           "check_hierarchy_statement", "run_hierarchy_statement"]

@@ -58,7 +58,15 @@ FROM thrift_clicks GROUP BY customer_id;
 CREATE TEMP VIEW thrift_ma AS
 SELECT customer_id, n, revenue FROM thrift_clicks MATCH_AGGREGATE (
   PARTITION BY customer_id ORDER BY ts PATTERN SEQ(view, buy) TYPE BY action
-  MEASURES COUNT(*) AS n, SUM(buy.price) AS revenue WITHIN INTERVAL 10 MINUTES) AS m
+  MEASURES COUNT(*) AS n, SUM(buy.price) AS revenue WITHIN INTERVAL 10 MINUTES) AS m;
+
+-- a concept hierarchy, and an E-Cube over it: buy rolls up to purchase
+CREATE TEMP VIEW thrift_actions AS SELECT * FROM VALUES ('view', 'browse'), ('buy', 'purchase') AS t(child, parent);
+CREATE OR REPLACE CONCEPT HIERARCHY thrift_h FROM thrift_actions;
+CREATE TEMP VIEW thrift_cube AS
+SELECT customer_id, pattern, n FROM thrift_clicks MATCH_AGGREGATE (
+  PARTITION BY customer_id ORDER BY ts PATTERN SEQ(view, buy) CUBE (CONCEPT ROLLUP 2)
+  TYPE BY action HIERARCHY thrift_h MEASURES COUNT(*) AS n WITHIN INTERVAL 10 MINUTES) AS m
 """
 MA_TEXT = ("SELECT customer_id, n FROM thrift_clicks MATCH_AGGREGATE (PARTITION BY customer_id ORDER BY ts "
            "PATTERN SEQ(view, buy) TYPE BY action MEASURES COUNT(*) AS n WITHIN INTERVAL 10 MINUTES) AS m "
@@ -200,6 +208,15 @@ def test_dbapi_reads_views(dbapi: object) -> None:
     cursor.close()
 
 
+def test_dbapi_reads_a_cube_and_uses_init_file_hierarchies(dbapi: object) -> None:
+    counts = [(c, n) for c, n, _ in EXPECTED]
+    rows = query(dbapi, "SELECT pattern, customer_id, n FROM thrift_cube ORDER BY pattern, customer_id")
+    assert rows == [("SEQ(view, buy)", c, n) for c, n in counts] + [("SEQ(view, purchase)", c, n) for c, n in counts]
+    rows = query(dbapi, "SELECT customer_id, seq_count(ts, action, 'SEQ(browse, purchase) HIERARCHY thrift_h', "
+                        "INTERVAL 10 MINUTES) FROM thrift_clicks GROUP BY customer_id ORDER BY customer_id")
+    assert rows == counts
+
+
 def test_dbapi_calls_window_functions(dbapi: object) -> None:
     rows = query(dbapi, "SELECT customer_id, w.window_start, w.count FROM (SELECT customer_id, "
                         "seq_count_windows(ts, action, 'SEQ(view, buy)', INTERVAL 10 MINUTES, INTERVAL 10 MINUTES) "
@@ -319,13 +336,17 @@ def test_command_serves_match_aggregate_text_and_stops_on_sigterm(command: Comma
 
     banner = command.banner()
     assert f"jdbc:hive2://127.0.0.1:{command.port}/default" in banner
-    assert "thrift_ma" in banner and "seq_count" in banner
+    assert "thrift_ma" in banner and "thrift_cube" in banner and "seq_count" in banner
     connection = impala.connect(host="127.0.0.1", port=command.port, auth_mechanism="PLAIN", user="t", password="-")
     try:
         if "MATCH_AGGREGATE text from clients: yes" in banner:  # needs a JDK's javac
             assert query(connection, MA_TEXT) == [(c, n) for c, n, _ in EXPECTED]
             with pytest.raises(Error, match=r"UnknownColumnError: unknown column 'actoin' in TYPE BY"):
                 query(connection, MA_TEXT.replace("TYPE BY action", "TYPE BY actoin"))
+            # the init file's concept hierarchy, in MATCH_AGGREGATE text sent over JDBC
+            hierarchical = MA_TEXT.replace("SEQ(view, buy) TYPE BY action",
+                                           "SEQ(browse, purchase) TYPE BY action HIERARCHY thrift_h")
+            assert query(connection, hierarchical) == [(c, n) for c, n, _ in EXPECTED]
         else:
             assert query(connection, "SELECT customer_id, n FROM thrift_ma ORDER BY customer_id") == \
                 [(c, n) for c, n, _ in EXPECTED]
