@@ -18,11 +18,13 @@ from sparkseq.queries import QueryError, aggregate, stream_query, udaf_query
 from sparkseq.registration import engine_function, register, stream_function
 from sparkseq.session import session
 from sparkseq.sql_api import explain, sql
+from sparkseq.workloads import plan_workload, workload
 from udafs.errors import CountOverflowError, InputDataError, PlanError, SparkSeqError
 from udafs.plan import CountType, Element, Measure, MeasureKind, Plan, ValueType
 
 __all__ = [
-    "CountOverflowError", "CountType", "Cube", "CubeView", "cube", "drilldown", "rollup", "Element", "InputDataError", "Measure", "MeasureKind", "Plan", "PlanError",
-    "QueryError", "SparkSeqError", "ValueType", "aggregate", "drop_hierarchy", "engine_function", "explain",
-    "register", "register_hierarchy", "session", "sql", "stream_function", "stream_query", "udaf_query",
+    "CountOverflowError", "CountType", "Cube", "CubeView", "Element", "InputDataError", "Measure", "MeasureKind",
+    "Plan", "PlanError", "QueryError", "SparkSeqError", "ValueType", "aggregate", "cube", "drilldown",
+    "drop_hierarchy", "engine_function", "explain", "plan_workload", "register", "register_hierarchy", "rollup",
+    "session", "sql", "stream_function", "stream_query", "udaf_query", "workload",
 ]

@@ -43,6 +43,9 @@ def _sql_arguments(parser: argparse.ArgumentParser) -> None:
     _text_arguments(parser)
     _demo_arguments(parser)
     parser.add_argument("--limit", type=int, default=20, help="rows to print per query result (default 20)")
+    parser.add_argument("--share", action="store_true",
+                        help="run the statements as one workload: operators over the same source, PARTITION BY "
+                             "and ORDER BY share one pass (sparkseq.workload)")
 
 
 def _explain_arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,6 +53,10 @@ def _explain_arguments(parser: argparse.ArgumentParser) -> None:
     _demo_arguments(parser)
     parser.add_argument("--schema", help="relation schemas as JSON, {\"clicks\": {\"ts\": \"timestamp\", ...}}, "
                                          "or @file.json; explains without starting Spark")
+    parser.add_argument("--share", action="store_true",
+                        help="explain the statements as one workload: sharing groups, statistics, the sharing "
+                             "optimizer's plan (needs --table: statistics come from the data)")
+    parser.add_argument("--dot", action="store_true", help="with --share, also print the Sharon graph as DOT")
 
 
 def _read_text(args: argparse.Namespace) -> str:
@@ -88,6 +95,17 @@ def _sql(args: argparse.Namespace) -> int:
     text = _read_text(args)
     spark = _session(args)
     _register_tables(spark, args.table)
+    if args.share:
+        from sparkseq.workloads import workload
+
+        from sql_rewrites.rewriter import split_statements
+
+        frames = _reporting(lambda: workload(spark, text))
+        for statement, frame in zip(split_statements(text), frames):
+            if frame.columns:
+                print(f"-- {_first_line(statement.text)}")
+                frame.show(args.limit, truncate=False)
+        return 0
     for statement, frame in _reporting(lambda: run_statements(spark, text)):
         if frame.columns:
             print(f"-- {_first_line(statement)}")
@@ -101,6 +119,15 @@ def _explain(args: argparse.Namespace) -> int:
     text = _read_text(args)
     if args.schema is not None and args.table:
         raise SystemExit("give either --schema (no Spark) or --table, not both")
+    if args.share:
+        if not args.table:
+            raise SystemExit("explain --share reads statistics from the data: give the relations with --table")
+        from sparkseq.workloads import explain_workload
+
+        spark = _session(args)
+        _register_tables(spark, args.table)
+        print(_reporting(lambda: explain_workload(spark, text, dot=args.dot)))
+        return 0
     if args.table:
         source = _session(args)
         _register_tables(source, args.table)

@@ -84,7 +84,9 @@ class EngineInput:
     every row with a non-zero mask does. With a :class:`~udafs.multiplan.MultiPlan`
     each result row also carries the index of its plan; ``per_plan`` are the output
     columns computed from it (an E-Cube's ``pattern`` and ``levels``), placed after the
-    window bounds.
+    window bounds. ``windows`` names the window bound columns and keeps them even when
+    the first plan has no SLIDE (a workload's plans may differ); by default they are
+    ``window_start``/``window_end``, present with SLIDE.
     """
 
     plan: Plan | MultiPlan
@@ -96,6 +98,7 @@ class EngineInput:
     bound: Callable[[exp.Expr], exp.Expr] = lambda value: value
     instances: int | None = None
     per_plan: tuple[tuple[str, Callable[[exp.Expr], exp.Expr]], ...] = ()
+    windows: tuple[str, str] | None = None
 
 
 def generate(query: MatchAggregateQuery, function_name: str, source: exp.Expr | None = None) -> exp.Subquery:
@@ -234,8 +237,9 @@ def _groups_select(spec: EngineInput, events: exp.Select, function_name: str, ro
 def _output_select(spec: EngineInput, groups: exp.Select, roles: _Roles) -> exp.Select:
     row = roles.row
     projections: list[exp.Expr] = [exp.column(name, table=roles.groups) for name, _ in spec.keys]
-    if spec.plan.slide is not None:
-        for field, name in ((roles.window_start, "window_start"), (roles.window_end, "window_end")):
+    names = spec.windows or (("window_start", "window_end") if spec.plan.slide is not None else None)
+    if names is not None:
+        for field, name in zip((roles.window_start, roles.window_end), names):
             projections.append(exp.alias_(spec.bound(exp.column(field, table=row)), name))
     for name, from_index in spec.per_plan:
         projections.append(exp.alias_(from_index(exp.column(roles.plan_index, table=row)), name))

@@ -38,6 +38,8 @@ from sql_rewrites.schema import SchemaProvider
 from udafs.plan import Plan
 
 EngineFunction = Callable[[Plan], str]
+#: ``(ordinal, query) -> (replacement, name) | None`` (see :func:`explain_statement`).
+Replacement = Callable[[int, MatchAggregateQuery], "tuple[exp.Expr, str] | None"]
 EXPLAIN_MODES = ("EXTENDED", "CODEGEN", "COST", "FORMATTED")
 
 
@@ -179,8 +181,14 @@ def explain_statement(
     *,
     hierarchies: HierarchyResolver | None = None,
     pretty: bool = False,
+    replace: Replacement | None = None,
 ) -> StatementExplanation:
     """Rewrite one statement of ``sql`` (from :func:`split_statements`) on its own.
+
+    ``replace(ordinal, query)``, when given, may return the replacement of the statement's
+    ``ordinal``-th operator (innermost first) instead of its own rewrite, with the name
+    to report for it — how a workload reads an operator from its group's shared result
+    (:mod:`sql_rewrites.shared`).
 
     Error positions stay those of the whole text ``sql``. A caller that runs a script
     statement by statement uses this to analyse each statement against the catalog as
@@ -198,7 +206,7 @@ def explain_statement(
         )
     if not statement.has_match_aggregate:
         return StatementExplanation(statement.text, statement.text, ())
-    return _rewrite_statement(statement, sql, schema, engine_function, hierarchies, pretty)
+    return _rewrite_statement(statement, sql, schema, engine_function, hierarchies, pretty, replace)
 
 
 def rewrite_statements(
@@ -235,6 +243,7 @@ def _rewrite_statement(
     engine_function: EngineFunction,
     hierarchies: HierarchyResolver | None,
     pretty: bool,
+    replace: Replacement | None = None,
 ) -> StatementExplanation:
     tokens = statement.tokens
     tree = parse_tokens(tokens, sql)
@@ -247,9 +256,13 @@ def _rewrite_statement(
     analyzer = Analyzer(schema, hierarchies=hierarchies, sql=sql)
     queries = analyzer.analyze_tree(tree)  # all errors surface before any rewriting
     operators = []
-    for query in queries:  # innermost first: an outer operator sees its input rewritten
-        name = engine_function(query.plan)
-        replacement = generate(query, name, source=query.node.this)
+    for ordinal, query in enumerate(queries):  # innermost first: an outer operator sees its input rewritten
+        shared = replace(ordinal, query) if replace is not None else None
+        if shared is not None:
+            replacement, name = shared
+        else:
+            name = engine_function(query.plan)
+            replacement = generate(query, name, source=query.node.this)
         operators.append(OperatorExplanation(query, name, _print(replacement, pretty)))
         query.node.replace(replacement)
     return StatementExplanation(statement.text, statement.prefix + _print(tree, pretty), tuple(operators))

@@ -39,3 +39,20 @@ def test_sql_runs_a_script_over_a_csv_file(spark, capsys: pytest.CaptureFixture[
     assert cli.main(["sql", "--file", str(script), "--table", f"clicks={clicks}", "--limit", "5"]) == 0
     out = capsys.readouterr().out.replace(" ", "")
     assert "--SELECTcount(*)AScustomers" in out and "|customers|pairs|\n+" in out and "|1|2|" in out
+
+
+def test_sql_share_runs_a_workload_and_explain_share_shows_the_plan(spark, capsys: pytest.CaptureFixture[str],
+                                                                    tmp_path: Path) -> None:
+    clicks, script = tmp_path / "clicks.csv", tmp_path / "workload.sql"
+    clicks.write_text(CSV)
+    second = (QUERY.replace("SEQ(view, buy)", "SEQ(view, view, buy)").replace("customer_id, n FROM", "customer_id, n3 FROM")
+              .replace("AS n WITHIN", "AS n3 WITHIN"))
+    script.write_text(f"{QUERY};\n{second};")
+    assert cli.main(["sql", "--share", "--file", str(script), "--table", f"clicks={clicks}"]) == 0
+    out = capsys.readouterr().out.replace(" ", "")
+    assert "|customer_id|n|\n" in out and "|1|2|" in out  # view 10:00 and 10:01, each then buy
+    assert "|customer_id|n3|\n" in out and "|1|1|" in out
+    assert cli.main(["explain", "--share", "--file", str(script), "--table", f"clicks={clicks}"]) == 0
+    out = capsys.readouterr().out
+    assert "1 sharing group(s)" in out and "member 1: statement 2, SEQ(view, view, buy)" in out
+    assert "== Sharing plan ==" in out and "Spark SQL of the group:" in out

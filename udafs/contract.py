@@ -104,9 +104,11 @@ PLAN_INDEX = "plan"
 def multi_result_fields(mp: "MultiPlan") -> list[tuple[str, str]]:
     """``(name, SQL type)`` of one row of a multi-plan function, without ``error``:
     ``plan`` (index into ``mp.plans``), window bounds, then one ``m{f}`` per field."""
-    first = mp.plans[0]
     fields = [(PLAN_INDEX, BIGINT), (WINDOW_START, BIGINT), (WINDOW_END, BIGINT)]
-    return fields + [(measure_field(f), measure_type(first, m)) for f, m in enumerate(mp.fields)]
+    for f in range(len(mp.fields)):
+        plan, measure = mp.field_owner(f)
+        fields.append((measure_field(f), measure_type(mp.plans[plan], mp.plans[plan].measures[measure])))
+    return fields
 
 
 def multi_result_type(mp: "MultiPlan") -> str:

@@ -1,7 +1,9 @@
 """Several plans evaluated over one group in one pass: the engine input of an E-Cube query.
 
-A :class:`MultiPlan` holds plans that share one symbol table, one set of value
-columns and one count type, so one ``(ts, mask, v0, ...)`` input serves them all.
+A :class:`MultiPlan` holds plans that share one symbol table and one set of value
+columns, so one ``(ts, mask, v0, ...)`` input serves them all: the cuboids of an
+E-Cube query, or the statements of a workload (each with its own windows, count
+type and measures).
 The engine sorts the group once and evaluates each plan on its own rows
 (:func:`udafs.kernels.many.evaluate_many`).
 
@@ -55,18 +57,25 @@ class MultiPlan:
 
     @property
     def count_type(self) -> CountType:
-        """The shared count type."""
+        """The first plan's count type (an E-Cube's plans share it)."""
         return self.plans[0].count_type
 
     @property
     def within(self) -> int | None:
-        """The shared WITHIN."""
+        """The first plan's WITHIN (an E-Cube's plans share it)."""
         return self.plans[0].within
 
     @property
     def slide(self) -> int | None:
-        """The shared SLIDE."""
+        """The first plan's SLIDE (an E-Cube's plans share it)."""
         return self.plans[0].slide
+
+    def field_owner(self, field: int) -> tuple[int, int]:
+        """``(plan, measure)`` of the first plan mapping a measure to ``field``."""
+        for i, slots in enumerate(self.slots):
+            if field in slots:
+                return i, slots.index(field)
+        raise PlanError(f"no plan maps a measure to field {field}")
 
     @property
     def reported(self) -> tuple[int, ...]:
@@ -125,25 +134,22 @@ def _validate(mp: MultiPlan) -> None:
     if not (len(mp.slots) == len(mp.derived) == len(mp.hidden) == n):
         raise PlanError(f"slots, derived and hidden need one entry per plan ({n})")
     first = mp.plans[0]
+    owner: dict[int, tuple] = {}
     for i, p in enumerate(mp.plans):
-        shared = (p.symbols, p.columns, p.count_type, p.within, p.slide)
-        if shared != (first.symbols, first.columns, first.count_type, first.within, first.slide):
-            raise PlanError(f"plan {i} does not share symbols, columns, count type and windows with plan 0")
+        if (p.symbols, p.columns) != (first.symbols, first.columns):
+            raise PlanError(f"plan {i} does not share symbols and value columns with plan 0")
         if len(mp.slots[i]) != len(p.measures):
             raise PlanError(f"plan {i} has {len(p.measures)} measures but {len(mp.slots[i])} slots")
         for m, f in zip(p.measures, mp.slots[i]):
             if not 0 <= f < len(mp.fields):
                 raise PlanError(f"plan {i} maps a measure to field {f}; there are {len(mp.fields)} fields")
-            rep = mp.fields[f]
-            if (m.kind, _column_type(p, m)) != (rep.kind, _column_type(first, rep)):
-                raise PlanError(f"plan {i} maps a {m.kind.value} measure to field {f} of kind {rep.kind.value}")
+            typed = (m.kind, None if m.column is None else p.columns[m.column], p.count_type)
+            if owner.setdefault(f, typed) != typed:
+                raise PlanError(f"plan {i} maps a {m.kind.value} measure to field {f}, which another plan "
+                                "fills with a value of another kind or type")
         if len(set(mp.slots[i])) != len(mp.slots[i]):
             raise PlanError(f"plan {i} maps two measures to one field")
     _validate_derivations(mp)
-
-
-def _column_type(p: Plan, m: Measure) -> object:
-    return None if m.column is None else p.columns[m.column]
 
 
 def _validate_derivations(mp: MultiPlan) -> None:
@@ -155,6 +161,9 @@ def _validate_derivations(mp: MultiPlan) -> None:
         for j in parts:
             if sorted(mp.slots[j]) != sorted(mp.slots[i]):
                 raise PlanError(f"plan {i} and its part {j} must report the same fields")
+            a, b = mp.plans[i], mp.plans[j]
+            if (a.within, a.slide, a.count_type) != (b.within, b.slide, b.count_type):
+                raise PlanError(f"plan {i} and its part {j} must share windows and count type")
     state: dict[int, int] = {}
 
     def visit(i: int) -> None:  # depth-first cycle check

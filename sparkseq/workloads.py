@@ -1,0 +1,194 @@
+"""Workloads: a script of MATCH_AGGREGATE statements run with one pass per sharing group.
+
+>>> frames = sparkseq.workload(spark, '''
+...     CREATE OR REPLACE TEMP VIEW q1 AS SELECT * FROM positions MATCH_AGGREGATE (... SEQ(OakSt, MainSt) ...) m;
+...     CREATE OR REPLACE TEMP VIEW q2 AS SELECT * FROM positions MATCH_AGGREGATE (... SEQ(ElmSt, ParkAve) ...) m;
+...     SELECT * FROM q1 JOIN q2 USING (vehicle_id)''')          # doctest: +SKIP
+
+Operators reading the same table or view with the same PARTITION BY and ORDER BY
+(:func:`sql_rewrites.shared.sharing_key`) are computed together: their group's query
+(:mod:`sql_rewrites.shared`) is cached once as ``__sparkseq_shared_<digest>`` — one
+scan, one shuffle, one engine call per partition for all of them — right before the
+first statement that needs it, and every member's operator reads its own rows from
+it. Each statement keeps its own result (the returned DataFrames, or the views it
+creates). Statements run in order, as :func:`sparkseq.sql` runs them; every statement
+is checked first, so a mistake in any of them raises before any job starts.
+
+Not shared: E-Cube operators (already one pass), operators over subqueries, CTEs or
+other operators, operators with joins attached, and operators whose source the script
+itself creates or replaces.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import types as T
+
+from sparkseq import hierarchies as registry
+from sparkseq.catalog import PendingRelation, SessionSchemas
+from sparkseq.registration import engine_function, engine_function_name
+from sparkseq.sql_api import (
+    _check_all,
+    _explained,
+    _registering,
+    created_relations,
+    run_hierarchy_statement,
+)
+from sql_rewrites.errors import UnknownTableError
+from sql_rewrites.hierarchy import HierarchyResolver
+from sql_rewrites.hierarchy_statements import parse_hierarchy_statement
+from sql_rewrites.rewriter import Statement, explain_statement, split_statements
+from sql_rewrites.shared import Member, SharedGroup, group_members, sharing_key
+
+
+@dataclass(frozen=True)
+class WorkloadPlan:
+    """The statements of a script and the sharing groups among their operators."""
+
+    text: str
+    statements: tuple[Statement, ...]
+    groups: tuple[SharedGroup, ...]
+
+    def table(self, group: int) -> str:
+        """The cached shared result of group ``group``."""
+        digest = hashlib.sha1(self.groups[group].plan.to_json().encode()).hexdigest()[:12]
+        return f"__sparkseq_shared_{digest}"
+
+    def member_of(self, statement: int, ordinal: int) -> tuple[int, int] | None:
+        """(group, member index) of a statement's operator, or None when it runs alone."""
+        for g, group in enumerate(self.groups):
+            for i, member in enumerate(group.members):
+                if (member.statement, member.ordinal) == (statement, ordinal):
+                    return g, i
+        return None
+
+
+def plan_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver | None = None) -> WorkloadPlan:
+    """Check every statement (errors before any job) and find the sharing groups.
+
+    Raises
+    ------
+    SqlRewriteError
+        Any statement's parse or analysis error.
+    """
+    statements = split_statements(text)
+    if not statements:
+        raise ValueError("no SQL statement to run")
+    kinds = [parse_hierarchy_statement(s, text) for s in statements]
+    _check_all(spark, text, statements, kinds, hierarchies)
+    created = set().union(*(created_relations(s) for s in statements))
+    members: list[Member] = []
+    resolver = registry.resolver(spark, hierarchies)
+    for number, (statement, kind) in enumerate(zip(statements, kinds)):
+        if kind is not None or not statement.has_match_aggregate:
+            continue
+        try:
+            explained = _explained(text, statement, SessionSchemas(spark), resolver, engine_function_name)
+        except (PendingRelation, UnknownTableError):
+            continue  # reads what an earlier statement creates: runs on its own
+        for ordinal, operator in enumerate(explained.operators):
+            key = sharing_key(operator.query)
+            if key is not None and _relation(key[0]) not in created:
+                members.append(Member(number, ordinal, operator.query))
+    return WorkloadPlan(text, tuple(statements), tuple(group_members(members)))
+
+
+def _relation(source_sql: str) -> str:
+    """The case-folded relation name of a sharing key's source (``db.t AS x`` -> ``db.t``)."""
+    return source_sql.split(" AS ")[0].replace("`", "").casefold()
+
+
+def workload(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver | None = None) -> list[DataFrame]:
+    """Run a script with shared execution (module docstring); one DataFrame per statement.
+
+    Raises
+    ------
+    SqlRewriteError
+        Any statement's error, before any statement runs.
+    """
+    plan = plan_workload(spark, text, hierarchies=hierarchies)
+    cached: set[int] = set()
+    results = []
+    for number, statement in enumerate(plan.statements):
+        kind = parse_hierarchy_statement(statement, text)
+        if kind is not None:
+            run_hierarchy_statement(spark, kind, None)
+            results.append(spark.createDataFrame([], T.StructType([])))
+            continue
+
+        def replace(ordinal: int, query: object, number: int = number) -> tuple | None:
+            found = plan.member_of(number, ordinal)
+            if found is None:
+                return None
+            group, index = found
+            if group not in cached:
+                _cache_group(spark, plan, group)
+                cached.add(group)
+            table = plan.table(group)
+            return plan.groups[group].replacement(index, table), table
+
+        resolver = registry.resolver(spark, hierarchies)
+        explained = explain_statement(statement, text, SessionSchemas(spark), _registering(spark),
+                                      hierarchies=resolver, replace=replace)
+        results.append(spark.sql(explained.rewritten))
+    return results
+
+
+def explain_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver | None = None,
+                     sample_percent: float | None = None, dot: bool = False) -> str:
+    """What :func:`workload` would do with ``text``: the sharing groups, and for each its
+    members, shared symbols, collected statistics (one job per group), the sharing
+    optimizer's candidates, conflicts, pruning, chosen plan and estimated cost against
+    not sharing, and the group's Spark SQL. Nothing else runs."""
+    from sparkseq import statistics
+    from sql_rewrites import sharing
+
+    plan = plan_workload(spark, text, hierarchies=hierarchies)
+    lines = [f"-- workload of {len(plan.statements)} statements, {len(plan.groups)} sharing group(s)"]
+    shared = {(m.statement, m.ordinal) for g in plan.groups for m in g.members}
+    alone = [i + 1 for i, s in enumerate(plan.statements) if s.has_match_aggregate
+             and not any(st == i for st, _ in shared)]
+    if alone:
+        lines.append(f"statements run on their own: {', '.join(map(str, alone))}")
+    for g, group in enumerate(plan.groups):
+        first = group.members[0].query
+        keys = ", ".join(k.name for k in first.partition_keys) or "(none)"
+        lines += ["", f"group {g + 1}: {len(group.members)} operators over {first.node.this.sql(dialect='spark')}, "
+                      f"PARTITION BY {keys}, ORDER BY {first.order.name}; cached as {plan.table(g)}"]
+        for i, member in enumerate(group.members):
+            p = member.query.plan
+            window = "" if p.within is None else f" WITHIN {p.within}" + ("" if p.slide is None else f" SLIDE {p.slide}")
+            lines.append(f"  member {i}: statement {member.statement + 1}, {group.plan.plans[i].describe()}{window}")
+        keys_of = statistics.symbol_keys(group)
+        for k, (name, condition) in enumerate(group.symbols):
+            lines.append(f"  {'symbols' if k == 0 else '':<8} bit {k:<2} {name:<12} {condition.sql(dialect='spark')}")
+        stats = statistics.collect(spark, group, sample_percent)
+        queries = [sharing.query_from_plan(f"m{i}", p, keys_of) for i, p in enumerate(group.plan.plans)]
+        chosen = sharing.optimize(queries, stats)
+        lines += ["", "  sharing optimizer (Sharon): statistics from the data, "
+                      f"{stats.partitions:,} partitions over {stats.span:,.0f} time units"]
+        lines += ["  " + line for line in sharing.explain(chosen).splitlines()]
+        lines += ["  execution: one scan, one shuffle and one engine call per partition for all members; each "
+                  "member's counts come from its own pass over the shared sorted rows (the shared sub-pattern "
+                  "counts above are the optimizer's estimate, not yet used by the engine)"]
+        if dot:
+            lines += ["", sharing.sharon_graph_dot(chosen)]
+        name = engine_function_name(group.plan)
+        lines += ["", "  Spark SQL of the group:", "  " + group.select(name).sql(dialect="spark", pretty=True,
+                                                                                normalize_functions=False)
+                  .replace("\n", "\n  ")]
+    return "\n".join(lines)
+
+
+def _cache_group(spark: SparkSession, plan: WorkloadPlan, group: int) -> None:
+    """Compute a group's shared result once (one job) and keep it cached."""
+    shared = plan.groups[group]
+    name = engine_function(spark, shared.plan)
+    select = shared.select(name).sql(dialect="spark", normalize_functions=False)
+    spark.sql(f"CACHE TABLE `{plan.table(group)}` AS {select}")
+
+
+__all__ = ["WorkloadPlan", "explain_workload", "plan_workload", "workload"]

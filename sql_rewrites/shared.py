@@ -1,0 +1,199 @@
+"""Shared execution of a workload: many MATCH_AGGREGATE operators, one engine pass.
+
+Operators of a workload (the statements of a script) that read the same relation
+with the same PARTITION BY and ORDER BY form a *sharing group*. A group runs as one
+query — one scan, one shuffle, one engine call per partition — whose engine function
+evaluates every member's plan (a :class:`~udafs.multiplan.MultiPlan`):
+
+* the members' symbols become one symbol table: conditions written identically share
+  a bit, so each row's mask is computed once for all members;
+* value columns are shared the same way;
+* each member keeps its own pattern, windows, count type and measures; its measures
+  fill its own block of result fields.
+
+The group's query (:meth:`SharedGroup.select`) returns, per partition and member, the
+engine's raw values tagged with the member's index; it is meant to be cached once.
+Each member's operator is then replaced by :meth:`SharedGroup.replacement`: a select of
+its rows from the cached result, converted to the member's own output types exactly
+as its stand-alone rewrite would.
+
+Pure: analysed queries in, sqlglot trees out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from sql_rewrites.generate import EngineInput, engine_query, mask_expression
+from sql_rewrites.logical import MatchAggregateQuery
+from sql_rewrites.sql_types import time_from_engine, time_to_engine
+from udafs.multiplan import MultiPlan
+from udafs.plan import MAX_SYMBOLS, Element, Measure, Plan
+
+PLAN_COLUMN = "__sparkseq_plan"
+WINDOW_START, WINDOW_END = "__sparkseq_ws", "__sparkseq_we"
+
+
+def field_column(field: int) -> str:
+    """The shared result's column of field ``field``."""
+    return f"__sparkseq_f{field}"
+
+
+def sharing_key(query: MatchAggregateQuery) -> tuple | None:
+    """What operators must have in common to share one pass, or None for one that cannot
+    share (an E-Cube, a source that is not a plain table or view, a join on the operator)."""
+    source = query.node.this
+    if query.cube is not None or not isinstance(source, exp.Table):
+        return None
+    if query.node.args.get("joins") or query.node.args.get("laterals") or source.args.get("joins"):
+        return None
+    keys = tuple((k.name.casefold(), k.expression.sql(dialect="spark")) for k in query.partition_keys)
+    order = (query.order.expression.sql(dialect="spark"), query.order.kind)
+    return source.sql(dialect="spark"), keys, order
+
+
+@dataclass(frozen=True)
+class Member:
+    """One operator of a group: its statement, its place among the statement's operators."""
+
+    statement: int
+    ordinal: int
+    query: MatchAggregateQuery
+
+
+@dataclass(frozen=True)
+class SharedGroup:
+    """Members, their MultiPlan and how to read each member's rows (module docstring)."""
+
+    members: tuple[Member, ...]
+    plan: MultiPlan
+    symbols: tuple[tuple[str, exp.Expr], ...]  # union: (name, condition)
+    values: tuple[exp.Expr, ...]  # union value expressions, engine-typed
+
+    def select(self, function_name: str) -> exp.Select:
+        """The group's query over the shared source: keys, member index, window bounds and
+        raw field values per output row of every member (engine types)."""
+        first = self.members[0].query
+        spec = EngineInput(
+            plan=self.plan,
+            keys=tuple((k.name, k.expression) for k in first.partition_keys),
+            time=time_to_engine(first.order.expression.copy(), first.order.kind),
+            mask=mask_expression([(k, condition) for k, (_, condition) in enumerate(self.symbols)]),
+            values=self.values,
+            measures=tuple((field_column(f), lambda value: value) for f in range(len(self.plan.fields))),
+            per_plan=((PLAN_COLUMN, lambda index: index),),
+            windows=((WINDOW_START, WINDOW_END) if any(p.slide is not None for p in self.plan.plans) else None),
+        )
+        return engine_query(spec, function_name, first.node.this.copy())
+
+    def replacement(self, index: int, table: str) -> exp.Subquery:
+        """Member ``index``'s operator as a select of its rows from the cached ``table``,
+        typed and named as its own rewrite would be."""
+        query = self.members[index].query
+        projections: list[exp.Expr] = [exp.alias_(exp.column(k.name), k.name) for k in query.partition_keys]
+        if query.plan.slide is not None:
+            for column, name in ((WINDOW_START, "window_start"), (WINDOW_END, "window_end")):
+                bound = time_from_engine(exp.column(column), query.order.kind, query.order.column.dtype)
+                projections.append(exp.alias_(bound, name))
+        for measure, field in zip(query.measures, self.plan.slots[index]):
+            projections.append(exp.alias_(measure.from_engine(exp.column(field_column(field))), measure.name))
+        select = exp.select(*projections).from_(exp.to_table(table)).where(
+            exp.EQ(this=exp.column(PLAN_COLUMN), expression=exp.Literal.number(index)))
+        alias = query.node.args.get("alias")
+        for node in select.walk():
+            if isinstance(node, exp.Identifier):
+                node.set("quoted", True)
+        return exp.Subquery(this=select, alias=alias.copy() if alias else None)
+
+
+def group_members(members: Sequence[Member]) -> list[SharedGroup]:
+    """Sharing groups of two or more members (in order of first appearance); members that
+    share with nobody are left out. A group whose symbols would exceed the 63-bit mask
+    is split."""
+    by_key: dict[tuple, list[Member]] = {}
+    for member in members:
+        key = sharing_key(member.query)
+        if key is not None:
+            by_key.setdefault(key, []).append(member)
+    groups = []
+    for same in by_key.values():
+        for chunk in _chunks(same):
+            if len(chunk) > 1:
+                groups.append(build_group(chunk))
+    return groups
+
+
+def _chunks(members: list[Member]) -> list[list[Member]]:
+    """Consecutive chunks whose union of symbol conditions fits the mask."""
+    chunks: list[list[Member]] = [[]]
+    seen: set[str] = set()
+    for member in members:
+        conditions = {s.condition.sql(dialect="spark") for s in member.query.symbols}
+        if len(seen | conditions) > MAX_SYMBOLS and chunks[-1]:
+            chunks.append([])
+            seen = set()
+        chunks[-1].append(member)
+        seen |= conditions
+    return chunks
+
+
+def build_group(members: Sequence[Member]) -> SharedGroup:
+    """The MultiPlan of ``members`` over their union of symbols and value columns."""
+    symbol_index: dict[str, int] = {}
+    symbols: list[tuple[str, exp.Expr]] = []
+    value_index: dict[tuple[str, str], int] = {}
+    values: list[exp.Expr] = []
+    value_types: list = []
+    plans, slots, fields = [], [], []
+    for member in members:
+        query = member.query
+        bits = []
+        for spec in query.symbols:
+            text = spec.condition.sql(dialect="spark")
+            if text not in symbol_index:
+                symbol_index[text] = len(symbols)
+                symbols.append((spec.name, spec.condition))
+            bits.append(symbol_index[text])
+        columns = []
+        for column in query.value_columns:
+            engine = column.to_engine(column.expression.copy())
+            key = (engine.sql(dialect="spark"), column.value_type.value)
+            if key not in value_index:
+                value_index[key] = len(values)
+                values.append(engine)
+                value_types.append(column.value_type)
+            columns.append(value_index[key])
+        plans.append((query.plan, bits, columns))
+        slot = []
+        for m in query.plan.measures:
+            slot.append(len(fields))
+            fields.append(Measure(m.kind, None, None if m.column is None else columns[m.column], m.name))
+        slots.append(tuple(slot))
+    names = tuple(name for name, _ in symbols)
+    remapped = tuple(_remap(plan, bits, columns, names, tuple(value_types)) for plan, bits, columns in plans)
+    mp = MultiPlan(remapped, tuple(fields), tuple(slots), (None,) * len(remapped), (False,) * len(remapped))
+    return SharedGroup(tuple(members), mp, tuple(symbols), tuple(values))
+
+
+def _remap(plan: Plan, bits: list[int], columns: list[int], names: tuple[str, ...], value_types: tuple) -> Plan:
+    """``plan`` over the group's symbol table and value columns."""
+    def mask(m: int) -> int:
+        return sum(1 << bits[k] for k in range(len(bits)) if m >> k & 1)
+
+    return Plan(
+        symbols=names,
+        elements=tuple(Element(bits[e.symbol], e.kleene) for e in plan.elements),
+        negations=tuple(mask(g) for g in plan.negations),
+        within=plan.within,
+        slide=plan.slide,
+        measures=tuple(Measure(m.kind, None if m.symbol is None else bits[m.symbol],
+                               None if m.column is None else columns[m.column], m.name) for m in plan.measures),
+        columns=value_types,
+        count_type=plan.count_type,
+    )
+
+
+__all__ = ["SharedGroup", "Member", "group_members", "build_group", "sharing_key", "field_column", "PLAN_COLUMN"]

@@ -1,0 +1,74 @@
+"""Workloads on local Spark: shared execution returns exactly what each statement returns alone.
+
+Each hypothesis example is 2-4 random plans (symbol ``S<k>`` DEFINEd as bit k of the
+table's ``mask``, so equal conditions share one bit of the group's mask), each a
+``CREATE TEMP VIEW`` statement of one script over one table of many partitions. The
+script runs through :func:`sparkseq.workload` — one cached pass for the group — and
+every view must equal the oracle for its own plan, partition by partition.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import sparkseq
+from sql_rewrites.errors import UnknownColumnError
+from tests import oracle
+from tests.spark_cases import assert_same, events_frame, expected, got
+from tests.sql_cases import jobs_started, match_aggregate
+from tests.test_kernel_oracle import events, plans
+from udafs.plan import Plan
+
+SETTINGS = settings(max_examples=5, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+def statement(i: int, plan: Plan) -> str:
+    bounds = ["window_start", "window_end"] if plan.slide else []
+    measures = [f"`{m.name}`" for m in plan.measures]
+    return (f"CREATE OR REPLACE TEMP VIEW wl{i} AS SELECT {', '.join(['g', *bounds, *measures])} "
+            f"FROM {match_aggregate(plan, alias=f'm{i}')}")
+
+
+@SETTINGS
+@given(data=st.data(), count=st.integers(2, 4))
+def test_shared_workload_equals_each_statement_alone(spark, data, count: int) -> None:  # noqa: ANN001
+    workload = [data.draw(plans()) for _ in range(count)]
+    widest = max(workload, key=lambda p: len(p.symbols))
+    groups = data.draw(st.lists(events(widest), min_size=1, max_size=12))
+    groups = [ev for ev in groups if all(oracle.cheap(p, ev) for p in workload)]
+    events_frame(spark, groups).createOrReplaceTempView("cases")
+    script = ";\n".join(statement(i, p) for i, p in enumerate(workload))
+    plan = sparkseq.plan_workload(spark, script)
+    assert [len(g.members) for g in plan.groups] == [count]  # one source, keys and time: one group
+    sparkseq.workload(spark, script)
+    for i, p in enumerate(workload):
+        assert_same(p, got(p, spark.table(f"wl{i}").collect()), expected(p, groups))
+
+
+def test_a_bad_statement_fails_before_any_job_and_creates_nothing(spark) -> None:  # noqa: ANN001
+    events_frame(spark, [oracle.Events([1, 2], [1, 2], ([1, 2], [1.0, 2.0]))]).createOrReplaceTempView("cases")
+    spark.sql("DROP VIEW IF EXISTS wl_good")
+    good = "CREATE TEMP VIEW wl_good AS SELECT * FROM cases MATCH_AGGREGATE (PARTITION BY g ORDER BY ts " \
+           "PATTERN SEQ(A, B) DEFINE A AS mask = 1, B AS mask = 2) AS m"
+    bad = "SELECT * FROM cases MATCH_AGGREGATE (PARTITION BY g ORDER BY ts PATTERN SEQ(A, B) " \
+          "DEFINE A AS mask = 1, B AS maks = 2) AS m"
+    before = jobs_started(spark)
+    with pytest.raises(UnknownColumnError, match="maks") as caught:
+        sparkseq.workload(spark, f"{good};\n{good.replace('wl_good', 'wl_good2')};\n{bad}")
+    assert caught.value.position is not None and caught.value.position.line == 3
+    assert jobs_started(spark) == before
+    assert not spark.catalog.tableExists("wl_good")
+
+
+def test_unshareable_operators_run_alone(spark) -> None:  # noqa: ANN001
+    events_frame(spark, [oracle.Events([1, 2], [1, 2], ([1, 2], [1.0, 2.0]))]).createOrReplaceTempView("cases")
+    one = "SELECT * FROM cases MATCH_AGGREGATE (PARTITION BY g ORDER BY ts PATTERN SEQ(A, B) " \
+          "DEFINE A AS mask = 1, B AS mask = 2) AS m"
+    other_keys = one.replace("PARTITION BY g ", "")
+    subquery = one.replace("FROM cases", "FROM (SELECT * FROM cases)")
+    plan = sparkseq.plan_workload(spark, ";".join([one, other_keys, subquery]))
+    assert plan.groups == ()
+    frames = sparkseq.workload(spark, ";".join([one, other_keys, subquery]))
+    assert [f.collect()[0][-1] for f in frames] == [1, 1, 1]
