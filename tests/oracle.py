@@ -3,6 +3,15 @@
 It builds every match literally, following ../shared/SEMANTICS.md sections 3-5
 clause by clause, and is meant to be obviously correct, not fast (use it on a
 dozen events at most).
+
+Issue-7 extensions (docs/predicates-and-strategies.md is the contract): every
+match is first built as a skip-till-any-match match (clauses 1-5), then kept only
+when it also satisfies, clause by clause,
+
+6. every cross-event predicate (:func:`predicate_holds`),
+7. every Kleene iterator predicate between consecutive rows of a set
+   (:func:`iterators_hold`),
+8. its event selection strategy (:func:`strategy_holds`).
 """
 
 from __future__ import annotations
@@ -11,7 +20,9 @@ import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from udafs.plan import MeasureKind, Plan, ValueType
+import math
+
+from udafs.plan import CmpOp, MeasureKind, Plan, Strategy, ValueType
 
 Match = tuple[tuple[int, ...], ...]  # per positive element, the row indices bound to it
 
@@ -23,6 +34,7 @@ class Events:
     ts: Sequence[int]
     mask: Sequence[int]
     values: Sequence[Sequence[float | int | None]] = ()
+    seq: Sequence[int] | None = None  # STRICT_CONTIGUITY: global dense rank of ts in the stream
 
     def is_instance(self, row: int, symbols: int) -> bool:
         return bool(self.mask[row] & symbols)
@@ -87,6 +99,8 @@ def matches(ev: Events, plan: Plan) -> list[Match]:
             continue
         if plan.negations[-1] and not _no_instance(ev, rows, plan.negations[-1], last, first + w):
             continue
+        if not extensions_hold(ev, plan, rows, m):
+            continue
         out.append(m)
     return out
 
@@ -104,8 +118,142 @@ def window_matches(ev: Events, plan: Plan, start: int, end: int) -> list[Match]:
             continue
         if plan.negations[-1] and not _no_instance(ev, rows, plan.negations[-1], last, float("inf")):
             continue
+        if not extensions_hold(ev, plan, rows, m):
+            continue
         out.append(m)
     return out
+
+
+# -- issue 7: predicates, iterator predicates, selection strategies ---------------
+
+def compare(op: CmpOp, left: object, right: object, offset: int | float, as_float: bool) -> bool:
+    """``left OP right + offset``; NULL operands give False (not TRUE).
+
+    Exact integers when ``as_float`` is False; otherwise IEEE doubles
+    ``float(left) OP (float(right) + float(offset))`` in Spark's order: NaN equals
+    NaN and is greater than every other value, -0.0 equals 0.0.
+    """
+    if left is None or right is None:
+        return False
+    if as_float:
+        a, b = float(left), float(right) + float(offset)
+        ka = (1, 0.0) if math.isnan(a) else (0, a)
+        kb = (1, 0.0) if math.isnan(b) else (0, b)
+    else:
+        ka, kb = int(left), int(right) + int(offset)
+    return {CmpOp.EQ: ka == kb, CmpOp.NE: ka != kb, CmpOp.LT: ka < kb, CmpOp.LE: ka <= kb,
+            CmpOp.GT: ka > kb, CmpOp.GE: ka >= kb}[op]
+
+
+def _float_cmp(plan: Plan, offset: int | float, *cols: int) -> bool:
+    return isinstance(offset, float) or any(plan.columns[c] is ValueType.FLOAT for c in cols)
+
+
+def predicate_holds(ev: Events, plan: Plan, k: int, left_row: int, right_row: int) -> bool:
+    """Clause 6: predicate k with its left element bound to ``left_row``, right to ``right_row``."""
+    p = plan.predicates[k]
+    return compare(p.op, ev.values[p.left_column][left_row], ev.values[p.right_column][right_row], p.offset,
+                   _float_cmp(plan, p.offset, p.left_column, p.right_column))
+
+
+def iterator_holds(ev: Events, plan: Plan, element: int, prev: int, cur: int) -> bool:
+    """Clause 7 for one pair: every iterator predicate of ``element`` on (b[i-1], b[i]) = (prev, cur)."""
+    for q in plan.iterator_predicates:
+        if q.element == element and not compare(q.op, ev.values[q.column][cur], ev.values[q.column][prev],
+                                                 q.offset, _float_cmp(plan, q.offset, q.column)):
+            return False
+    return True
+
+
+def in_time_order(ev: Events, rows: Sequence[int]) -> list[int]:
+    """The rows of one Kleene set (pairwise distinct timestamps) in time order."""
+    return sorted(rows, key=lambda r: ev.ts[r])
+
+
+def bound_sequence(ev: Events, m: Match) -> list[tuple[int, int]]:
+    """(element position, row) of every bound row, in match order (Kleene sets in time order)."""
+    return [(i, r) for i, part in enumerate(m) for r in in_time_order(ev, part)]
+
+
+def predicates_hold(ev: Events, plan: Plan, m: Match) -> bool:
+    """Clause 6 for all predicates (their elements are non-Kleene: one row each)."""
+    return all(predicate_holds(ev, plan, k, m[p.left][0], m[p.right][0]) for k, p in enumerate(plan.predicates))
+
+
+def iterators_hold(ev: Events, plan: Plan, m: Match) -> bool:
+    """Clause 7: consecutive rows of every Kleene set satisfy its iterator predicates."""
+    for i, part in enumerate(m):
+        rows = in_time_order(ev, part)
+        if any(not iterator_holds(ev, plan, i, a, b) for a, b in zip(rows, rows[1:])):
+            return False
+    return True
+
+
+def ranks(ev: Events, plan: Plan) -> list[int]:
+    """Contiguity rank of every row: STRICT = the given global ``seq``; PARTITION = dense
+    rank of ts among *all* rows of the partition (mask 0 included)."""
+    if plan.strategy is Strategy.STRICT_CONTIGUITY:
+        assert ev.seq is not None, "STRICT_CONTIGUITY needs Events.seq"
+        return list(ev.seq)
+    distinct = sorted(set(ev.ts))
+    return [distinct.index(t) for t in ev.ts]
+
+
+def _candidate(ev: Events, plan: Plan, m: Match, i: int, x: int, z: int) -> bool:
+    """Skip-till-next-match: could the partial match (elements < i, element i up to row x)
+    take row z next? Either z extends element i's Kleene set (symbol, iterator predicates
+    against x) or z is bound to element i+1 (symbol, every predicate between i+1 and an
+    element <= i). Negation, WITHIN and later elements are not asked: see the docs."""
+    el = plan.elements[i]
+    if el.kleene and ev.is_instance(z, 1 << el.symbol) and iterator_holds(ev, plan, i, x, z):
+        return True
+    if i + 1 == plan.length or not ev.is_instance(z, 1 << plan.elements[i + 1].symbol):
+        return False
+    for k, p in enumerate(plan.predicates):
+        if p.left == i + 1 and p.right <= i and not predicate_holds(ev, plan, k, z, m[p.right][0]):
+            return False
+        if p.right == i + 1 and p.left <= i and not predicate_holds(ev, plan, k, m[p.left][0], z):
+            return False
+    return True
+
+
+def strategy_holds(ev: Events, plan: Plan, rows: list[int], m: Match) -> bool:
+    """Clause 8: the selection strategy, over the steps (x, y) of consecutive bound rows.
+
+    The bound sequence lists E1's rows, then E2's, ... (a Kleene set in time order), so
+    ts(x) < ts(y) on every step (clause 2).
+
+    * SKIP_TILL_ANY_MATCH: always.
+    * STRICT / PARTITION_CONTIGUITY: rank(y) = rank(x) + 1 for every step (:func:`ranks`:
+      dense rank of ts over the stream / over *all* rows of the partition). Ties share a
+      rank (one stream position). Kleene sets: every step inside the set too. Middle
+      negation is then vacuous; WITHIN, SLIDE (ranks stay global, not window-local) and
+      edge negation apply as usual.
+    * SKIP_TILL_NEXT_MATCH: no row z among ``rows`` (the partition, or the window with
+      SLIDE) with ts(x) < ts(z) < ts(y) that the partial match ending at x could have
+      taken instead (:func:`_candidate`): y lies in the earliest tie group of candidates,
+      so a tie group with several candidates branches. Kleene: a set must take a row
+      that extends it before any later row; when the earliest candidate group holds
+      both an extension and a next-element row, both continuations are matches; a
+      trailing Kleene element yields one match per extension. Candidates ignore
+      negation and WITHIN (an earlier z failing those would make y fail them too).
+      Every instance of E1 starts a run (no condition before the first row).
+    """
+    if plan.strategy is Strategy.SKIP_TILL_ANY_MATCH:
+        return True
+    steps = bound_sequence(ev, m)
+    if plan.strategy.contiguous:
+        rk = ranks(ev, plan)
+        return all(rk[y] == rk[x] + 1 for (_, x), (_, y) in zip(steps, steps[1:]))
+    for (i, x), (_, y) in zip(steps, steps[1:]):
+        if any(ev.ts[x] < ev.ts[z] < ev.ts[y] and _candidate(ev, plan, m, i, x, z) for z in rows):
+            return False
+    return True
+
+
+def extensions_hold(ev: Events, plan: Plan, rows: list[int], m: Match) -> bool:
+    """Clauses 6-8 (all True for plans without issue-7 extensions)."""
+    return predicates_hold(ev, plan, m) and iterators_hold(ev, plan, m) and strategy_holds(ev, plan, rows, m)
 
 
 def windows(ev: Events, plan: Plan) -> list[tuple[int, int]]:

@@ -14,6 +14,14 @@ Pattern ``SEQ(p1, ..., pm)`` is stored as its positive elements ``E1..En``
 ``negations[0]`` is the leading gap (before E1), ``negations[i]`` the gap between
 ``E_i`` and ``E_{i+1}``, ``negations[n]`` the trailing gap (after En).
 See ../shared/SEMANTICS.md sections 2-5 for what a match is.
+
+Optional extensions (issue 7; ``docs/predicates-and-strategies.md`` is their contract):
+``strategy`` (event selection strategy), ``predicates`` (cross-event comparisons
+between two positive non-Kleene elements, by element *position*) and
+``iterator_predicates`` (comparisons between consecutive rows of one Kleene set).
+Plans that use none of them serialise exactly as before (version 1); plans that do
+are written as version 2, so that an older engine refuses them instead of ignoring
+the new keys.
 """
 
 from __future__ import annotations
@@ -24,7 +32,8 @@ from dataclasses import dataclass, field
 
 from udafs.errors import PlanError
 
-PLAN_VERSION = 1
+PLAN_VERSION = 1  # plans without the issue-7 extensions
+PLAN_VERSION_EXTENDED = 2  # plans with a strategy, predicates or iterator predicates
 MAX_SYMBOLS = 63  # one int64 bitmask per row; bit 63 is the sign bit, left unused
 
 
@@ -52,6 +61,69 @@ class ValueType(str, enum.Enum):
 
     INT = "int"
     FLOAT = "float"
+
+
+class Strategy(str, enum.Enum):
+    """Event selection strategy (SASE++ section 2.1); see docs/predicates-and-strategies.md."""
+
+    SKIP_TILL_ANY_MATCH = "any"
+    SKIP_TILL_NEXT_MATCH = "next"
+    STRICT_CONTIGUITY = "strict"
+    PARTITION_CONTIGUITY = "partition"
+
+    @property
+    def contiguous(self) -> bool:
+        """True for the two contiguity strategies."""
+        return self in (Strategy.STRICT_CONTIGUITY, Strategy.PARTITION_CONTIGUITY)
+
+
+class CmpOp(str, enum.Enum):
+    """Comparison operators of predicates."""
+
+    EQ = "="
+    NE = "<>"
+    LT = "<"
+    LE = "<="
+    GT = ">"
+    GE = ">="
+
+    def mirrored(self) -> CmpOp:
+        """The operator with both sides swapped: ``a < b`` iff ``b > a``."""
+        return _MIRROR[self]
+
+
+_MIRROR = {CmpOp.EQ: CmpOp.EQ, CmpOp.NE: CmpOp.NE, CmpOp.LT: CmpOp.GT, CmpOp.LE: CmpOp.GE,
+           CmpOp.GT: CmpOp.LT, CmpOp.GE: CmpOp.LE}
+
+
+@dataclass(frozen=True)
+class Predicate:
+    """Cross-event predicate ``E[left].col[left_column] OP E[right].col[right_column] + offset``.
+
+    ``left`` / ``right`` are positions in ``Plan.elements`` (not symbols: a symbol may
+    repeat); both must be non-Kleene and different. Columns index ``Plan.columns``.
+    A NULL operand makes the predicate not TRUE (no match).
+    """
+
+    left: int
+    left_column: int
+    op: CmpOp
+    right: int
+    right_column: int
+    offset: int | float = 0
+
+
+@dataclass(frozen=True)
+class IteratorPredicate:
+    """Kleene iterator predicate ``b[i].col OP b[i-1].col + offset`` on element ``element``.
+
+    ``b[i-1]``, ``b[i]`` are consecutive rows of the Kleene set in time order.
+    """
+
+    element: int
+    column: int
+    op: CmpOp
+    offset: int | float = 0
 
 
 @dataclass(frozen=True)
@@ -88,6 +160,9 @@ class Plan:
     measures: tuple[Measure, ...] = (Measure(MeasureKind.COUNT_STAR, name="count"),)
     columns: tuple[ValueType, ...] = ()
     count_type: CountType = CountType.BIGINT
+    strategy: Strategy = Strategy.SKIP_TILL_ANY_MATCH
+    predicates: tuple[Predicate, ...] = ()
+    iterator_predicates: tuple[IteratorPredicate, ...] = ()
     positions_of: dict[int, tuple[int, ...]] = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
@@ -101,6 +176,12 @@ class Plan:
     def length(self) -> int:
         """Number of positive elements ``n``."""
         return len(self.elements)
+
+    @property
+    def extended(self) -> bool:
+        """True when the plan uses a strategy, predicates or iterator predicates (issue 7)."""
+        return (self.strategy is not Strategy.SKIP_TILL_ANY_MATCH or bool(self.predicates)
+                or bool(self.iterator_predicates))
 
     @property
     def has_edge_negation(self) -> bool:
@@ -127,6 +208,20 @@ class Plan:
                 parts.append(self.symbols[el.symbol] + ("+" if el.kleene else ""))
         return f"SEQ({', '.join(parts)})"
 
+    def describe_extensions(self) -> str:
+        """The issue-7 extensions as text (empty for plain plans), e.g.
+        ``WHERE E0.c1 >= E1.c1 + 2 AND E1[i].c0 > E1[i-1].c0 STRATEGY skip-till-next-match``.
+        ``Ek`` is element position k, ``cj`` column j."""
+        conds = [f"E{p.left}.c{p.left_column} {p.op.value} E{p.right}.c{p.right_column}"
+                 + (f" {'+' if p.offset >= 0 else '-'} {abs(p.offset)}" if p.offset else "") for p in self.predicates]
+        conds += [f"E{q.element}[i].c{q.column} {q.op.value} E{q.element}[i-1].c{q.column}"
+                  + (f" {'+' if q.offset >= 0 else '-'} {abs(q.offset)}" if q.offset else "")
+                  for q in self.iterator_predicates]
+        parts = [("WHERE " + " AND ".join(conds)) if conds else ""]
+        if self.strategy is not Strategy.SKIP_TILL_ANY_MATCH:
+            parts.append("STRATEGY " + self.strategy.name.lower().replace("_", "-"))
+        return " ".join(x for x in parts if x)
+
     def to_json(self) -> str:
         """Compact, versioned JSON, safe to embed as a SQL string literal."""
         doc = {
@@ -140,6 +235,15 @@ class Plan:
             "col": [c.value for c in self.columns],
             "ct": self.count_type.value,
         }
+        if self.extended:  # new keys only when used, and then a version old engines refuse
+            doc["v"] = PLAN_VERSION_EXTENDED
+            if self.strategy is not Strategy.SKIP_TILL_ANY_MATCH:
+                doc["st"] = self.strategy.value
+            if self.predicates:
+                doc["pr"] = [[p.left, p.left_column, p.op.value, p.right, p.right_column, p.offset]
+                             for p in self.predicates]
+            if self.iterator_predicates:
+                doc["ip"] = [[q.element, q.column, q.op.value, q.offset] for q in self.iterator_predicates]
         return json.dumps(doc, separators=(",", ":"))
 
     @staticmethod
@@ -149,11 +253,15 @@ class Plan:
             doc = json.loads(text)
         except (TypeError, ValueError) as exc:
             raise PlanError(f"plan is not valid JSON: {exc}") from None
-        if not isinstance(doc, dict) or doc.get("v") != PLAN_VERSION:
-            raise PlanError(f"unsupported plan version {doc.get('v') if isinstance(doc, dict) else None!r}; "
-                            f"this engine reads version {PLAN_VERSION}")
+        version = doc.get("v") if isinstance(doc, dict) else None
+        if version not in (PLAN_VERSION, PLAN_VERSION_EXTENDED) or isinstance(version, bool):
+            raise PlanError(f"unsupported plan version {version!r}; "
+                            f"this engine reads versions {PLAN_VERSION} and {PLAN_VERSION_EXTENDED}")
+        new_keys = sorted(k for k in ("st", "pr", "ip") if k in doc)
+        if version == PLAN_VERSION and new_keys:
+            raise PlanError(f"plan version 1 cannot carry the keys {new_keys}; they need version 2")
         try:
-            return Plan(
+            plan = Plan(
                 symbols=tuple(doc["sym"]),
                 elements=tuple(Element(int(s), bool(k)) for s, k in doc["el"]),
                 negations=tuple(int(x) for x in doc["neg"]),
@@ -162,11 +270,25 @@ class Plan:
                 measures=tuple(Measure(MeasureKind(k), s, c, n) for k, s, c, n in doc["m"]),
                 columns=tuple(ValueType(c) for c in doc["col"]),
                 count_type=CountType(doc["ct"]),
+                strategy=Strategy(doc.get("st", Strategy.SKIP_TILL_ANY_MATCH.value)),
+                predicates=tuple(Predicate(int(l), int(lc), CmpOp(op), int(r), int(rc), _number(c))
+                                 for l, lc, op, r, rc, c in doc.get("pr", ())),
+                iterator_predicates=tuple(IteratorPredicate(int(e), int(c), CmpOp(op), _number(off))
+                                          for e, c, op, off in doc.get("ip", ())),
             )
         except (KeyError, TypeError, ValueError) as exc:
             if isinstance(exc, PlanError):
                 raise
             raise PlanError(f"malformed plan field: {exc}") from None
+        if version == PLAN_VERSION_EXTENDED and not plan.extended:
+            raise PlanError("plan version 2 without a strategy, predicate or iterator predicate; write version 1")
+        return plan
+
+
+def _number(x: object) -> int | float:
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        raise PlanError(f"predicate offset must be a number, got {x!r}")
+    return x
 
 
 def _validate(p: Plan) -> None:
@@ -185,6 +307,7 @@ def _validate(p: Plan) -> None:
             raise PlanError(f"negation mask {g} names symbols beyond the {n_sym} declared")
     _validate_window(p)
     _validate_measures(p)
+    _validate_extensions(p)
 
 
 def _validate_window(p: Plan) -> None:
@@ -207,3 +330,58 @@ def _validate_measures(p: Plan) -> None:
         needs_col = m.kind not in (MeasureKind.COUNT,)
         if needs_col and (m.column is None or not 0 <= m.column < len(p.columns)):
             raise PlanError(f"measure {m.kind.value.upper()} needs a value column index in 0..{len(p.columns) - 1}")
+
+
+def _validate_extensions(p: Plan) -> None:
+    if not isinstance(p.strategy, Strategy):
+        raise PlanError(f"strategy must be a Strategy, got {p.strategy!r}")
+    n, n_col = len(p.elements), len(p.columns)
+    for k, pr in enumerate(p.predicates):
+        what = f"predicate {k}"
+        if not isinstance(pr, Predicate) or not isinstance(pr.op, CmpOp):
+            raise PlanError(f"{what} must be a Predicate with a CmpOp operator, got {pr!r}")
+        for side, pos, col in (("left", pr.left, pr.left_column), ("right", pr.right, pr.right_column)):
+            if not _is_int(pos) or not 0 <= pos < n:
+                raise PlanError(f"{what}: {side} element position {pos!r} out of range 0..{n - 1}")
+            if p.elements[pos].kleene:
+                raise PlanError(f"{what}: element {pos} ({p.symbols[p.elements[pos].symbol]}+) is Kleene; "
+                                "a Kleene element takes part only in iterator predicates (b[i] OP b[i-1])")
+            _check_column(what, side, col, n_col)
+        if pr.left == pr.right:
+            raise PlanError(f"{what} compares element {pr.left} with itself; that is a local condition (DEFINE)")
+        _check_offset(what, pr.offset, (p.columns[pr.left_column], p.columns[pr.right_column]))
+    for k, ip in enumerate(p.iterator_predicates):
+        what = f"iterator predicate {k}"
+        if not isinstance(ip, IteratorPredicate) or not isinstance(ip.op, CmpOp):
+            raise PlanError(f"{what} must be an IteratorPredicate with a CmpOp operator, got {ip!r}")
+        if not _is_int(ip.element) or not 0 <= ip.element < n:
+            raise PlanError(f"{what}: element position {ip.element!r} out of range 0..{n - 1}")
+        if not p.elements[ip.element].kleene:
+            raise PlanError(f"{what}: element {ip.element} ({p.symbols[p.elements[ip.element].symbol]}) is not "
+                            "Kleene; b[i] OP b[i-1] needs a Kleene element X+")
+        _check_column(what, "", ip.column, n_col)
+        _check_offset(what, ip.offset, (p.columns[ip.column],))
+
+
+def _is_int(x: object) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _check_column(what: str, side: str, col: object, n_col: int) -> None:
+    if not _is_int(col) or not 0 <= col < n_col:
+        where = f" {side}" if side else ""
+        raise PlanError(f"{what}:{where} column index {col!r} out of range 0..{n_col - 1}")
+
+
+def _check_offset(what: str, c: object, types: tuple[ValueType, ...]) -> None:
+    import math
+
+    if isinstance(c, bool) or not isinstance(c, (int, float)):
+        raise PlanError(f"{what}: offset must be an int or a float, got {c!r}")
+    if isinstance(c, float) and not math.isfinite(c):
+        raise PlanError(f"{what}: offset must be finite, got {c!r}")
+    if isinstance(c, int) and abs(c) >= 2**62:
+        raise PlanError(f"{what}: offset {c} out of range (|offset| < 2**62)")
+    if isinstance(c, float) and all(t is ValueType.INT for t in types) and c != int(c):
+        raise PlanError(f"{what}: offset {c!r} is fractional but compares INT columns; use an integer offset "
+                        "or declare a column FLOAT")

@@ -6,8 +6,8 @@ from typing import Callable, NamedTuple, Sequence, TypeVar
 
 import numpy as np
 
-from udafs.errors import CountOverflowError, InputDataError
-from udafs.kernels import paths, within
+from udafs.errors import CountOverflowError, InputDataError, PlanError
+from udafs.kernels import extended, paths, within
 from udafs.kernels.arith import EXACT_CAP, Arith, Kind, Overflow, TooLarge
 from udafs.kernels.measures import Column, Partial, Tally, finalize, measure_symbols, partials
 from udafs.plan import CountType, MeasureKind, Plan, ValueType
@@ -28,7 +28,7 @@ class GroupResult(NamedTuple):
 
 
 def evaluate_group(plan: Plan, ts: np.ndarray, mask: np.ndarray,
-                   columns: Sequence[Column] = ()) -> GroupResult:
+                   columns: Sequence[Column] = (), seq: np.ndarray | None = None) -> GroupResult:
     """Exact aggregates over all matches of ``plan`` in one group of events.
 
     Parameters
@@ -42,6 +42,12 @@ def evaluate_group(plan: Plan, ts: np.ndarray, mask: np.ndarray,
     columns : sequence of (values, valid)
         One pair per ``plan.columns`` entry: int64 or float64 values and a bool
         validity array (False = NULL).
+    seq : array of int64, optional
+        Only for contiguity strategies (docs/predicates-and-strategies.md):
+        STRICT_CONTIGUITY needs the dense rank of ts over the whole input stream;
+        PARTITION_CONTIGUITY takes the dense rank within the partition, or derives it
+        when every row of the partition (mask 0 included) is passed. Ignored by
+        other plans.
 
     Returns
     -------
@@ -65,6 +71,11 @@ def evaluate_group(plan: Plan, ts: np.ndarray, mask: np.ndarray,
     2
     """
     ts, mask, cols = validate(plan, ts, mask, columns)
+    if plan.extended:  # issue 7: strategies, cross-event and iterator predicates
+        parts, starts = extended.evaluate_extended(plan, ts, mask, cols, seq)
+        values, valid = finalize(plan, parts)
+        ends = None if starts is None else starts + plan.within
+        return GroupResult(starts, ends, tuple(values), tuple(valid))
     ts, mask, cols = sorted_instances(plan, ts, mask, cols)
 
     def attempt(ar: Arith) -> tuple[list[Partial], np.ndarray | None]:
@@ -155,7 +166,14 @@ def sorted_instances(plan: Plan, ts: np.ndarray, mask: np.ndarray,
     Such rows take part in nothing (not even windows). When no value column is
     needed and the time range allows, sort one packed ``(ts, mask)`` key with
     ``np.sort`` (≈5x cheaper than ``argsort`` plus gathers on random input).
+
+    Plans with issue-7 extensions never get here from :func:`evaluate_group`; other
+    callers (e.g. ``many.evaluate_many``) would silently drop their strategy and
+    predicates, so they get a ``PlanError`` instead.
     """
+    if plan.extended:
+        raise PlanError("a plan with a selection strategy, cross-event or iterator predicates is evaluated by "
+                        "evaluate_group only (udafs.kernels.extended); this path would ignore them")
     pm = plan.pattern_symbols_mask
     m = mask & pm
     keep = m != 0

@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from udafs.kernels import paths
+from udafs.kernels import extended, paths
 from udafs.kernels.arith import Arith
 from udafs.kernels.evaluate import GroupResult, _tally, sorted_instances, validate, with_fallback
 from udafs.kernels.segments import sliding_windows
@@ -98,6 +98,8 @@ def _sorted(ts: np.ndarray, mask: np.ndarray, cols: list[Column],
 
 
 def _evaluate(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column]) -> Evaluated:
+    if plan.extended:  # strategies and cross-event predicates (no contiguity sequence here)
+        return extended.evaluate_extended(plan, ts, mask, cols, None)
     ts, mask, cols = sorted_instances(plan, ts, mask, cols)  # a filter: the rows are sorted already
 
     def attempt(ar: Arith) -> Evaluated:

@@ -22,7 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
-from udafs.errors import InputDataError
+from udafs.errors import InputDataError, PlanError
 from udafs.kernels import evaluate, paths, within
 from udafs.kernels.arith import EXACT_CAP, Arith, Kind, Overflow
 from udafs.kernels.carry import Carry, Channel, Chunk, Numbers, empty_agg, merge, run_chunk, saturate
@@ -90,6 +90,13 @@ class StreamEvaluator:
     """
 
     def __init__(self, plan: Plan) -> None:
+        if plan.extended:
+            used = [name for name, on in (("a selection strategy other than skip-till-any-match",
+                                           plan.strategy.value != "any"),
+                                          ("cross-event predicates", bool(plan.predicates)),
+                                          ("Kleene iterator predicates", bool(plan.iterator_predicates))) if on]
+            raise PlanError(f"{' and '.join(used)} {'is' if len(used) == 1 else 'are'} not supported on the "
+                            "streaming path; use the batch path (evaluate_group)")
         self.plan = plan
         self._last = _TS_MIN
         self._held = _Buffer(plan.columns)  # rows of the latest timestamp

@@ -1,0 +1,170 @@
+"""Evaluation of issue-7 plans (strategies, cross-event and iterator predicates).
+
+``evaluate_extended`` is what :func:`udafs.kernels.evaluate.evaluate_group` calls for
+a plan with ``plan.extended``. It prepares the group (contiguity ranks before rows
+that are no instance are dropped, one sort), picks a method per segment
+(:func:`udafs.kernels.predicates.choose` — the vectorised sorted/condensed passes
+when they apply, else the exact state DP of :mod:`udafs.kernels.statedp`), and turns
+the aggregates into :class:`~udafs.kernels.measures.Partial` rows.
+
+State-DP segments: without SLIDE the whole group (WITHIN is a span limit checked against the
+first row; edge negation looks at the whole group); with SLIDE every window
+``[k·s, k·s + w)`` holding an instance of a pattern symbol, on its own rows.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from udafs.errors import InputDataError
+from udafs.kernels import predicates, statedp
+from udafs.kernels.arith import EXACT_CAP
+from udafs.kernels.measures import Column, Partial, key_float
+from udafs.kernels.segments import sliding_windows
+from udafs.plan import CountType, MeasureKind, Plan, Strategy, ValueType
+
+
+#: Tests set this to evaluate every plan with the state DP (to cross-check the vectorised paths).
+FORCE_STATE_DP = False
+
+
+def contiguity_rank(plan: Plan, ts: np.ndarray, seq: np.ndarray | None) -> np.ndarray | None:
+    """Per row, the rank whose +1 steps contiguity strategies require (None otherwise).
+
+    STRICT_CONTIGUITY: ``seq`` is required (dense rank of ts in the whole input
+    stream, supplied by the caller). PARTITION_CONTIGUITY: ``seq`` if given, else the
+    dense rank of ts among the rows passed in, which must then be *all* rows of the
+    partition (mask 0 included).
+    """
+    if not plan.strategy.contiguous:
+        return None
+    if seq is not None:
+        seq = np.asarray(seq)
+        if seq.shape != ts.shape or (seq.dtype.kind not in "iu" and len(seq)):
+            raise InputDataError(f"seq must be an integer array of shape {ts.shape}, got {seq.dtype} {seq.shape}")
+        return seq.astype(np.int64, copy=False)
+    if plan.strategy is Strategy.STRICT_CONTIGUITY:
+        raise InputDataError("STRICT_CONTIGUITY needs seq: the dense rank of ts over the whole input stream")
+    return np.unique(ts, return_inverse=True)[1].astype(np.int64).reshape(ts.shape)
+
+
+def evaluate_extended(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column],
+                      seq: np.ndarray | None = None) -> tuple[list[Partial], np.ndarray | None]:
+    """Partials of an extended plan over one group (what ``evaluate_group`` finalises).
+
+    Parameters
+    ----------
+    plan : Plan
+        A validated plan with ``plan.extended``.
+    ts, mask : arrays of int64
+        Validated group rows in any order; for PARTITION_CONTIGUITY without ``seq``,
+        every row of the partition (mask 0 for rows that are no instance).
+    cols : list of (values, valid)
+        Validated value columns.
+    seq : array of int64, optional
+        Contiguity ranks (see :func:`contiguity_rank`).
+
+    Returns
+    -------
+    (list of Partial, array or None)
+        Per measure, values per output row; window starts with SLIDE, else None.
+
+    Raises
+    ------
+    InputDataError
+        STRICT_CONTIGUITY without ``seq``, or ``seq`` of the wrong shape or dtype.
+    CountOverflowError
+        A count too large for the count type.
+    """
+    rank = contiguity_rank(plan, ts, seq)
+    keep = (mask & plan.pattern_symbols_mask) != 0
+    order = np.argsort(ts[keep], kind="stable")
+    ts, mask = ts[keep][order], (mask[keep] & plan.pattern_symbols_mask)[order]
+    cols = [(v[keep][order], ok[keep][order]) for v, ok in cols]
+    rank = None if rank is None else rank[keep][order]
+    if predicates.vectorised(plan) is None and not FORCE_STATE_DP:
+        from udafs.kernels.evaluate import with_fallback  # evaluate imports this module
+
+        try:
+            return with_fallback(plan, lambda ar: predicates.evaluate(plan, ts, mask, cols, ar, rank))
+        except predicates.NotVectorised:
+            pass
+    chans = statedp.channels(plan)
+    if plan.slide is None:
+        totals = [_state_dp(plan, ts, mask, cols, rank, 0, len(ts), chans, _group_edges(plan, ts, mask))]
+        return _partials(plan, chans, totals), None
+    w, s = plan.within, plan.slide
+    k = sliding_windows(ts, w, s)
+    los = np.searchsorted(ts, k * s, "left")
+    his = np.searchsorted(ts, k * s + w, "left")
+    totals = []
+    for lo, hi in zip(los.tolist(), his.tolist()):
+        seg_ts, seg_mask = ts[lo:hi].tolist(), mask[lo:hi].tolist()
+        lead = [t for t, m in zip(seg_ts, seg_mask) if m & plan.negations[0]]
+        trail = [t for t, m in zip(seg_ts, seg_mask) if m & plan.negations[-1]]
+        edges = statedp.Edges(None, lead, trail, True)
+        totals.append(_state_dp(plan, ts, mask, cols, rank, lo, hi, chans, edges))
+    return _partials(plan, chans, totals), k * s
+
+
+def _state_dp(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column], rank: np.ndarray | None,
+              lo: int, hi: int, chans: list[statedp.Channel], edges: statedp.Edges) -> list[object]:
+    """Aggregates of the matches among sorted rows ``lo..hi-1`` by the state DP."""
+    g = statedp.make_group(ts[lo:hi], mask[lo:hi], [(v[lo:hi], ok[lo:hi]) for v, ok in cols],
+                           None if rank is None else rank[lo:hi])
+    return statedp.evaluate_segment(plan, g, 0, hi - lo, edges, chans)
+
+
+def _group_edges(plan: Plan, ts: np.ndarray, mask: np.ndarray) -> statedp.Edges:
+    lead = ts[(mask & plan.negations[0]) != 0].tolist() if plan.negations[0] else []
+    trail = ts[(mask & plan.negations[-1]) != 0].tolist() if plan.negations[-1] else []
+    return statedp.Edges(plan.within, lead, trail, False)
+
+
+def _partials(plan: Plan, chans: list[statedp.Channel], totals: Sequence[list]) -> list[Partial]:
+    """Partials from per-output-row aggregates ``[count, channel...]``."""
+    counts = _counts(plan, [t[0] for t in totals])
+    out = []
+    for m in plan.measures:
+        if m.kind is MeasureKind.COUNT_STAR:
+            out.append(Partial(counts, counts))
+            continue
+        if m.kind is MeasureKind.COUNT:
+            c = _counts(plan, [t[1 + chans.index(statedp.Channel("one", m.symbol, None))] for t in totals])
+            out.append(Partial(c, c))
+            continue
+        nn = _counts(plan, [t[1 + chans.index(statedp.Channel("nn", m.symbol, m.column))] for t in totals])
+        is_float = plan.columns[m.column] is ValueType.FLOAT
+        if m.kind in (MeasureKind.SUM, MeasureKind.AVG):
+            raw = [t[1 + chans.index(statedp.Channel("val", m.symbol, m.column))] for t in totals]
+            value = np.array(raw, dtype=np.float64) if is_float else _counts(plan, raw, signed=True)
+            out.append(Partial(value, nn))
+            continue
+        raw = [t[1 + chans.index(statedp.Channel(m.kind.value, m.symbol, m.column))] for t in totals]
+        keys = np.array([0 if v is None else v for v in raw], dtype=np.int64)
+        out.append(Partial(key_float(keys) if is_float else keys, nn))
+    return out
+
+
+def _counts(plan: Plan, values: list, signed: bool = False) -> np.ndarray:
+    """Exact counts (or exact integer sums) as an object array; float64 for DOUBLE.
+
+    Values past ``EXACT_CAP`` cannot fit an exact count type: the same error as the
+    other paths (``too_large``); for DOUBLE they become inf.
+    """
+    if plan.count_type is CountType.DOUBLE:
+        return np.array([_to_float(v) for v in values], dtype=np.float64)
+    if any(abs(v) >= EXACT_CAP for v in values):
+        from udafs.kernels.evaluate import too_large
+
+        raise too_large(plan)
+    return np.array(values + [None], dtype=object)[:-1] if values else np.zeros(0, dtype=object)
+
+
+def _to_float(v: int | float) -> float:
+    try:
+        return float(v)
+    except OverflowError:
+        return float("inf") if v > 0 else float("-inf")
