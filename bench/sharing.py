@@ -1,0 +1,151 @@
+"""Workload sharing on Spark: one pass per sharing group vs every statement alone (Sharon, section VIII).
+
+Two synthetic streams, generated once with ``spark.range`` and written to parquet:
+
+* **routes**: vehicles (``--vehicles``) driving random walks on a grid of streets,
+  one position report every few seconds; a query counts the trips of each vehicle
+  along a route of 10 streets (a walk on the same grid, so routes share sub-routes);
+* **funnels**: customers browsing and buying items; a query counts the customer's
+  10-step funnels over the item catalogue (popular items recur across funnels).
+
+Every query: ``WITHIN INTERVAL 10 MINUTES SLIDE INTERVAL 1 MINUTE``, ``COUNT(*)`` per
+key and window. For 20, 60 and 120 queries (``--queries``) the script prints the time
+of (shared) ``sparkseq.workload`` on the whole script — the group's cached pass plus
+reading every statement's result — and of (alone) each statement run by itself, one
+after the other, both reading every statement's full result; the results must agree
+statement by statement. Also the sharing optimizer's time on the workload with
+statistics collected from the data (the statistics job is timed apart).
+
+Usage: .venv/bin/python bench/sharing.py [--events N] [--queries 20,60,120] [--stream routes,funnels]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import sparkseq  # noqa: E402
+from pyspark.sql import SparkSession  # noqa: E402
+from sparkseq import statistics  # noqa: E402
+from sparkseq.session import scratch_dir  # noqa: E402
+from sparkseq.workloads import plan_workload, workload  # noqa: E402
+from sql_rewrites import sharing  # noqa: E402
+
+START = 1_714_550_400  # 2024-05-01 08:00 UTC, seconds
+GRID = 6  # streets: a GRID x GRID grid of intersections, named S<row><col>
+ITEMS = 24
+
+
+def streets() -> list[str]:
+    return [f"S{r}{c}" for r in range(GRID) for c in range(GRID)]
+
+
+def neighbours(street: str) -> list[str]:
+    r, c = int(street[1]), int(street[2])
+    steps = [(r + dr, c + dc) for dr, dc in ((0, 1), (1, 0), (0, -1), (-1, 0))]
+    return [f"S{a}{b}" for a, b in steps if 0 <= a < GRID and 0 <= b < GRID]
+
+
+def make_stream(spark: SparkSession, kind: str, events: int, keys: int) -> str:
+    """Write the stream once (parquet), register view ``<kind>``; return its name."""
+    path = scratch_dir() / f"bench-sharing-{kind}-{events}-{keys}.parquet"
+    if not path.exists():
+        if kind == "routes":
+            names = ", ".join(f"'{s}'" for s in streets())
+            # a walk: the street index drifts by +-1 / +-GRID per report (a cheap random walk per vehicle)
+            value = (f"element_at(array({names}), CAST(pmod(abs(hash(id % {keys})) + "
+                     f"(id DIV {keys}) * (1 + pmod(hash(id), 2) * {GRID - 1}), {GRID * GRID}) AS INT) + 1)")
+        else:
+            names = ", ".join(f"'{a}_{i}'" for i in range(ITEMS) for a in ("view", "buy"))
+            value = f"element_at(array({names}), CAST(pmod(hash(id, 'item'), {2 * ITEMS}) AS INT) + 1)"
+        spark.range(events).selectExpr(
+            f"CAST(id % {keys} AS INT) AS k",
+            f"timestamp_seconds({START} + (id DIV {keys}) * 5 + pmod(hash(id, 't'), 5)) AS ts",
+            f"{value} AS type",
+        ).write.mode("overwrite").parquet(str(path))
+    spark.read.parquet(str(path)).createOrReplaceTempView(kind)
+    return kind
+
+
+def queries(kind: str, count: int, length: int, seed: int = 7) -> list[str]:
+    """``count`` distinct patterns of ``length`` types: walks on the grid, or item funnels."""
+    rng = random.Random(seed)
+    out: list[str] = []
+    while len(out) < count:
+        if kind == "routes":
+            walk = [rng.choice(streets())]
+            while len(walk) < length:
+                walk.append(rng.choice(neighbours(walk[-1])))
+        else:
+            hot = rng.sample(range(ITEMS), 4)
+            walk = [f"{rng.choice(('view', 'buy'))}_{rng.choice(hot)}" for _ in range(length)]
+        text = f"SEQ({', '.join(walk)})"
+        if text not in out:
+            out.append(text)
+    return out
+
+
+def statement(kind: str, pattern: str) -> str:
+    return (f"SELECT k, window_start, n FROM {kind} MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERN {pattern} "
+            "TYPE BY type MEASURES COUNT(*) AS n WITHIN INTERVAL 10 MINUTES SLIDE INTERVAL 1 MINUTE) AS m")
+
+
+def digest(frame: object) -> tuple[int, int]:
+    """Rows and total count of a statement's full result (reads all of it)."""
+    row = frame.selectExpr("count(*) AS rows", "coalesce(sum(n), 0) AS total").first()  # type: ignore[attr-defined]
+    return int(row.rows), int(row.total)
+
+
+def run(spark: SparkSession, kind: str, count: int) -> None:
+    patterns = queries(kind, count, 10)
+    script = ";\n".join(statement(kind, p) for p in patterns)
+    began = time.perf_counter()
+    shared = [digest(f) for f in workload(spark, script)]
+    t_shared = time.perf_counter() - began
+    began = time.perf_counter()
+    alone = [digest(sparkseq.sql(spark, statement(kind, p))) for p in patterns]
+    t_alone = time.perf_counter() - began
+    assert shared == alone, f"{kind}, {count} queries: shared and alone results differ"
+    plan = plan_workload(spark, script)
+    group = plan.groups[0]
+    began = time.perf_counter()
+    stats = statistics.collect(spark, group)
+    t_stats = time.perf_counter() - began
+    keys = statistics.symbol_keys(group)
+    began = time.perf_counter()
+    chosen = sharing.optimize([sharing.query_from_plan(f"q{i}", p, keys) for i, p in enumerate(group.plan.plans)],
+                              stats)
+    t_opt = time.perf_counter() - began
+    matches = sum(total for _, total in shared)
+    print(f"  {kind:<8} {count:>4} {t_alone:9.1f} s {t_shared:9.1f} s {t_alone / t_shared:8.2f}x "
+          f"{t_opt * 1000:8.0f} ms {t_stats:7.1f} s   {len(chosen.shared):>3} shared, est. "
+          f"{1 - chosen.cost / chosen.cost_unshared:5.1%} saved   {matches:,} matches")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=400_000)
+    parser.add_argument("--keys", type=int, default=200)
+    parser.add_argument("--queries", default="20,60,120")
+    parser.add_argument("--stream", default="routes,funnels")
+    args = parser.parse_args()
+    spark = sparkseq.session()
+    print(f"{spark.sparkContext.master}, Spark {spark.version}; {args.events:,} events per stream, {args.keys} keys; "
+          "patterns of length 10, WITHIN 10 minutes SLIDE 1 minute, COUNT(*); one run")
+    print(f"  {'stream':<8} {'qs':>4} {'alone':>11} {'shared':>11} {'speedup':>9} {'optimizer':>11} "
+          f"{'stats':>9}   plan")
+    for kind in args.stream.split(","):
+        make_stream(spark, kind, args.events, args.keys)
+        sparkseq.sql(spark, statement(kind, queries(kind, 1, 10)[0])).collect()  # warm-up
+        for count in map(int, args.queries.split(",")):
+            run(spark, kind, count)
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
