@@ -29,7 +29,9 @@ from pyspark.sql import types as T
 
 from sparkseq import hierarchies as registry
 from sparkseq.catalog import PendingRelation, SessionSchemas
-from sparkseq.registration import engine_function, engine_function_name
+from sparkseq.registration import engine_function_name
+from udafs import contract
+from udafs.spark_shared import shared_pass
 from sparkseq.sql_api import (
     _check_all,
     _explained,
@@ -184,11 +186,27 @@ def explain_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyRe
 
 
 def _cache_group(spark: SparkSession, plan: WorkloadPlan, group: int) -> None:
-    """Compute a group's shared result once (one job) and keep it cached."""
+    """Compute a group's shared result once (one job) and keep it cached.
+
+    The pass is a grouped-map Arrow function (:mod:`udafs.spark_shared`) over the
+    group's engine input rows: its per-window rows reach Spark as Arrow tables, not as
+    one ``array<struct>`` per partition converted through Python objects. An engine
+    error (a count too large for its type) fails the caching job with its message."""
     shared = plan.groups[group]
-    name = engine_function(spark, shared.plan)
-    select = shared.select(name).sql(dialect="spark", normalize_functions=False)
-    spark.sql(f"CACHE TABLE `{plan.table(group)}` AS {select}")
+    events, (ts, mask, *values) = shared.events()
+    frame = spark.sql(events.sql(dialect="spark"))
+    keys = [c for c in frame.columns if c not in (ts, mask, *values)]
+    error = "__sparkseq_error"
+    types = [sql for _, sql in contract.multi_result_fields(shared.plan)] + [contract.STRING]
+    schema = T.StructType([frame.schema[k] for k in keys] + [
+        T.StructField(name, T._parse_datatype_string(sql)) for name, sql in zip((*shared.output_names, error), types)])
+    body = shared_pass(shared.plan.to_json(), ts, mask, values, (*shared.output_names, error))
+    result = frame.groupBy(*keys).applyInArrow(body, schema)
+    staging = f"{plan.table(group)}_pass"
+    result.createOrReplaceTempView(staging)
+    columns = ", ".join(f"`{c}`" for c in (*keys, *shared.output_names))
+    spark.sql(f"CACHE TABLE `{plan.table(group)}` AS SELECT {columns} FROM `{staging}` "
+              f"WHERE CASE WHEN `{error}` IS NULL THEN TRUE ELSE raise_error(`{error}`) END")
 
 
 __all__ = ["WorkloadPlan", "explain_workload", "plan_workload", "workload"]

@@ -5,11 +5,12 @@ user text) with every identifier quoted::
 
     SELECT k, <window bounds>, CAST(r.m0 AS <type>) AS funnels, ...     -- typed output
     FROM (
-      SELECT k, <engine fn of the plan>(__ts, __mask, __v0, ...) AS __result
+      SELECT k, <engine fn of the plan>(__ts, __mask[, __seq], __v0, ...) AS __result
       FROM (
         SELECT k, unix_micros(ts) AS __ts,                                -- engine time
                CAST((CASE WHEN <define 0> THEN 1 ELSE 0 END)
                   | (CASE WHEN <define 1> THEN 2 ELSE 0 END) ... AS BIGINT) AS __mask,
+               [DENSE_RANK() OVER ([PARTITION BY k] ORDER BY ts) AS __seq,]  -- contiguity only
                <value columns> AS __v0, ...
         FROM <source>) AS __events
       WHERE __mask <> 0 AND __ts IS NOT NULL     -- rows of no symbol never reach Python
@@ -39,7 +40,7 @@ from sql_rewrites import engine_contract
 from sql_rewrites.logical import MatchAggregateQuery
 from sql_rewrites.sql_types import DType, time_from_engine, time_to_engine
 from udafs.multiplan import MultiPlan
-from udafs.plan import Plan
+from udafs.plan import Plan, Strategy
 
 FUNCTION_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
@@ -86,7 +87,9 @@ class EngineInput:
     columns computed from it (an E-Cube's ``pattern`` and ``levels``), placed after the
     window bounds. ``windows`` names the window bound columns and keeps them even when
     the first plan has no SLIDE (a workload's plans may differ); by default they are
-    ``window_start``/``window_end``, present with SLIDE.
+    ``window_start``/``window_end``, present with SLIDE. ``seq`` is the contiguity rank
+    (:func:`contiguity_rank`), required exactly when the plan has a contiguity strategy;
+    it is computed over the source before any row is filtered out.
     """
 
     plan: Plan | MultiPlan
@@ -99,6 +102,7 @@ class EngineInput:
     instances: int | None = None
     per_plan: tuple[tuple[str, Callable[[exp.Expr], exp.Expr]], ...] = ()
     windows: tuple[str, str] | None = None
+    seq: exp.Expr | None = None
 
 
 def generate(query: MatchAggregateQuery, function_name: str, source: exp.Expr | None = None) -> exp.Subquery:
@@ -124,10 +128,30 @@ def generate(query: MatchAggregateQuery, function_name: str, source: exp.Expr | 
         measures=tuple((m.name, m.from_engine) for m in query.measures),
         bound=lambda value: time_from_engine(value, order.kind, order.column.dtype),
         per_plan=_cube_columns(query),
+        seq=contiguity_rank(query.plan, [k.expression for k in query.partition_keys], order.expression),
     )
     output = engine_query(spec, function_name, (source or query.node.this).copy())
     alias = query.node.args.get("alias")
     return _sanitize(exp.Subquery(this=output, alias=alias.copy() if alias else None))
+
+
+def contiguity_rank(plan: Plan | MultiPlan, keys: list[exp.Expr], time: exp.Expr) -> exp.Expr | None:
+    """The engine's ``seq`` argument for a contiguity strategy, None for other plans.
+
+    STRICT CONTIGUITY: ``DENSE_RANK() OVER (ORDER BY time)`` over the whole input;
+    PARTITION CONTIGUITY: ``DENSE_RANK() OVER (PARTITION BY keys ORDER BY time)``. Both
+    rank every row of the source (also rows that are no instance of any symbol), as
+    docs/predicates-and-strategies.md section 4 requires.
+    """
+    if isinstance(plan, MultiPlan) or not plan.strategy.contiguous:
+        return None
+    strict = plan.strategy is Strategy.STRICT_CONTIGUITY
+    window = exp.Window(
+        this=exp.Anonymous(this="dense_rank", expressions=[]),
+        partition_by=None if strict or not keys else [k.copy() for k in keys],
+        order=exp.Order(expressions=[exp.Ordered(this=time.copy())]),
+    )
+    return exp.cast(window, DType.BIGINT)
 
 
 def _cube_columns(query: MatchAggregateQuery) -> tuple[tuple[str, Callable[[exp.Expr], exp.Expr]], ...]:
@@ -163,11 +187,30 @@ def engine_query(spec: EngineInput, function_name: str, source: exp.Expr) -> exp
     """
     if len(spec.values) != len(spec.plan.columns):
         raise ValueError(f"the plan declares {len(spec.plan.columns)} value columns, got {len(spec.values)}")
+    contiguous = not isinstance(spec.plan, MultiPlan) and spec.plan.strategy.contiguous
+    if contiguous != (spec.seq is not None):
+        raise ValueError("a contiguity strategy needs the seq rank (and other plans take none)")
     names = InternalNames(name for name, _ in spec.keys)
     roles = _Roles(names, len(spec.values), len(spec.measures))
     events = _events_select(spec, source, roles)
     groups = _groups_select(spec, events, check_function_name(function_name), roles)
     return _sanitize(_output_select(spec, groups, roles))  # type: ignore[return-value]
+
+
+def engine_events(spec: EngineInput, source: exp.Expr) -> tuple[exp.Select, tuple[str, ...]]:
+    """The engine's input rows as a query: the partition keys, then the int64 time, the
+    int64 mask and the value columns (names returned, in that order), only rows that are
+    an instance of some symbol and have a time — what the engine function is fed, for
+    callers that group the rows themselves (a workload's shared pass)."""
+    names = InternalNames(name for name, _ in spec.keys)
+    roles = _Roles(names, len(spec.values), len(spec.measures))
+    events = _events_select(spec, source, roles)
+    mask: exp.Expr = exp.column(roles.mask)
+    if spec.instances is not None:
+        mask = exp.paren(exp.BitwiseAnd(this=mask, expression=exp.Literal.number(spec.instances)))
+    select = exp.select("*").from_(events.subquery(roles.events)).where(exp.and_(
+        exp.NEQ(this=mask, expression=exp.Literal.number(0)), exp.column(roles.ts).is_(exp.null()).not_()))
+    return _sanitize(select), (roles.ts, roles.mask, *roles.values)  # type: ignore[return-value]
 
 
 class _Roles:
@@ -182,6 +225,7 @@ class _Roles:
         self.error = names("error")
         self.plan_index = names("plan")
         self.all_rows = names("all_rows")
+        self.seq = names("seq")
 
 
 def _events_select(spec: EngineInput, source: exp.Expr, roles: _Roles) -> exp.Select:
@@ -191,6 +235,8 @@ def _events_select(spec: EngineInput, source: exp.Expr, roles: _Roles) -> exp.Se
     time = exp.alias_(spec.time.copy(), roles.ts)
     mask = exp.alias_(spec.mask.copy(), roles.mask)
     values = [exp.alias_(value.copy(), name) for value, name in zip(spec.values, roles.values)]
+    if spec.seq is not None:  # window functions run before the groups select drops rows
+        values.insert(0, exp.alias_(spec.seq.copy(), roles.seq))
     return exp.select(*keys, time, mask, *values).from_(source)
 
 
@@ -216,6 +262,8 @@ def mask_expression(conditions: Iterable[tuple[int, exp.Expr]]) -> exp.Expr:
 def _groups_select(spec: EngineInput, events: exp.Select, function_name: str, roles: _Roles) -> exp.Select:
     keys = [exp.column(name) for name, _ in spec.keys] or [exp.column(roles.all_rows)]
     arguments = [exp.column(roles.ts), exp.column(roles.mask)]  # the plan is bound into the function
+    if spec.seq is not None:
+        arguments.append(exp.column(roles.seq))
     arguments += [exp.column(name) for name in roles.values]
     call = exp.Anonymous(this=function_name, expressions=arguments)
     mask: exp.Expr = exp.column(roles.mask)
@@ -286,4 +334,4 @@ def _sanitize(tree: exp.Expr) -> exp.Expr:
     return tree
 
 
-__all__ = ["generate", "engine_query", "EngineInput", "check_function_name", "mask_expression"]
+__all__ = ["generate", "engine_query", "engine_events", "EngineInput", "check_function_name", "mask_expression"]

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from sql_rewrites.generate import EngineInput, engine_query, mask_expression
+from sql_rewrites.generate import EngineInput, engine_events, engine_query, mask_expression
 from sql_rewrites.logical import MatchAggregateQuery
 from sql_rewrites.sql_types import time_from_engine, time_to_engine
 from udafs.multiplan import MultiPlan
@@ -73,11 +73,10 @@ class SharedGroup:
     symbols: tuple[tuple[str, exp.Expr], ...]  # union: (name, condition)
     values: tuple[exp.Expr, ...]  # union value expressions, engine-typed
 
-    def select(self, function_name: str) -> exp.Select:
-        """The group's query over the shared source: keys, member index, window bounds and
-        raw field values per output row of every member (engine types)."""
+    def spec(self) -> EngineInput:
+        """The engine input of the group: keys, time, the union mask, the union values."""
         first = self.members[0].query
-        spec = EngineInput(
+        return EngineInput(
             plan=self.plan,
             keys=tuple((k.name, k.expression) for k in first.partition_keys),
             time=time_to_engine(first.order.expression.copy(), first.order.kind),
@@ -87,7 +86,20 @@ class SharedGroup:
             per_plan=((PLAN_COLUMN, lambda index: index),),
             windows=((WINDOW_START, WINDOW_END) if any(p.slide is not None for p in self.plan.plans) else None),
         )
-        return engine_query(spec, function_name, first.node.this.copy())
+
+    def events(self) -> tuple[exp.Select, tuple[str, ...]]:
+        """The engine's input rows of the group (:func:`sql_rewrites.generate.engine_events`)."""
+        return engine_events(self.spec(), self.members[0].query.node.this.copy())
+
+    @property
+    def output_names(self) -> tuple[str, ...]:
+        """Columns of the group's result after the keys: member index, window bounds, fields."""
+        return (PLAN_COLUMN, WINDOW_START, WINDOW_END, *(field_column(f) for f in range(len(self.plan.fields))))
+
+    def select(self, function_name: str) -> exp.Select:
+        """The group's query over the shared source: keys, member index, window bounds and
+        raw field values per output row of every member (engine types)."""
+        return engine_query(self.spec(), function_name, self.members[0].query.node.this.copy())
 
     def replacement(self, index: int, table: str) -> exp.Subquery:
         """Member ``index``'s operator as a select of its rows from the cached ``table``,

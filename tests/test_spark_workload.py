@@ -72,3 +72,17 @@ def test_unshareable_operators_run_alone(spark) -> None:  # noqa: ANN001
     assert plan.groups == ()
     frames = sparkseq.workload(spark, ";".join([one, other_keys, subquery]))
     assert [f.collect()[0][-1] for f in frames] == [1, 1, 1]
+
+
+def test_operators_without_partition_by_share_one_pass(spark) -> None:  # noqa: ANN001
+    events_frame(spark, [oracle.Events([1, 2, 3], [1, 2, 2], ([1, 2, 3], [1.0, 2.0, 3.0])),
+                         oracle.Events([1, 5], [1, 2], ([4, 5], [4.0, 5.0]))]).createOrReplaceTempView("cases")
+    one = "SELECT n FROM cases MATCH_AGGREGATE (ORDER BY ts PATTERN SEQ(A, B) " \
+          "DEFINE A AS mask = 1, B AS mask = 2 MEASURES COUNT(*) AS n) AS m"
+    two = one.replace("MEASURES COUNT(*) AS n)", "MEASURES COUNT(*) AS n, SUM(B.i) AS s)").replace("SELECT n", "SELECT s")
+    plan = sparkseq.plan_workload(spark, f"{one};{two}")
+    assert [len(g.members) for g in plan.groups] == [2]
+    first, second = sparkseq.workload(spark, f"{one};{two}")
+    # all rows are one partition: A at 1, 1, 1 (ts), B at 2, 3, 5 -> 2 A rows at ts 1 before 3 Bs = 6
+    assert [tuple(r) for r in first.collect()] == [(6,)]
+    assert [tuple(r) for r in second.collect()] == [(2 * (2 + 3 + 5),)]
