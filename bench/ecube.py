@@ -80,9 +80,8 @@ def main() -> None:
     totals(spark, patterns_statement(WORKLOAD_7[:1]))  # warm-up: Python workers, code generation
     compare(spark, "Workload 7", WORKLOAD_7, patterns_statement(WORKLOAD_7), args.repeat)
     compare(spark, "Workload 8", WORKLOAD_8, patterns_statement(WORKLOAD_8), args.repeat)
-    cube = sparkseq.cube(spark, CUBE)
-    rollup = [p for p in cube.patterns]
-    compare(spark, "Roll-up cube of SEQ(DELL, QQQ, ANAT)", rollup, CUBE, 1)
+    rollup = sparkseq.cube(spark, CUBE).patterns
+    compare(spark, "Roll-up cube of SEQ(DELL, QQQ, ANAT)", rollup, CUBE, args.repeat)
     spark.stop()
 
 
