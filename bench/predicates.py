@@ -16,11 +16,23 @@ Printed per window size: ns/event for both, the kernel's growth relative to the
 first size divided by the growth of log2(window size) (≈ 1 means the cost grows
 like log w), and self-join / kernel.
 
-TODO: a Spark end-to-end comparison (MATCH_AGGREGATE with a cross-event predicate
-vs the same query as a Spark SQL self-join) once the SQL layer accepts predicates;
-no number is printed for it until then.
+Then the same comparison end to end on local Spark (``--spark``, on by default; one
+run after a warm-up, same data for both):
 
-Run: ``.venv/bin/python bench/predicates.py [events_total] [partitions]``.
+* sparkseq: ``MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERN SEQ(A, G) ...
+  WHERE A.price >= G.price + 2 MEASURES COUNT(*) ... WITHIN w)`` through
+  :func:`sparkseq.sql`;
+* two-step self-join in Spark SQL: step 1 joins A rows with G rows on (k, time
+  block) and (k, time block + 1) — an equi-join, so Spark hash/sort-merge joins
+  instead of a cartesian product — and filters on time (``0 < G.ts - A.ts < w``) and
+  the predicate; step 2 counts per k. O(n · w) joined pairs.
+
+Both must return the same counts (checked). Printed per window size: seconds, ns/event,
+sparkseq's growth relative to the first size over log2 growth, and self-join /
+sparkseq. Measured figures only; nothing is extrapolated.
+
+Run: ``.venv/bin/python bench/predicates.py [events_total] [partitions] [spark_events]
+[--no-spark]``.
 """
 
 from __future__ import annotations
@@ -83,9 +95,64 @@ def self_join_counts(df: pd.DataFrame, w: int) -> np.ndarray:
     return total.reindex(sorted(df["k"].unique()), fill_value=0).to_numpy().astype(np.int64)
 
 
+MATCH_SQL = """SELECT k, n FROM bench_ticks MATCH_AGGREGATE (
+  PARTITION BY k ORDER BY ts PATTERN SEQ(A, G) DEFINE A AS mask = 1, G AS mask = 2
+  WHERE A.price >= G.price + 2 MEASURES COUNT(*) AS n WITHIN {w}) AS m"""
+
+SELF_JOIN_SQL = """WITH a AS (SELECT k, ts, price, ts DIV {w} AS b FROM bench_ticks WHERE mask = 1),
+g AS (SELECT k, ts, price, ts DIV {w} AS b FROM bench_ticks WHERE mask = 2),
+pairs AS (
+  SELECT a.k FROM a JOIN g ON g.k = a.k AND g.b = a.b
+   WHERE g.ts > a.ts AND g.ts - a.ts < {w} AND a.price >= g.price + 2
+  UNION ALL
+  SELECT a.k FROM a JOIN g ON g.k = a.k AND g.b = a.b + 1
+   WHERE g.ts > a.ts AND g.ts - a.ts < {w} AND a.price >= g.price + 2)
+SELECT k, COUNT(*) AS n FROM pairs GROUP BY k"""
+
+
+def spark_comparison(df: pd.DataFrame, windows: tuple[int, ...] = (10, 100, 1000)) -> None:
+    """sparkseq.sql vs the two-step Spark SQL self-join on ``df`` (module docstring)."""
+    import time
+
+    import sparkseq
+
+    spark = sparkseq.session("local[2]", app_name="bench-predicates")
+    try:
+        spark.createDataFrame(df).cache().createOrReplaceTempView("bench_ticks")
+        spark.sql("SELECT COUNT(*) FROM bench_ticks").collect()  # materialise the cache
+        print(f"Spark local[2], {len(df):,} events, {df['k'].nunique()} partitions (one run each, after a warm-up)")
+        base = None
+        for w in windows:
+            def run_match() -> dict[int, int]:
+                return {r.k: r.n for r in sparkseq.sql(spark, MATCH_SQL.format(w=w)).collect()}
+
+            def run_join() -> dict[int, int]:
+                return {r.k: r.n for r in spark.sql(SELF_JOIN_SQL.format(w=w)).collect()}
+
+            run_match()
+            started = time.perf_counter()
+            got = run_match()
+            t_m = time.perf_counter() - started
+            run_join() if w <= 100 else None  # warm-up (the large join is its own warm-up cost)
+            started = time.perf_counter()
+            want = run_join()
+            t_j = time.perf_counter() - started
+            assert {k: v for k, v in got.items() if v} == want, "sparkseq and the self-join disagree"
+            ns_m, ns_j = t_m / len(df) * 1e9, t_j / len(df) * 1e9
+            base = base or (ns_m, w)
+            growth = (ns_m / base[0]) / (math.log2(w) / math.log2(base[1])) if w != base[1] else 1.0
+            print(f"w={w:>5} events/window: sparkseq {t_m:7.2f} s ({ns_m:8.0f} ns/event, growth/log-growth "
+                  f"{growth:5.2f}); self-join {t_j:7.2f} s ({ns_j:8.0f} ns/event); self-join/sparkseq "
+                  f"{t_j / t_m:7.2f}x; matches {sum(want.values()):,} (counts equal)", flush=True)
+    finally:
+        spark.stop()
+
+
 def main() -> None:
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 200_000
-    parts = int(sys.argv[2]) if len(sys.argv) > 2 else 20
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    n = int(args[0]) if len(args) > 0 else 200_000
+    parts = int(args[1]) if len(args) > 1 else 20
+    spark_events = int(args[2]) if len(args) > 2 else 200_000
     df = make_data(n, parts)
     shuffled = df.sample(frac=1.0, random_state=1)
     print(f"{len(df):,} events, {parts} partitions, SEQ(A, G) WITHIN w, A.price >= G.price + 2, COUNT(*)")
@@ -116,6 +183,8 @@ def main() -> None:
             line += (f"; self-join{where} {t_j / len(sub) * 1e9:8.0f} ns/event, "
                      f"self-join/kernel {t_j / t_ks:6.2f}x (counts equal)")
         print(line, flush=True)
+    if "--no-spark" not in sys.argv:
+        spark_comparison(make_data(spark_events, parts))
 
 
 if __name__ == "__main__":

@@ -38,6 +38,12 @@ function                                                 returns
 with a NULL ``ts`` take part in nothing. ``pattern``, ``within``, ``slide`` and
 ``symbol`` must be the same for every row of a group (literals, normally).
 
+A pattern may end in ``STRATEGY SKIP TILL ANY MATCH | SKIP TILL NEXT MATCH | PARTITION
+CONTIGUITY`` (before or after ``HIERARCHY name``), e.g.
+``'SEQ(A, B+, C) STRATEGY SKIP TILL NEXT MATCH'``. PARTITION CONTIGUITY ranks every row
+of the group (also rows of no symbol); STRICT CONTIGUITY is refused here, since a
+grouped function cannot see the rest of the input (use MATCH_AGGREGATE).
+
 These are the bodies of grouped-aggregate Arrow UDFs (``arrow_udf``); Python workers
 import this module by reference. Patterns are compiled once per worker and text.
 """
@@ -66,12 +72,14 @@ from sql_rewrites.errors import (
 )
 from sql_rewrites.expressions import MatchPattern
 from sql_rewrites.hierarchy import ConceptHierarchy
+from sql_rewrites.parser import STRATEGIES
 from sql_rewrites.pattern import compile_type_pattern, window_micros
+from sql_rewrites.selection import strategy_from_words
 from sql_rewrites.sql_types import ORDER_TYPES_HELP, SUM_TYPES_HELP, OrderKind
 from sql_rewrites.symbols import compile_pattern
 from udafs.errors import CountOverflowError, SparkSeqError
 from udafs.kernels import GroupResult, evaluate_group
-from udafs.plan import CountType, Measure, MeasureKind, Plan, ValueType
+from udafs.plan import CountType, Measure, MeasureKind, Plan, Strategy, ValueType
 from udafs.spark_udfs import column_arrays
 
 MAX_EXACT_DIGITS = 18  # DECIMAL(p, s) with p <= 18 travels as an exact int64 ...
@@ -170,8 +178,36 @@ Hierarchies = tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
 WITH_HIERARCHY = re.compile(r"^(?P<seq>.*\))\s+HIERARCHY\s+(?P<name>[^\s)]+)\s*$", re.IGNORECASE | re.DOTALL)
 
 
+WITH_STRATEGY = re.compile(r"\s+STRATEGY\s+(?P<words>[A-Za-z]+(?:\s+[A-Za-z]+)*?)(?=\s+HIERARCHY\s|\s*$)",
+                           re.IGNORECASE)
+
+
+def split_strategy(pattern: str) -> tuple[str, Strategy | None]:
+    """``'SEQ(A, B) STRATEGY SKIP TILL NEXT MATCH'`` -> (``'SEQ(A, B)'``, the strategy);
+    no suffix -> (pattern, None). The suffix may stand before or after ``HIERARCHY name``.
+
+    Raises
+    ------
+    FunctionArgumentError
+        ``STRATEGY`` followed by anything but one of the four strategies.
+    """
+    head = pattern.rfind(")") + 1
+    found = WITH_STRATEGY.search(pattern, head)
+    if found is None:
+        return pattern, None
+    try:
+        strategy = strategy_from_words(found["words"])
+    except KeyError:
+        raise FunctionArgumentError(
+            f"unknown strategy {found['words']!r} in pattern {pattern!r}; write STRATEGY followed by "
+            f"{', '.join(STRATEGIES)}") from None
+    return pattern[:found.start()] + pattern[found.end():], strategy
+
+
 def split_hierarchy(pattern: str) -> tuple[str, str | None]:
-    """``'SEQ(A, B) HIERARCHY h'`` -> (``'SEQ(A, B)'``, ``'h'``); no suffix -> (pattern, None)."""
+    """``'SEQ(A, B) HIERARCHY h'`` -> (``'SEQ(A, B)'``, ``'h'``); no suffix -> (pattern, None).
+    A ``STRATEGY ...`` suffix (:func:`split_strategy`) is removed as well."""
+    pattern = split_strategy(pattern)[0]
     found = WITH_HIERARCHY.match(pattern)
     return (found["seq"], found["name"]) if found else (pattern, None)
 
@@ -197,12 +233,20 @@ def compile_call(sig: Signature, pattern: str, within: int | None, slide: int | 
     """Parse and check ``pattern`` (the compiler's errors, positions within the string).
 
     A ``HIERARCHY name`` suffix makes every symbol a node of that bound hierarchy: it
-    matches rows whose type is the node or any node below it.
+    matches rows whose type is the node or any node below it. A ``STRATEGY ...`` suffix
+    sets the event selection strategy; STRICT CONTIGUITY is refused (it needs the rank
+    of each row in the whole input, which a grouped function cannot see).
     """
+    strategy = split_strategy(pattern)[1] or Strategy.SKIP_TILL_ANY_MATCH
+    if strategy is Strategy.STRICT_CONTIGUITY:
+        raise FunctionArgumentError(
+            f"{sig.name}: STRATEGY STRICT CONTIGUITY needs each event's rank in the whole input, which a grouped "
+            "function sees only for its own group; use PARTITION CONTIGUITY (contiguity within the group) or "
+            "MATCH_AGGREGATE (... STRATEGY STRICT CONTIGUITY)")
     pattern, hierarchy_name = split_hierarchy(pattern)
     hierarchy = hierarchy_of(sig, hierarchy_name, hierarchies) if hierarchy_name else None
     typed = compile_type_pattern(pattern, within=within, slide=slide)
-    plan = typed.plan
+    plan = dataclasses.replace(typed.plan, strategy=strategy)
     if sig.kind is MeasureKind.COUNT_STAR:
         plan = dataclasses.replace(plan, measures=(Measure(MeasureKind.COUNT_STAR, name="count"),))
     else:
@@ -354,6 +398,8 @@ def evaluate(sig: Signature, args: Sequence[pa.Array], hierarchies: Hierarchies 
     compiled = compile_call(sig, pattern.as_py(), within, slide, symbol, value_type, hierarchies)
     mask = compiled.mask(call["type"])  # type: ignore[arg-type]
     keep = ts_valid & (mask != 0)
+    if compiled.plan.strategy is Strategy.PARTITION_CONTIGUITY:
+        keep = ts_valid  # rows of no symbol stay (mask 0): the engine ranks every row of the group
     if not keep.all():
         ts, mask, columns = ts[keep], mask[keep], [(v[keep], ok[keep]) for v, ok in columns]
     try:

@@ -4,7 +4,8 @@ Every user error of SEMANTICS section 7 is raised here (or by the parser), befor
 Spark job: unknown relations, columns, symbols, hierarchies and measures; unused or
 duplicate symbols; measures on negated symbols; edge negation without WITHIN; a
 pattern of only negations; bad, non-positive or mistyped WITHIN / SLIDE; SUM/AVG over
-non-numeric columns; MIN/MAX over unsupported types.
+non-numeric columns; MIN/MAX over unsupported types; unsupported WHERE predicates
+(:mod:`sql_rewrites.predicates`) and STRATEGY / WHERE with CUBE or PATTERNS.
 
 Inputs are explicit: the schema provider (:mod:`sql_rewrites.schema`) and optionally a
 hierarchy resolver (:mod:`sql_rewrites.hierarchy`); nothing is read from globals.
@@ -28,7 +29,6 @@ from sqlglot import exp
 from sql_rewrites.cube_analysis import CubeAnalysis, build_cuboids, is_cube
 from sql_rewrites.dialect import parse_statement
 from sql_rewrites.errors import (
-    DuplicateOutputColumnError,
     DuplicateSymbolError,
     HierarchyError,
     OrderByError,
@@ -41,6 +41,7 @@ from sql_rewrites.expressions import MatchAggregate
 from sql_rewrites.hierarchy import ConceptHierarchy, HierarchyResolver, resolve_hierarchy
 from sql_rewrites.logical import (
     MatchAggregateQuery,
+    check_unique_outputs,
     MeasureSpec,
     OrderKey,
     OutputColumn,
@@ -49,6 +50,8 @@ from sql_rewrites.logical import (
     SymbolSpec,
 )
 from sql_rewrites.measures import MeasureContext, resolve_measures
+from sql_rewrites.predicates import PredicateResolver
+from sql_rewrites.selection import refuse_in_cube, strategy_of, with_local_conditions
 from sql_rewrites.schema import Catalog, ColumnSchema, RelationSchema, SchemaProvider
 from sql_rewrites.scope import ColumnScope
 from sql_rewrites.sources import SourceResolver
@@ -113,6 +116,8 @@ class Analyzer:
         count_type = CountType(node.args["count_type"].name.lower() if node.args.get("count_type") else "bigint")
         ctx = MeasureContext(pattern, scope.find, count_type, self.sql)
         measures = resolve_measures(node.args.get("measures"), ctx)
+        where = PredicateResolver(ctx, keys, scope.local_condition).resolve(node.args.get("where"))
+        symbols = with_local_conditions(symbols, where.local)
         plan = Plan(
             symbols=tuple(s.name for s in symbols),
             elements=pattern.elements,
@@ -122,6 +127,9 @@ class Analyzer:
             measures=tuple(Measure(m.kind, m.symbol, m.value_column, m.name) for m in measures),
             columns=tuple(v.value_type for v in ctx.value_columns),
             count_type=count_type,
+            strategy=strategy_of(node),
+            predicates=tuple(where.predicates),
+            iterator_predicates=tuple(where.iterators),
         )
         outputs = self._outputs(node, keys, order, measures, slide is not None)
         return MatchAggregateQuery(
@@ -131,6 +139,7 @@ class Analyzer:
     def _analyze_cube(self, node: MatchAggregate, source: RelationSchema, scope: ColumnScope,
                       keys: tuple[PartitionKey, ...], order: OrderKey) -> MatchAggregateQuery:
         """An E-Cube operator (:mod:`sql_rewrites.cube_analysis`): one MultiPlan for all cuboids."""
+        refuse_in_cube(node, self.sql)
         type_column = node.args["type_by"].copy() if node.args.get("type_by") else None
         if type_column is not None:
             scope.find(type_column, "TYPE BY")
@@ -293,17 +302,8 @@ class Analyzer:
         if windows:
             outputs += [OutputColumn(name, order.column.dtype) for name in WINDOW_COLUMNS]
         outputs += [OutputColumn(m.name, m.output_type) for m in measures]
-        seen: set[str] = set()
-        for output in outputs:
-            if output.name.casefold() in seen:
-                raise DuplicateOutputColumnError(
-                    f"MATCH_AGGREGATE would output two columns named {output.name}; output columns are the "
-                    f"PARTITION BY columns, {' and '.join(WINDOW_COLUMNS)} (with SLIDE), then the MEASURES "
-                    "names; rename the measure",
-                    node_position(node, self.sql),
-                )
-            seen.add(output.name.casefold())
-        return tuple(outputs)
+        layout = f"the PARTITION BY columns, {' and '.join(WINDOW_COLUMNS)} (with SLIDE), then the MEASURES names"
+        return check_unique_outputs(outputs, "MATCH_AGGREGATE", layout, node_position(node, self.sql))
 
 
 def analyze(

@@ -31,13 +31,12 @@ from sql_rewrites.cube import (
 )
 from sql_rewrites.errors import (
     CubeError,
-    DuplicateOutputColumnError,
     EdgeNegationWithoutWindowError,
     TooManySymbolsError,
 )
 from sql_rewrites.expressions import MatchAggregate, MatchPattern, MatchRollup
 from sql_rewrites.hierarchy import ConceptHierarchy
-from sql_rewrites.logical import MeasureSpec, OutputColumn, SymbolOrigin, SymbolSpec
+from sql_rewrites.logical import MeasureSpec, OutputColumn, SymbolOrigin, SymbolSpec, check_unique_outputs
 from sql_rewrites.symbols import CompiledPattern, compile_pattern, node_position, symbol_key
 from udafs.multiplan import MultiPlan
 from udafs.plan import MAX_SYMBOLS, CountType, Element, Measure, Plan
@@ -251,15 +250,9 @@ class CubeAnalysis:
         outputs = [*before, OutputColumn("pattern", exp.DataType.build("STRING")),
                    OutputColumn("levels", LEVELS_TYPE)]
         outputs += [OutputColumn(m.name, m.output_type) for m in measures]
-        seen: set[str] = set()
-        for output in outputs:
-            if output.name.casefold() in seen:
-                raise DuplicateOutputColumnError(
-                    f"this E-Cube MATCH_AGGREGATE would output two columns named {output.name}; output columns "
-                    "are the PARTITION BY columns, window_start and window_end (with SLIDE), pattern, levels, "
-                    "then the MEASURES names; rename the measure", node_position(self.node, self.sql))
-            seen.add(output.name.casefold())
-        return tuple(outputs)
+        layout = ("the PARTITION BY columns, window_start and window_end (with SLIDE), pattern, levels, then the "
+                  "MEASURES names")
+        return check_unique_outputs(outputs, "this E-Cube MATCH_AGGREGATE", layout, node_position(self.node, self.sql))
 
 
 def build_cuboids(analysis: CubeAnalysis, written: Sequence[SymbolSpec],

@@ -210,3 +210,14 @@ class UnknownHierarchyError(SqlRewriteError):
 
 class HierarchyError(SqlRewriteError):
     """A concept hierarchy is malformed (cycle, two parents) or lacks a node."""
+
+
+class PredicateError(SqlRewriteError):
+    """A WHERE predicate of MATCH_AGGREGATE is not supported: not a conjunction of
+    comparisons, a column without a symbol, an ambiguous, negated or Kleene symbol in a
+    cross-event comparison, a malformed Kleene iterator predicate (``B[i].c OP
+    B[i-1].c [+ k]``), or types that cannot be compared exactly."""
+
+
+class StrategyError(SqlRewriteError):
+    """STRATEGY (or WHERE) is used where it is not supported (e.g. with CUBE / PATTERNS)."""

@@ -40,7 +40,10 @@ class MatchAggregate(_SparkSeqNode):
     ``define`` and ``measures`` are lists of ``exp.Alias`` (condition / aggregate
     aliased by the symbol / output name). ``within`` and ``slide`` are interval or
     number expressions; ``count_type`` a ``Var`` (BIGINT, DECIMAL or DOUBLE);
-    ``type_by`` a column; ``hierarchy`` an identifier. An E-Cube query has either
+    ``type_by`` a column; ``hierarchy`` an identifier; ``where`` the condition of
+    ``WHERE`` (cross-event, Kleene iterator and local predicates, see
+    :mod:`sql_rewrites.predicates`); ``strategy`` a ``Var`` holding one of
+    :data:`sql_rewrites.parser.STRATEGIES`. An E-Cube query has either
     ``pattern`` and ``cube`` (a :class:`MatchCube`: the base pattern's roll-ups) or
     ``patterns`` (a :class:`MatchPatterns`: the cuboids listed); a plain one has
     ``pattern`` only.
@@ -60,6 +63,8 @@ class MatchAggregate(_SparkSeqNode):
         "within": False,
         "slide": False,
         "count_type": False,
+        "where": False,
+        "strategy": False,
         "alias": False,
         "joins": False,
         "laterals": False,

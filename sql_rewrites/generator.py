@@ -44,10 +44,12 @@ class SparkSeqGenerator(Spark.Generator):
                 self._match_clause("DEFINE", self._match_definitions(expression)),
                 self._match_clause("TYPE BY", self.sql(expression, "type_by")),
                 self._match_clause("HIERARCHY", self.sql(expression, "hierarchy")),
+                self._match_clause("WHERE", self.sql(expression, "where")),
                 self._match_clause("MEASURES", self.expressions(expression, key="measures", flat=True)),
                 self._match_clause("WITHIN", self.sql(expression, "within")),
                 self._match_clause("SLIDE", self.sql(expression, "slide")),
                 self._match_clause("COUNT TYPE", self.sql(expression, "count_type")),
+                self._match_clause("STRATEGY", self.sql(expression, "strategy")),
             )
         ).strip()
         alias = self.sql(expression, "alias")

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from sql_rewrites.cube import CubeSpec
+from sql_rewrites.errors import DuplicateOutputColumnError, SourcePosition
 from sql_rewrites.expressions import MatchAggregate
 from sql_rewrites.schema import ColumnSchema, RelationSchema
 from sql_rewrites.sql_types import OrderKind, type_text
@@ -94,6 +95,25 @@ class OutputColumn:
     def type_text(self) -> str:
         """Spark SQL text of the type, e.g. ``BIGINT``."""
         return type_text(self.dtype)
+
+
+def check_unique_outputs(outputs: list[OutputColumn], what: str, layout: str,
+                         where: SourcePosition | None) -> tuple[OutputColumn, ...]:
+    """``outputs`` as a tuple, checked to name no column twice (case-insensitively).
+
+    Raises
+    ------
+    DuplicateOutputColumnError
+        Naming the clash, the output ``layout`` and how to fix it.
+    """
+    seen: set[str] = set()
+    for output in outputs:
+        if output.name.casefold() in seen:
+            raise DuplicateOutputColumnError(
+                f"{what} would output two columns named {output.name}; output columns are {layout}; "
+                "rename the measure", where)
+        seen.add(output.name.casefold())
+    return tuple(outputs)
 
 
 @dataclass(frozen=True)

@@ -150,7 +150,7 @@ def _value_measure(
             f"supported types: {MIN_MAX_TYPES_HELP}",
             where,
         )
-    index = _value_column_index(column, codec, ctx)
+    index = value_column_index(column, codec, ctx)
     engine_type = engine_contract.engine_type(kind, codec.value_type, ctx.count_type)
     output, convert = _measure_output(kind, column, codec, engine_type)
     return MeasureSpec(name, kind, symbol.index, index, engine_type, output, convert)
@@ -181,7 +181,12 @@ def _cast_to(dtype: exp.DataType) -> Callable[[exp.Expr], exp.Expr]:
     return lambda value: exp.cast(value, dtype.copy())
 
 
-def _value_column_index(column: ColumnSchema, codec: ValueCodec, ctx: MeasureContext) -> int:
+def value_column_index(column: ColumnSchema, codec: ValueCodec, ctx: MeasureContext) -> int:
+    """Index of ``column`` in ``ctx.value_columns`` (``Plan.columns``), appended on first use.
+
+    Measures and WHERE predicates (:mod:`sql_rewrites.predicates`) share the entries,
+    so a column travels to the engine once, typed by its :class:`ValueCodec`.
+    """
     for i, existing in enumerate(ctx.value_columns):
         if existing.name.casefold() == column.name.casefold():
             return i

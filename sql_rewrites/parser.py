@@ -30,6 +30,8 @@ from sql_rewrites.expressions import (
 
 MATCH_AGGREGATE = "MATCH_AGGREGATE"
 COUNT_TYPES = ("BIGINT", "DECIMAL", "DOUBLE")
+#: ``STRATEGY <words>``: the event selection strategies (docs/predicates-and-strategies.md)
+STRATEGIES = ("SKIP TILL ANY MATCH", "SKIP TILL NEXT MATCH", "STRICT CONTIGUITY", "PARTITION CONTIGUITY")
 
 ClauseParser = t.Callable[["SparkSeqParser"], tuple[str, t.Any]]
 
@@ -50,6 +52,8 @@ class SparkSeqParser(Spark.Parser):
         "WITHIN": lambda self: ("within", self._parse_match_duration("WITHIN")),
         "SLIDE": lambda self: ("slide", self._parse_match_duration("SLIDE")),
         "COUNT TYPE": lambda self: ("count_type", self._parse_match_count_type()),
+        "WHERE": lambda self: ("where", self._parse_match_where()),
+        "STRATEGY": lambda self: ("strategy", self._parse_match_strategy()),
     }
 
     TABLE_OPERATOR_PARSERS: t.ClassVar[dict[str, t.Callable[..., exp.Expr]]] = {
@@ -273,3 +277,21 @@ class SparkSeqParser(Spark.Parser):
         if not self._match_texts(COUNT_TYPES):
             self.raise_error(f"Expecting one of {', '.join(COUNT_TYPES)} after COUNT TYPE")
         return exp.var(self._prev.text.upper())
+
+    def _parse_match_where(self) -> exp.Expr:
+        """``WHERE <condition>``: cross-event, iterator and local predicates (checked by analysis)."""
+        token = self._curr
+        condition = self._parse_disjunction()
+        if condition is None:
+            self.raise_error("Expecting a condition after WHERE, e.g. A.price < B.price", token)
+            return exp.true()
+        return condition
+
+    def _parse_match_strategy(self) -> exp.Var:
+        """``STRATEGY SKIP TILL NEXT MATCH`` etc. (:data:`STRATEGIES`)."""
+        token = self._curr
+        for words in STRATEGIES:
+            if self._match_text_seq(*words.split()):
+                return self.expression(exp.var(words), token)
+        self.raise_error(f"Expecting one of {', '.join(STRATEGIES)} after STRATEGY", token)
+        return exp.var(STRATEGIES[0])

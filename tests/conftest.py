@@ -28,3 +28,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "spark" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.xdist_group("spark"))
+
+
+@pytest.fixture()
+def isolated_hierarchies(spark: SparkSession) -> Iterator[None]:
+    """The session with no concept hierarchy registered during the test; those that other
+    tests left (the Thrift init file's, the E-Cube tests') come back afterwards."""
+    from sparkseq import hierarchies
+
+    saved = hierarchies.registered_hierarchies(spark)
+    for name in saved:
+        hierarchies.drop_hierarchy(spark, name)
+    yield
+    for name in hierarchies.registered_hierarchies(spark):
+        hierarchies.drop_hierarchy(spark, name)
+    for name, hierarchy in saved.items():
+        hierarchies.register_hierarchy(spark, name, hierarchy.parent_of.items())

@@ -15,6 +15,7 @@ import re
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, reject, settings
+from hypothesis import strategies as st
 
 from sql_rewrites.analysis import analyze_sql
 from sql_rewrites.errors import CubeError, EdgeNegationWithoutWindowError
@@ -161,3 +162,25 @@ def test_edge_negation_in_a_cuboid_needs_within() -> None:
            "CUBE (PATTERN ROLLUP 1) TYPE BY tp HIERARCHY h) AS m")
     with pytest.raises(EdgeNegationWithoutWindowError, match=r"cuboid SEQ\(!b, c\) starts or ends"):
         analyze_sql(sql, SCHEMA, hierarchies={"h": [("a", "X"), ("b", "X"), ("c", "X")]})
+
+
+def test_explain_lists_cuboids_levels_and_derivations() -> None:
+    from sparkseq.sql_api import explain
+
+    sql = ("SELECT * FROM ev MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERNS (SEQ(X, c), SEQ(a, c), SEQ(b, c)) "
+           "TYPE BY tp HIERARCHY h MEASURES COUNT(*) AS n) AS m")
+    text = explain(sql, SCHEMA, hierarchies={"h": [("a", "X"), ("b", "X"), ("X", "R"), ("c", "R")]})
+    assert "cuboids       #0   SEQ(X, c)" in text and "levels [1, 1]" in text
+    assert "derived: sum of #1, #2, #3" in text and "#3   SEQ(=X, c)" in text and "hidden part" in text
+    assert "pattern STRING, levels ARRAY<INT>, n BIGINT" in text
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.one_of(cube_cases(), cube_cases(listed=True)))
+def test_cube_clauses_round_trip(case: CubeCase) -> None:
+    from sql_rewrites.dialect import SparkSeq, parse_statement
+
+    tree = parse_statement(case.sql())
+    printed = tree.sql(dialect=SparkSeq)
+    assert parse_statement(printed).sql(dialect=SparkSeq) == printed
+    assert parse_statement(printed) == tree

@@ -11,6 +11,8 @@ from sparkseq.sql_api import sql
 from sql_rewrites import errors as E
 from tests.sql_cases import jobs_started
 
+pytestmark = pytest.mark.usefixtures("isolated_hierarchies")  # tests see only their own hierarchies
+
 FROM = "SELECT * FROM clicks MATCH_AGGREGATE (PARTITION BY customer_id ORDER BY ts {}) AS m"
 FUNNEL = "PATTERN SEQ(VK, BK) DEFINE VK AS action = 'view', BK AS action = 'buy'"
 

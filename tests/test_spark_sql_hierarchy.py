@@ -23,6 +23,8 @@ from tests.sql_cases import jobs_started, measure_sql
 from tests.test_kernel_oracle import events, plans
 from udafs.plan import Plan
 
+pytestmark = pytest.mark.usefixtures("isolated_hierarchies")  # tests see only their own hierarchies
+
 LEAVES = ("dell", "ibm", "gs", "jpm", "anat")
 GROUPS = ("computer", "finance", "services")  # a group's parent is a later group
 SETTINGS = settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))

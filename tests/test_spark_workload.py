@@ -86,3 +86,16 @@ def test_operators_without_partition_by_share_one_pass(spark) -> None:  # noqa: 
     # all rows are one partition: A at 1, 1, 1 (ts), B at 2, 3, 5 -> 2 A rows at ts 1 before 3 Bs = 6
     assert [tuple(r) for r in first.collect()] == [(6,)]
     assert [tuple(r) for r in second.collect()] == [(2 * (2 + 3 + 5),)]
+
+
+def test_operators_with_predicates_or_strategies_run_alone(spark) -> None:  # noqa: ANN001
+    events_frame(spark, [oracle.Events([1, 2, 3], [1, 2, 2], ([1, 2, 3], [1.0, 2.0, 3.0]))]
+                 ).createOrReplaceTempView("cases")
+    plain = "SELECT n FROM cases MATCH_AGGREGATE (PARTITION BY g ORDER BY ts PATTERN SEQ(A, B) " \
+            "DEFINE A AS mask = 1, B AS mask = 2 MEASURES COUNT(*) AS n) AS m"
+    where = plain.replace("MEASURES", "WHERE B.i > A.i + 1 MEASURES")
+    strategy = plain.replace("MEASURES", "STRATEGY SKIP TILL NEXT MATCH MEASURES")
+    script = ";".join([plain, where, strategy, plain])
+    assert [len(g.members) for g in sparkseq.plan_workload(spark, script).groups] == [2]  # the two plain ones
+    counts = [f.collect()[0].n for f in sparkseq.workload(spark, script)]
+    assert counts == [2, 1, 1, 2]  # A(1)->B(2), A(1)->B(3); i: 3 > 1 + 1 only; next match: B(2) only

@@ -7,7 +7,16 @@ the grouped-aggregate function the Spark layer registers for the plan
     <engine function of the plan>(ts BIGINT, mask BIGINT, v0, v1, ...)
 
 ``v_i`` is :func:`value_type` of ``plan.columns[i]`` (BIGINT for ``ValueType.INT``,
-DOUBLE for ``ValueType.FLOAT``). The function returns :func:`result_type` ``(plan)``:
+DOUBLE for ``ValueType.FLOAT``). A plan with a contiguity strategy
+(:func:`takes_seq`: STRICT_CONTIGUITY or PARTITION_CONTIGUITY) takes one more
+argument right after ``mask``::
+
+    <engine function of the plan>(ts BIGINT, mask BIGINT, seq BIGINT, v0, v1, ...)
+
+``seq`` is the contiguity rank of the row, computed before any row is filtered out:
+``DENSE_RANK() OVER (ORDER BY ts)`` over the whole input for STRICT_CONTIGUITY,
+``DENSE_RANK() OVER (PARTITION BY <keys> ORDER BY ts)`` for PARTITION_CONTIGUITY
+(docs/predicates-and-strategies.md, section 6). Other plans never take it. The function returns :func:`result_type` ``(plan)``:
 an array of structs, one per output row of the group (one without SLIDE, one per
 window with SLIDE), with fields ``window_start BIGINT, window_end BIGINT`` (NULL
 without SLIDE), ``m0 .. m{k-1}`` (one per ``plan.measures``, typed by
@@ -39,6 +48,11 @@ ALL_ROWS = "(all rows)"
 BIGINT, DOUBLE, STRING = "BIGINT", "DOUBLE", "STRING"
 COUNT_TYPE_SQL = {CountType.BIGINT: BIGINT, CountType.DECIMAL: "DECIMAL(38, 0)", CountType.DOUBLE: DOUBLE}
 VALUE_TYPE_SQL = {ValueType.INT: BIGINT, ValueType.FLOAT: DOUBLE}
+
+
+def takes_seq(plan: Plan) -> bool:
+    """True when ``plan``'s engine function takes the contiguity rank ``seq`` after ``mask``."""
+    return plan.strategy.contiguous
 
 
 def measure_field(index: int) -> str:
@@ -91,7 +105,7 @@ def result_field_names(plan: Plan) -> tuple[str, ...]:
 
 __all__ = [
     "WINDOW_START", "WINDOW_END", "ERROR", "PARTITION_SLOT", "ALL_ROWS", "COUNT_TYPE_SQL", "VALUE_TYPE_SQL",
-    "measure_field", "value_type", "engine_type", "measure_type", "result_fields", "result_type", "result_field_names",
+    "measure_field", "takes_seq", "value_type", "engine_type", "measure_type", "result_fields", "result_type", "result_field_names",
     "PLAN_INDEX", "multi_result_fields", "multi_result_type",
 ]
 

@@ -21,7 +21,7 @@ from udafs import contract
 from udafs.errors import CountOverflowError
 from udafs.kernels.many import evaluate_many
 from udafs.multiplan import MultiPlan
-from udafs.spark_udfs import _ARROW, _bound, _parse_multi, column_arrays, result_rows, to_arrow
+from udafs.spark_udfs import _ARROW, _parse_multi, column_arrays, multi_result_arrays
 
 Column = tuple[np.ndarray, np.ndarray]
 
@@ -61,20 +61,7 @@ def _evaluate(mp: MultiPlan, table: pa.Table, ts: str, mask: str, values: Sequen
     except CountOverflowError as exc:
         message = str(exc.with_partition(tuple(k.as_py() for k in key)))
         return [pa.nulls(1, _ARROW[sql]) for _, sql in fields] + [pa.array([message])]
-    columns: list[list[pa.Array]] = [[] for _ in range(len(fields) + 1)]
-    for i, res in enumerate(results):
-        if res is None:
-            continue
-        n = result_rows(res)
-        by_field = dict(zip(mp.slots[i], zip(res.values, res.valid)))
-        row = [pa.array(np.full(n, i, dtype=np.int64)), _bound(res.window_start, n), _bound(res.window_end, n)]
-        for f, (_, sql) in enumerate(fields[3:]):
-            row.append(to_arrow(*by_field[f], sql) if f in by_field else pa.nulls(n, _ARROW[sql]))
-        row.append(pa.nulls(n, pa.string()))
-        for column, array in zip(columns, row):
-            column.append(array)
-    types = [sql for _, sql in fields] + [contract.STRING]
-    return [pa.concat_arrays(c) if c else pa.nulls(0, _ARROW[t]) for c, t in zip(columns, types)]
+    return multi_result_arrays(mp, results)
 
 
 __all__ = ["shared_pass"]

@@ -64,6 +64,19 @@ def plan_of(plan: pa.Array) -> Plan:
 def group_arrays(plan: Plan, ts: pa.Array, mask: pa.Array,
                  values: Sequence[pa.Array]) -> tuple[np.ndarray, np.ndarray, list[Column]]:
     """Kernel input from Arrow columns. Rows with a NULL ts or mask take part in nothing."""
+    ts, mask, cols, _ = group_arrays_seq(plan, ts, mask, values, None)
+    return ts, mask, cols
+
+
+def group_arrays_seq(plan: Plan, ts: pa.Array, mask: pa.Array, values: Sequence[pa.Array],
+                     seq: pa.Array | None) -> tuple[np.ndarray, np.ndarray, list[Column], np.ndarray | None]:
+    """:func:`group_arrays` plus the contiguity rank ``seq`` (filtered alike; None stays None).
+
+    Raises
+    ------
+    PlanError
+        Wrong number of value columns, or a NULL ``seq`` on a row that takes part.
+    """
     if len(values) != len(plan.columns):
         raise PlanError(f"the plan declares {len(plan.columns)} value columns, "
                         f"but {len(values)} value arguments were passed")
@@ -71,8 +84,11 @@ def group_arrays(plan: Plan, ts: pa.Array, mask: pa.Array,
         keep = pc.and_(ts.is_valid(), mask.is_valid())
         ts, mask = ts.filter(keep), mask.filter(keep)
         values = [v.filter(keep) for v in values]
+        seq = None if seq is None else seq.filter(keep)
+    if seq is not None and seq.null_count:
+        raise PlanError("the contiguity rank (seq) is NULL on a row with a time and a mask")
     cols = [column_arrays(v, vt) for v, vt in zip(values, plan.columns)]
-    return _int64(ts), _int64(mask), cols
+    return _int64(ts), _int64(mask), cols, None if seq is None else _int64(seq)
 
 
 def column_arrays(arr: pa.Array, vt: ValueType) -> Column:
@@ -133,23 +149,33 @@ class Verbatim(str):
 def plan_aggregate(plan_json: str) -> Callable[..., pa.Scalar]:
     """The grouped-aggregate body of the engine function of one plan (``Plan.to_json()``).
 
-    Called as ``f(ts, mask, v0, v1, ...)`` (:mod:`udafs.contract`); returns every
+    Called as ``f(ts, mask, v0, v1, ...)``, or ``f(ts, mask, seq, v0, v1, ...)`` for a
+    plan with a contiguity strategy (:mod:`udafs.contract`); returns every
     measure of the plan for one group, per window. On overflow it returns a single row
     whose ``error`` holds the message with :data:`PARTITION_SLOT` where the partition
     key belongs; the generated SQL raises it.
     """
     def engine(ts: pa.Array, mask: pa.Array, *values: pa.Array) -> pa.Scalar:
-        return aggregate_group(parse_plan(plan_json), ts, mask, values)
+        p = parse_plan(plan_json)
+        if contract.takes_seq(p):
+            if len(values) != len(p.columns) + 1:
+                raise PlanError(f"a plan with strategy {p.strategy.name} takes (ts, mask, seq, v0, ...): "
+                                f"{len(p.columns) + 3} arguments, got {len(values) + 2}")
+            return aggregate_group(p, ts, mask, values[1:], seq=values[0])
+        return aggregate_group(p, ts, mask, values)
 
     return engine
 
 
-def aggregate_group(p: Plan, ts: pa.Array, mask: pa.Array, values: Sequence[pa.Array]) -> pa.Scalar:
-    """Every measure of ``p`` for one group as the contract's ``array<struct<...>>`` value."""
+def aggregate_group(p: Plan, ts: pa.Array, mask: pa.Array, values: Sequence[pa.Array],
+                    seq: pa.Array | None = None) -> pa.Scalar:
+    """Every measure of ``p`` for one group as the contract's ``array<struct<...>>`` value;
+    ``seq`` is the contiguity rank of each row (contiguity strategies only)."""
     fields = result_fields(p) + [(contract.ERROR, contract.STRING)]
     names = [n for n, _ in fields]
     try:
-        res = evaluate_group(p, *group_arrays(p, ts, mask, values))
+        ts_, mask_, cols, seq_ = group_arrays_seq(p, ts, mask, values, seq)
+        res = evaluate_group(p, ts_, mask_, cols, seq=seq_)
     except CountOverflowError as exc:
         message = str(exc.with_partition(Verbatim(PARTITION_SLOT)))
         arrays = [pa.nulls(1, _ARROW[t]) for _, t in fields[:-1]] + [pa.array([message])]
@@ -185,6 +211,14 @@ def aggregate_many(mp: MultiPlan, ts: pa.Array, mask: pa.Array, values: Sequence
         message = str(exc.with_partition(Verbatim(PARTITION_SLOT)))
         arrays = [pa.nulls(1, _ARROW[t]) for _, t in fields[:-1]] + [pa.array([message])]
         return _as_list_value(arrays, names)
+    return _as_list_value(multi_result_arrays(mp, results), names)
+
+
+def multi_result_arrays(mp: MultiPlan, results: Sequence[GroupResult | None]) -> list[pa.Array]:
+    """The rows of every reported plan, one array per :func:`udafs.contract.multi_result_fields`
+    entry plus ``error`` (NULL): ``plan`` index, window bounds, and each plan's measures
+    in its fields (NULL in the fields it does not fill)."""
+    fields = contract.multi_result_fields(mp) + [(contract.ERROR, contract.STRING)]
     columns: list[list[pa.Array]] = [[] for _ in fields]
     for i, res in enumerate(results):
         if res is None:
@@ -197,8 +231,7 @@ def aggregate_many(mp: MultiPlan, ts: pa.Array, mask: pa.Array, values: Sequence
         row.append(pa.nulls(n, pa.string()))
         for column, array in zip(columns, row):
             column.append(array)
-    arrays = [pa.concat_arrays(c) if c else pa.nulls(0, _ARROW[t]) for c, (_, t) in zip(columns, fields)]
-    return _as_list_value(arrays, names)
+    return [pa.concat_arrays(c) if c else pa.nulls(0, _ARROW[t]) for c, (_, t) in zip(columns, fields)]
 
 
 # --- fixed-signature functions: one SQL signature for every plan -------------------

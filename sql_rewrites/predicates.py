@@ -1,0 +1,357 @@
+"""MATCH_AGGREGATE ``WHERE``: cross-event, Kleene iterator and local predicates.
+
+``WHERE`` holds a conjunction (``AND``) of conditions. Each conjunct is classified by
+the pattern symbols it names:
+
+* **one symbol** (``A.price > 3``, ``B.load >= B.cap``): a *local* predicate. It is
+  ANDed into that symbol's row condition (its DEFINE, TYPE BY or HIERARCHY
+  condition) and stays in Spark, exactly as if written in DEFINE;
+* **two symbols**: a *cross-event* comparison ``X.c1 [+|- k] OP Y.c2 [+|- k]`` with OP
+  one of ``= <> != < <= > >=``, normalised to the engine's
+  ``E[left].c1 OP E[right].c2 + k`` (:class:`udafs.plan.Predicate`). Each symbol must
+  stand at exactly one positive, non-Kleene position of the pattern;
+* **``B[i]`` / ``B[i-1]``**: a Kleene *iterator* predicate
+  ``B[i].c OP B[i-1].c [+|- k]`` (either side may come first) on a Kleene element
+  ``B+`` (:class:`udafs.plan.IteratorPredicate`).
+
+Types travel exactly (:func:`compare_columns`): integral and exact DECIMAL columns as
+int64 (a DECIMAL of scale s as its value times 10^s; the constant is scaled alike),
+FLOAT / DOUBLE as doubles. Columns of other comparable types (STRING, DATE,
+TIMESTAMP, BOOLEAN, ...) are compared through their dense rank within the partition,
+which is exact for every operator because it preserves order and equality.
+
+Everything here raises :class:`~sql_rewrites.errors.PredicateError` with the position
+of the offending text, before any Spark job.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from sqlglot import exp
+
+from sql_rewrites.errors import PredicateError
+from sql_rewrites.logical import PartitionKey, ValueColumn
+from sql_rewrites.measures import MeasureContext, value_column_index
+from sql_rewrites.schema import ColumnSchema
+from sql_rewrites.sql_types import DType, value_codec
+from sql_rewrites.symbols import PatternSymbol, node_position
+from udafs.plan import CmpOp, IteratorPredicate, Predicate, ValueType
+
+COMPARISONS: dict[type[exp.Expr], CmpOp] = {
+    exp.EQ: CmpOp.EQ, exp.NEQ: CmpOp.NE, exp.LT: CmpOp.LT, exp.LTE: CmpOp.LE, exp.GT: CmpOp.GT, exp.GTE: CmpOp.GE,
+}
+FORMS_HELP = ("X.col OP Y.col [+|- constant] with OP one of =, <>, <, <=, >, >=, or B[i].col OP B[i-1].col "
+              "[+|- constant] for a Kleene symbol B+")
+COMPLEX_TYPES = (DType.ARRAY, DType.MAP, DType.STRUCT)
+
+
+@dataclass
+class WhereClause:
+    """The analysed WHERE: local conditions per symbol index, engine predicates."""
+
+    local: dict[int, list[exp.Expr]] = field(default_factory=dict)
+    predicates: list[Predicate] = field(default_factory=list)
+    iterators: list[IteratorPredicate] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Operand:
+    """One side of a comparison: ``symbol.column`` (``lag`` 0 for ``B[i]``, 1 for
+    ``B[i-1]``, None for a plain reference) plus a constant."""
+
+    symbol: PatternSymbol
+    column: exp.Column
+    constant: Decimal
+    lag: int | None
+    node: exp.Expr
+
+
+class PredicateResolver:
+    """Analyses one WHERE condition (see module docstring).
+
+    Parameters
+    ----------
+    ctx : MeasureContext
+        The pattern, column lookup and value columns (predicate columns are appended).
+    keys : tuple of PartitionKey
+        PARTITION BY keys: non-numeric columns are ranked within the partition.
+    local_condition : callable
+        ``(condition, symbol name, other symbol names) -> resolved condition``
+        (:meth:`sql_rewrites.scope.ColumnScope.local_condition`).
+    """
+
+    def __init__(self, ctx: MeasureContext, keys: tuple[PartitionKey, ...],
+                 local_condition: Callable[[exp.Expr, str, set[str]], exp.Expr]) -> None:
+        self.ctx = ctx
+        self.keys = keys
+        self.local_condition = local_condition
+        self.pattern = ctx.pattern
+
+    def resolve(self, where: exp.Expr | None) -> WhereClause:
+        """Classify and check every conjunct of ``where`` (None: an empty clause)."""
+        out = WhereClause()
+        for conjunct in conjuncts(where) if where is not None else []:
+            self._conjunct(conjunct, out)
+        return out
+
+    # --- classification ---------------------------------------------------------------
+
+    def _conjunct(self, node: exp.Expr, out: WhereClause) -> None:
+        if any(self._lagged(b) is not None for b in node.find_all(exp.Bracket)):
+            out.iterators.append(self._iterator(node))
+            return
+        symbols = self._symbols_in(node)
+        if not symbols:
+            self._fail(f"WHERE condition {node.sql(dialect='spark')} names no pattern symbol; qualify each column "
+                       "by the symbol whose row it reads (A.price), or filter the source in a subquery", node)
+        for symbol in symbols.values():
+            if not symbol.positive:
+                self._fail(f"WHERE condition {node.sql(dialect='spark')} reads the negated symbol {symbol.name}; a "
+                           "negated symbol binds no row, so only DEFINE can restrict it", node)
+        if len(symbols) == 1:
+            [symbol] = symbols.values()
+            others = {s.name.casefold() for s in self.pattern.symbols} - {symbol.name.casefold()}
+            condition = self.local_condition(node, symbol.name, others)
+            out.local.setdefault(symbol.index, []).append(condition)
+            return
+        out.predicates.append(self._cross_event(node, len(symbols)))
+
+    def _symbols_in(self, node: exp.Expr) -> dict[int, PatternSymbol]:
+        found: dict[int, PatternSymbol] = {}
+        for column in node.find_all(exp.Column):
+            symbol = self._symbol(column)
+            if symbol is not None:
+                found[symbol.index] = symbol
+        return found
+
+    def _symbol(self, column: exp.Column) -> PatternSymbol | None:
+        qualifier = column.args.get("table")
+        if qualifier is None:
+            return None
+        return self.pattern.find((False, qualifier.name.casefold()))
+
+    # --- cross-event comparisons ------------------------------------------------------
+
+    def _cross_event(self, node: exp.Expr, n_symbols: int) -> Predicate:
+        text = node.sql(dialect="spark")
+        op = COMPARISONS.get(type(node))
+        if op is None or n_symbols != 2:
+            self._fail(f"WHERE condition {text} is not supported; a condition naming several symbols must be a "
+                       f"comparison of two of them: {FORMS_HELP}", node)
+        left, right = self._operand(node.this, text), self._operand(node.expression, text)
+        if left.lag is not None or right.lag is not None:
+            self._fail(f"WHERE condition {text} mixes B[i] with another symbol; {FORMS_HELP}", node)
+        positions = [self._position(o, text) for o in (left, right)]
+        # l + kl OP r + kr  <=>  l OP r + (kr - kl)
+        lc, rc, offset = self._columns(left, right, right.constant - left.constant, op, text, node)
+        return Predicate(positions[0], lc, op, positions[1], rc, offset)
+
+    def _position(self, operand: _Operand, text: str) -> int:
+        symbol = operand.symbol
+        positions = [i for i, e in enumerate(self.pattern.elements) if e.symbol == symbol.index]
+        if len(positions) > 1:
+            self._fail(f"WHERE condition {text}: symbol {symbol.name} stands at {len(positions)} positions of the "
+                       f"pattern, so {symbol.name}.{operand.column.name} is ambiguous; use a distinct symbol for "
+                       f"each position (e.g. SEQ({symbol.name}1, ..., {symbol.name}2) with the same DEFINE)",
+                       operand.node)
+        if self.pattern.elements[positions[0]].kleene:
+            self._fail(f"WHERE condition {text}: {symbol.name}+ is a Kleene symbol; it takes part only in iterator "
+                       f"predicates {symbol.name}[i].col OP {symbol.name}[i-1].col [+ k] (or local conditions on "
+                       f"{symbol.name} alone)", operand.node)
+        return positions[0]
+
+    # --- Kleene iterator predicates ---------------------------------------------------
+
+    def _iterator(self, node: exp.Expr) -> IteratorPredicate:
+        text = node.sql(dialect="spark")
+        op = COMPARISONS.get(type(node))
+        if op is None:
+            self._fail(f"WHERE condition {text} is not supported; B[i] may only appear in {FORMS_HELP}", node)
+        left, right = self._operand(node.this, text), self._operand(node.expression, text)
+        if {left.lag, right.lag} != {0, 1} or left.symbol.index != right.symbol.index:
+            self._fail(f"WHERE condition {text} is not supported: an iterator predicate compares B[i] with B[i-1] "
+                       f"of one Kleene symbol ({FORMS_HELP}); other offsets, lags or aggregates are not supported",
+                       node)
+        if left.column.name.casefold() != right.column.name.casefold():
+            self._fail(f"WHERE condition {text}: an iterator predicate compares one column of B[i] and B[i-1] "
+                       f"(B[i].c OP B[i-1].c), got {left.column.name} and {right.column.name}", node)
+        current, previous, constant = left, right, right.constant - left.constant
+        if left.lag == 1:  # B[i-1].c + kl OP B[i].c + kr  <=>  B[i].c OP' B[i-1].c + (kl - kr)
+            current, previous, op, constant = right, left, op.mirrored(), left.constant - right.constant
+        symbol = current.symbol
+        positions = [i for i, e in enumerate(self.pattern.elements) if e.symbol == symbol.index]
+        if not symbol.positive or len(positions) != 1 or not self.pattern.elements[positions[0]].kleene:
+            self._fail(f"WHERE condition {text}: {symbol.name}[i] needs {symbol.name} to be a Kleene symbol "
+                       f"({symbol.name}+) at exactly one position of the pattern", node)
+        column, _, offset = self._columns(current, previous, constant, op, text, node)
+        return IteratorPredicate(positions[0], column, op, offset)
+
+    def _lagged(self, bracket: exp.Bracket) -> tuple[PatternSymbol, int] | None:
+        """``(symbol, lag)`` for ``S[i]`` (0) / ``S[i-1]`` (1) / any other index (-1)."""
+        target = bracket.this
+        if not isinstance(target, exp.Column) or target.args.get("table") is not None:
+            return None
+        symbol = self.pattern.find((False, target.name.casefold()))
+        if symbol is None or len(bracket.expressions) != 1:
+            return None
+        index = bracket.expressions[0]
+        if _is_i(index):
+            return symbol, 0
+        if isinstance(index, exp.Sub) and _is_i(index.this) and _integer(index.expression) == 1:
+            return symbol, 1
+        return symbol, -1
+
+    # --- operands and types -----------------------------------------------------------
+
+    def _operand(self, node: exp.Expr, text: str) -> _Operand:
+        base, constant = _split_constant(node)
+        lag = None
+        column = None
+        symbol = None
+        if isinstance(base, exp.Dot) and isinstance(base.this, exp.Bracket) and isinstance(base.expression,
+                                                                                           exp.Identifier):
+            found = self._lagged(base.this)
+            if found is not None:
+                symbol, lag = found
+                column = exp.column(base.expression.copy())
+                if lag < 0:
+                    self._fail(f"WHERE condition {text}: only B[i] and B[i-1] are supported as Kleene indexes "
+                               f"(lag 1), got {base.this.sql(dialect='spark')}", base)
+        elif isinstance(base, exp.Column):
+            symbol = self._symbol(base)
+            column = exp.column(base.this.copy())
+        if symbol is None or column is None or constant is None:
+            self._fail(f"WHERE condition {text}: each side must be a symbol's column plus or minus a numeric "
+                       f"constant ({FORMS_HELP}), got {node.sql(dialect='spark')}", node)
+        return _Operand(symbol, column, constant, lag, node)  # type: ignore[arg-type]
+
+    def _columns(self, left: _Operand, right: _Operand, constant: Decimal, op: CmpOp, text: str,
+                 node: exp.Expr) -> tuple[int, int, int | float]:
+        """Value-column indices of both operands and the engine offset (exact; module docstring)."""
+        where = f"WHERE condition {text}"
+        lcol = self.ctx.find_column(left.column, where)
+        rcol = self.ctx.find_column(right.column, where)
+        lcodec, rcodec = value_codec(lcol.dtype), value_codec(rcol.dtype)
+        lnum, rnum = bool(lcodec and lcodec.numeric), bool(rcodec and rcodec.numeric)
+        if not lnum or not rnum:
+            if lnum or rnum or lcol.name.casefold() != rcol.name.casefold():
+                self._fail(f"{where}: {lcol.name} ({lcol.type_text}) and {rcol.name} ({rcol.type_text}) cannot be "
+                           "compared exactly; non-numeric columns (STRING, DATE, TIMESTAMP, ...) are compared only "
+                           "with the same column of the other row (A.name = C.name); cast in a subquery otherwise",
+                           node)
+            if constant:
+                self._fail(f"{where}: a constant offset needs numeric columns; {lcol.name} is {lcol.type_text}",
+                           node)
+            index = self._rank_column(lcol, node)
+            return index, index, 0
+        for codec, col in ((lcodec, lcol), (rcodec, rcol)):
+            if codec.value_type is ValueType.FLOAT and col.dtype.this not in (DType.FLOAT, DType.DOUBLE):
+                self._fail(f"{where}: {col.name} is {col.type_text}, which the engine could carry only as an "
+                           "inexact DOUBLE; predicates compare exactly: cast it to DECIMAL(18, s) with s <= 6, "
+                           "BIGINT or DOUBLE in a subquery", node)
+        scales = {c.scale for c in (lcodec, rcodec) if c.value_type is ValueType.INT}
+        floats = any(c.value_type is ValueType.FLOAT for c in (lcodec, rcodec))
+        if len(scales) > 1 or (floats and scales - {0}):
+            self._fail(f"{where}: {lcol.name} ({lcol.type_text}) and {rcol.name} ({rcol.type_text}) have different "
+                       "decimal scales; cast both to the same DECIMAL(p, s) (or both to DOUBLE) in a subquery", node)
+        li = value_column_index(lcol, lcodec, self.ctx)
+        ri = value_column_index(rcol, rcodec, self.ctx)
+        if floats:
+            return li, ri, float(constant)
+        scale = next(iter(scales))
+        return li, ri, _integer_offset(constant * (10 ** scale), op, lambda: self._fail(
+            f"{where}: {lcol.name} and {rcol.name} hold integers at {scale} decimal places, and the constant "
+            f"{constant} has more; {op.value} can never hold (=) or always holds (<>): remove or fix it", node))
+
+    def _rank_column(self, column: ColumnSchema, node: exp.Expr) -> int:
+        """A value column holding the dense rank of ``column`` within the partition (NULL stays NULL)."""
+        if column.dtype.this in COMPLEX_TYPES:
+            self._fail(f"WHERE: {column.name} is {column.type_text}; only atomic types can be compared", node)
+        name = f"{column.name}\x00rank"  # never a real column name; one rank column per source column
+        for i, existing in enumerate(self.ctx.value_columns):
+            if existing.name == name:
+                return i
+        reference = exp.column(exp.to_identifier(column.name))
+        window = exp.Window(
+            this=exp.Anonymous(this="dense_rank", expressions=[]),
+            partition_by=[k.expression.copy() for k in self.keys] or None,
+            order=exp.Order(expressions=[exp.Ordered(this=reference.copy())]),
+        )
+        rank = exp.case().when(reference.copy().is_(exp.null()), exp.null()).else_(window)
+        self.ctx.value_columns.append(
+            ValueColumn(name, rank, column, ValueType.INT, lambda x: exp.cast(x, DType.BIGINT)))
+        return len(self.ctx.value_columns) - 1
+
+    def _fail(self, message: str, node: exp.Expr) -> None:
+        raise PredicateError(message, node_position(node, self.ctx.sql))
+
+
+def conjuncts(node: exp.Expr) -> list[exp.Expr]:
+    """The operands of a tree of ``AND`` (parentheses removed)."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.And):
+        return conjuncts(node.this) + conjuncts(node.expression)
+    return [node]
+
+
+def _is_i(node: exp.Expr) -> bool:
+    return isinstance(node, exp.Column) and node.args.get("table") is None and node.name.casefold() == "i"
+
+
+def _integer(node: exp.Expr) -> int | None:
+    if isinstance(node, exp.Literal) and not node.is_string and node.name.isdigit():
+        return int(node.name)
+    return None
+
+
+def _number(node: exp.Expr) -> Decimal | None:
+    """A numeric literal (optionally negated or parenthesised) as an exact Decimal."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.Neg):
+        inner = _number(node.this)
+        return None if inner is None else -inner
+    if isinstance(node, exp.Literal) and not node.is_string:
+        try:
+            value = Decimal(node.name)
+        except ArithmeticError:
+            return None
+        return value if value.is_finite() else None
+    return None
+
+
+def _split_constant(node: exp.Expr) -> tuple[exp.Expr, Decimal | None]:
+    """``col + 2`` / ``col - 2`` / ``2 + col`` / ``col`` -> (col, constant); constant None if malformed."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, (exp.Add, exp.Sub)):
+        right = _number(node.expression)
+        if right is not None:
+            base, inner = _split_constant(node.this)
+            if inner is None:
+                return base, None
+            return base, inner + right if isinstance(node, exp.Add) else inner - right
+        left = _number(node.this)
+        if left is not None and isinstance(node, exp.Add):
+            base, inner = _split_constant(node.expression)
+            return base, None if inner is None else inner + left
+        return node, None
+    return node, Decimal(0)
+
+
+def _integer_offset(value: Decimal, op: CmpOp, impossible: Callable[[], None]) -> int:
+    """An exact integer offset for integer operands: ``x OP y + value`` with a fractional
+    value is ``x OP y + ceil/floor(value)`` for inequalities; for = / <> it is refused."""
+    if value == value.to_integral_value():
+        return int(value)
+    if op in (CmpOp.LT, CmpOp.GE):
+        return math.ceil(value)
+    if op in (CmpOp.LE, CmpOp.GT):
+        return math.floor(value)
+    impossible()
+    raise AssertionError("unreachable")

@@ -1,0 +1,136 @@
+"""Issue-7 plans (predicates, iterator predicates, strategies) as MATCH_AGGREGATE text.
+
+The case table has ``g`` (partition), ``ts``, ``mask`` and the three value columns of
+the kernel tests' ``COLUMNS3`` (INT, FLOAT, FLOAT): ``i`` BIGINT, ``f`` DOUBLE and
+``s`` DOUBLE (NaN, -0.0, inf ...). Symbol ``S<k>`` is DEFINEd as bit k of ``mask``.
+
+The SQL names predicates by symbol, so a predicate on an element whose symbol stands
+at several positive positions cannot be written; :func:`sql_expressible` drops those.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from collections.abc import Sequence
+
+from pyspark.sql import DataFrame, SparkSession
+
+from tests import oracle
+from tests.sql_cases import pattern_symbols
+from udafs.plan import CmpOp, CountType, Measure, MeasureKind, Plan, Strategy
+
+COLUMNS = ("i", "f", "s")
+SCHEMA = "g int, ts bigint, mask bigint, i bigint, f double, s double"
+STRATEGY_SQL = {Strategy.SKIP_TILL_ANY_MATCH: "SKIP TILL ANY MATCH", Strategy.SKIP_TILL_NEXT_MATCH: "SKIP TILL NEXT MATCH",
+                Strategy.STRICT_CONTIGUITY: "STRICT CONTIGUITY", Strategy.PARTITION_CONTIGUITY: "PARTITION CONTIGUITY"}
+
+
+def unique_positions(plan: Plan) -> set[int]:
+    """Positions whose symbol stands at no other positive position."""
+    count: dict[int, int] = {}
+    for e in plan.elements:
+        count[e.symbol] = count.get(e.symbol, 0) + 1
+    return {i for i, e in enumerate(plan.elements) if count[e.symbol] == 1}
+
+
+def sql_expressible(plan: Plan) -> Plan:
+    """``plan`` without the predicates SQL cannot name (repeated symbols); measures read
+    columns 0 and 1 only (sums of NaN / inf compare badly)."""
+    ok = unique_positions(plan)
+    preds = tuple(p for p in plan.predicates if p.left in ok and p.right in ok)
+    its = tuple(q for q in plan.iterator_predicates if q.element in ok)
+    measures = tuple(dataclasses.replace(m, column=min(m.column, 1)) if m.column is not None else m
+                     for m in plan.measures)
+    return dataclasses.replace(plan, predicates=preds, iterator_predicates=its, measures=measures)
+
+
+def _constant(value: int | float) -> str:
+    return repr(float(value)) if isinstance(value, float) else str(value)
+
+
+def _plus(value: int | float) -> str:
+    if not value:
+        return ""
+    return f" + {_constant(value)}" if value > 0 else f" - {_constant(-value)}"
+
+
+def _op(op: CmpOp, rnd: random.Random) -> str:
+    return rnd.choice(["<>", "!="]) if op is CmpOp.NE else op.value
+
+
+def where_sql(plan: Plan, seed: int = 0) -> str:
+    """The WHERE condition of ``plan``'s predicates, in varied but equivalent forms
+    (constant on either side, sides swapped with the mirrored operator)."""
+    rnd = random.Random(seed)
+    sym = lambda pos: plan.symbols[plan.elements[pos].symbol]  # noqa: E731
+    conds = []
+    for p in plan.predicates:
+        left, right = f"{sym(p.left)}.{COLUMNS[p.left_column]}", f"{sym(p.right)}.{COLUMNS[p.right_column]}"
+        form = rnd.randrange(3)
+        if form == 0:
+            conds.append(f"{left} {_op(p.op, rnd)} {right}{_plus(p.offset)}")
+        elif form == 1:  # l - k OP r
+            conds.append(f"{left}{_plus(-p.offset)} {_op(p.op, rnd)} {right}")
+        else:  # r + k OP' l
+            conds.append(f"{right}{_plus(p.offset)} {_op(p.op.mirrored(), rnd)} {left}")
+    for q in plan.iterator_predicates:
+        s, c = sym(q.element), COLUMNS[q.column]
+        if rnd.randrange(2):
+            conds.append(f"{s}[i].{c} {_op(q.op, rnd)} {s}[i-1].{c}{_plus(q.offset)}")
+        else:
+            conds.append(f"{s}[i-1].{c}{_plus(q.offset)} {_op(q.op.mirrored(), rnd)} {s}[i].{c}")
+    return " AND ".join(conds)
+
+
+def measure_sql(plan: Plan, m: Measure) -> str:
+    name = f"`{m.name}`"
+    if m.kind is MeasureKind.COUNT_STAR:
+        return f"COUNT(*) AS {name}"
+    symbol = plan.symbols[m.symbol]
+    if m.kind is MeasureKind.COUNT:
+        return f"COUNT({symbol}) AS {name}"
+    return f"{m.kind.value.upper()}({symbol}.{COLUMNS[m.column]}) AS {name}"
+
+
+def match_aggregate(plan: Plan, source: str = "pcases", seed: int = 0) -> str:
+    """``<source> MATCH_AGGREGATE (...) AS m`` computing ``plan`` per ``g``."""
+    defines = ", ".join(f"{plan.symbols[k]} AS (mask & {1 << k}) <> 0" for k in pattern_symbols(plan))
+    clauses = ["PARTITION BY g", "ORDER BY ts", f"PATTERN {plan.describe()}", f"DEFINE {defines}"]
+    where = where_sql(plan, seed)
+    if where:
+        clauses.append(f"WHERE {where}")
+    clauses.append(f"MEASURES {', '.join(measure_sql(plan, m) for m in plan.measures)}")
+    if plan.within is not None:
+        clauses.append(f"WITHIN {plan.within}")
+    if plan.slide is not None:
+        clauses.append(f"SLIDE {plan.slide}")
+    if plan.count_type is not CountType.BIGINT:
+        clauses.append(f"COUNT TYPE {plan.count_type.value.upper()}")
+    if plan.strategy is not Strategy.SKIP_TILL_ANY_MATCH or seed % 2:
+        clauses.append(f"STRATEGY {STRATEGY_SQL[plan.strategy]}")
+    body = "\n  ".join(clauses)
+    return f"{source} MATCH_AGGREGATE (\n  {body}\n) AS m"
+
+
+def select_sql(plan: Plan, seed: int = 0) -> str:
+    columns = ["g"] + (["window_start", "window_end"] if plan.slide else []) + [f"`{m.name}`" for m in plan.measures]
+    return f"SELECT {', '.join(columns)} FROM {match_aggregate(plan, seed=seed)}"
+
+
+def with_stream_ranks(groups: Sequence[oracle.Events]) -> list[oracle.Events]:
+    """The groups with ``seq`` = dense rank of ts over every row of every group (STRICT
+    CONTIGUITY ranks the whole input table)."""
+    distinct = sorted({t for ev in groups for t in ev.ts})
+    rank = {t: k for k, t in enumerate(distinct)}
+    return [dataclasses.replace(ev, seq=[rank[t] for t in ev.ts]) for ev in groups]
+
+
+def events_frame(spark: SparkSession, groups: Sequence[oracle.Events]) -> DataFrame:
+    """All groups in one DataFrame, plus a NULL-time row per group that takes part in nothing."""
+    rows = []
+    for g, ev in enumerate(groups):
+        ints, floats, special = ev.values
+        rows += [(g, t, m, i, f, s) for t, m, i, f, s in zip(ev.ts, ev.mask, ints, floats, special)]
+        rows.append((g, None, -1, 7, 7.0, 7.0))
+    return spark.createDataFrame(rows, SCHEMA)
