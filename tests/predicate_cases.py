@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from pyspark.sql import DataFrame, SparkSession
 
 from tests import oracle
-from tests.sql_cases import pattern_symbols
-from udafs.plan import CmpOp, CountType, Measure, MeasureKind, Plan, Strategy
+from tests.sql_cases import measure_sql, pattern_symbols
+from udafs.plan import CmpOp, CountType, Plan, Strategy
 
 COLUMNS = ("i", "f", "s")
 SCHEMA = "g int, ts bigint, mask bigint, i bigint, f double, s double"
@@ -83,16 +83,6 @@ def where_sql(plan: Plan, seed: int = 0) -> str:
     return " AND ".join(conds)
 
 
-def measure_sql(plan: Plan, m: Measure) -> str:
-    name = f"`{m.name}`"
-    if m.kind is MeasureKind.COUNT_STAR:
-        return f"COUNT(*) AS {name}"
-    symbol = plan.symbols[m.symbol]
-    if m.kind is MeasureKind.COUNT:
-        return f"COUNT({symbol}) AS {name}"
-    return f"{m.kind.value.upper()}({symbol}.{COLUMNS[m.column]}) AS {name}"
-
-
 def match_aggregate(plan: Plan, source: str = "pcases", seed: int = 0) -> str:
     """``<source> MATCH_AGGREGATE (...) AS m`` computing ``plan`` per ``g``."""
     defines = ", ".join(f"{plan.symbols[k]} AS (mask & {1 << k}) <> 0" for k in pattern_symbols(plan))
@@ -100,7 +90,7 @@ def match_aggregate(plan: Plan, source: str = "pcases", seed: int = 0) -> str:
     where = where_sql(plan, seed)
     if where:
         clauses.append(f"WHERE {where}")
-    clauses.append(f"MEASURES {', '.join(measure_sql(plan, m) for m in plan.measures)}")
+    clauses.append(f"MEASURES {', '.join(measure_sql(plan, m, COLUMNS) for m in plan.measures)}")
     if plan.within is not None:
         clauses.append(f"WITHIN {plan.within}")
     if plan.slide is not None:

@@ -19,15 +19,15 @@ def pattern_symbols(plan: Plan) -> list[int]:
     return [k for k in range(len(plan.symbols)) if plan.pattern_symbols_mask >> k & 1]
 
 
-def measure_sql(plan: Plan, m: Measure) -> str:
-    """One MEASURES entry, e.g. ``SUM(S1.i) AS m0``."""
+def measure_sql(plan: Plan, m: Measure, columns: tuple[str, ...] = VALUE_COLUMNS) -> str:
+    """One MEASURES entry, e.g. ``SUM(S1.i) AS m0`` (``columns`` names ``plan.columns``)."""
     name = f"`{m.name}`"
     if m.kind is MeasureKind.COUNT_STAR:
         return f"COUNT(*) AS {name}"
     symbol = plan.symbols[m.symbol]
     if m.kind is MeasureKind.COUNT:
         return f"COUNT({symbol}) AS {name}"
-    return f"{m.kind.value.upper()}({symbol}.{VALUE_COLUMNS[m.column]}) AS {name}"
+    return f"{m.kind.value.upper()}({symbol}.{columns[m.column]}) AS {name}"
 
 
 def window_sql(value: int, timestamp: bool) -> str:

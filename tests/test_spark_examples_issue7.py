@@ -7,20 +7,9 @@ exact counts and sums.
 
 from __future__ import annotations
 
-import importlib.util
 from decimal import Decimal
-from pathlib import Path
-from types import ModuleType
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-
-
-def example(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.test_spark_sql_examples import example
 
 
 Q1_JOIN = """
