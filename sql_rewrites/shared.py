@@ -8,8 +8,10 @@ evaluates every member's plan (a :class:`~udafs.multiplan.MultiPlan`):
 * the members' symbols become one symbol table: conditions written identically share
   a bit, so each row's mask is computed once for all members;
 * value columns are shared the same way;
-* each member keeps its own pattern, windows, count type and measures; its measures
-  fill its own block of result fields.
+* each member keeps its own pattern, windows, count type and measures; result rows
+  carry the member's index, and members share the result fields (the j-th measure of
+  every member of the same kind and type lands in one field), so the shared result is
+  as wide as the widest member, however many members there are.
 
 The group's query (:meth:`SharedGroup.select`) returns, per partition and member, the
 engine's raw values tagged with the member's index; it is meant to be cached once.
@@ -161,6 +163,7 @@ def build_group(members: Sequence[Member]) -> SharedGroup:
     values: list[exp.Expr] = []
     value_types: list = []
     plans, slots, fields = [], [], []
+    field_index: dict[tuple, int] = {}
     for member in members:
         query = member.query
         bits = []
@@ -181,9 +184,15 @@ def build_group(members: Sequence[Member]) -> SharedGroup:
             columns.append(value_index[key])
         plans.append((query.plan, bits, columns))
         slot = []
-        for m in query.plan.measures:
-            slot.append(len(fields))
-            fields.append(Measure(m.kind, None, None if m.column is None else columns[m.column], m.name))
+        for j, m in enumerate(query.plan.measures):
+            column = None if m.column is None else columns[m.column]
+            # members share fields (rows carry the member index): the result is as wide as
+            # the widest member, not the sum of all members' measures
+            key = (j, m.kind, None if column is None else value_types[column], query.plan.count_type)
+            if key not in field_index:
+                field_index[key] = len(fields)
+                fields.append(Measure(m.kind, None, column, f"f{len(fields)}"))
+            slot.append(field_index[key])
         slots.append(tuple(slot))
     names = tuple(name for name, _ in symbols)
     remapped = tuple(_remap(plan, bits, columns, names, tuple(value_types)) for plan, bits, columns in plans)
