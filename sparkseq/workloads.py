@@ -178,10 +178,10 @@ def explain_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyRe
                   "counts above are the optimizer's estimate, not yet used by the engine)"]
         if dot:
             lines += ["", sharing.sharon_graph_dot(chosen)]
-        name = engine_function_name(group.plan)
-        lines += ["", "  Spark SQL of the group:", "  " + group.select(name).sql(dialect="spark", pretty=True,
-                                                                                normalize_functions=False)
-                  .replace("\n", "\n  ")]
+        events, _ = group.events()
+        lines += ["", f"  Spark SQL of the group's input (grouped by the partition keys into one Arrow pass, "
+                      f"udafs.spark_shared, cached as {plan.table(g)}):",
+                  "  " + events.sql(dialect="spark", pretty=True).replace("\n", "\n  ")]
     return "\n".join(lines)
 
 

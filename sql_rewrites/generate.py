@@ -101,7 +101,6 @@ class EngineInput:
     bound: Callable[[exp.Expr], exp.Expr] = lambda value: value
     instances: int | None = None
     per_plan: tuple[tuple[str, Callable[[exp.Expr], exp.Expr]], ...] = ()
-    windows: tuple[str, str] | None = None
     seq: exp.Expr | None = None
 
 
@@ -285,9 +284,8 @@ def _groups_select(spec: EngineInput, events: exp.Select, function_name: str, ro
 def _output_select(spec: EngineInput, groups: exp.Select, roles: _Roles) -> exp.Select:
     row = roles.row
     projections: list[exp.Expr] = [exp.column(name, table=roles.groups) for name, _ in spec.keys]
-    names = spec.windows or (("window_start", "window_end") if spec.plan.slide is not None else None)
-    if names is not None:
-        for field, name in zip((roles.window_start, roles.window_end), names):
+    if spec.plan.slide is not None:
+        for field, name in ((roles.window_start, "window_start"), (roles.window_end, "window_end")):
             projections.append(exp.alias_(spec.bound(exp.column(field, table=row)), name))
     for name, from_index in spec.per_plan:
         projections.append(exp.alias_(from_index(exp.column(roles.plan_index, table=row)), name))

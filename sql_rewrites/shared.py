@@ -13,8 +13,9 @@ evaluates every member's plan (a :class:`~udafs.multiplan.MultiPlan`):
   every member of the same kind and type lands in one field), so the shared result is
   as wide as the widest member, however many members there are.
 
-The group's query (:meth:`SharedGroup.select`) returns, per partition and member, the
-engine's raw values tagged with the member's index; it is meant to be cached once.
+The group's pass reads :meth:`SharedGroup.events` (the engine's input rows) and returns,
+per partition and member, the engine's raw values tagged with the member's index
+(columns :attr:`SharedGroup.output_names`); it is cached once (``sparkseq.workloads``).
 Each member's operator is then replaced by :meth:`SharedGroup.replacement`: a select of
 its rows from the cached result, converted to the member's own output types exactly
 as its stand-alone rewrite would.
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from sql_rewrites.generate import EngineInput, engine_events, engine_query, mask_expression
+from sql_rewrites.generate import EngineInput, engine_events, mask_expression
 from sql_rewrites.logical import MatchAggregateQuery
 from sql_rewrites.sql_types import time_from_engine, time_to_engine
 from udafs.multiplan import MultiPlan
@@ -76,33 +77,24 @@ class SharedGroup:
     symbols: tuple[tuple[str, exp.Expr], ...]  # union: (name, condition)
     values: tuple[exp.Expr, ...]  # union value expressions, engine-typed
 
-    def spec(self) -> EngineInput:
-        """The engine input of the group: keys, time, the union mask, the union values."""
+    def events(self) -> tuple[exp.Select, tuple[str, ...]]:
+        """The engine's input rows of the group — keys, time, the union mask, the union
+        values (:func:`sql_rewrites.generate.engine_events`) — and those columns' names."""
         first = self.members[0].query
-        return EngineInput(
+        spec = EngineInput(
             plan=self.plan,
             keys=tuple((k.name, k.expression) for k in first.partition_keys),
             time=time_to_engine(first.order.expression.copy(), first.order.kind),
             mask=mask_expression([(k, condition) for k, (_, condition) in enumerate(self.symbols)]),
             values=self.values,
-            measures=tuple((field_column(f), lambda value: value) for f in range(len(self.plan.fields))),
-            per_plan=((PLAN_COLUMN, lambda index: index),),
-            windows=((WINDOW_START, WINDOW_END) if any(p.slide is not None for p in self.plan.plans) else None),
+            measures=(),
         )
-
-    def events(self) -> tuple[exp.Select, tuple[str, ...]]:
-        """The engine's input rows of the group (:func:`sql_rewrites.generate.engine_events`)."""
-        return engine_events(self.spec(), self.members[0].query.node.this.copy())
+        return engine_events(spec, first.node.this.copy())
 
     @property
     def output_names(self) -> tuple[str, ...]:
         """Columns of the group's result after the keys: member index, window bounds, fields."""
         return (PLAN_COLUMN, WINDOW_START, WINDOW_END, *(field_column(f) for f in range(len(self.plan.fields))))
-
-    def select(self, function_name: str) -> exp.Select:
-        """The group's query over the shared source: keys, member index, window bounds and
-        raw field values per output row of every member (engine types)."""
-        return engine_query(self.spec(), function_name, self.members[0].query.node.this.copy())
 
     def replacement(self, index: int, table: str) -> exp.Subquery:
         """Member ``index``'s operator as a select of its rows from the cached ``table``,

@@ -201,14 +201,11 @@ def test_fallback_number_systems(data: st.DataObject) -> None:
     """The exact / float fallbacks (with dead-match pruning) on every path, as if int64 overflowed."""
     import dataclasses
 
-    import udafs.kernels.evaluate as evaluate_mod
+    from tests.kernel_switches import exact_number_systems
 
     plan = data.draw(plans(edges=data.draw(st.booleans()), middle_negation=data.draw(st.booleans())))
     plan = dataclasses.replace(plan, count_type=data.draw(st.sampled_from([CountType.DECIMAL, CountType.DOUBLE])))
     ev = data.draw(events(plan))
     assume(oracle.cheap(plan, ev))
-    evaluate_mod.FAST_PATH = False
-    try:
+    with exact_number_systems():
         check(plan, ev)
-    finally:
-        evaluate_mod.FAST_PATH = True

@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from tests import oracle
+from tests.kernel_switches import exact_number_systems, forced_state_dp
 from tests.test_kernel_oracle import as_rows, assert_same, plans
 from udafs.kernels import GroupResult, evaluate_group, extended, predicates, predpass
 from udafs.plan import (CmpOp, CountType, Element, IteratorPredicate, Measure, MeasureKind, Plan, Predicate, Strategy,
@@ -293,19 +294,14 @@ def test_vectorised_fallback_number_systems(data: st.DataObject) -> None:
     """The exact / float fallbacks of the vectorised paths, as if int64 overflowed."""
     import dataclasses
 
-    import udafs.kernels.evaluate as evaluate_mod
-
     plan = vectorisable(data.draw(ext_plans(strategy=ANY, n_pred=2, edges=data.draw(st.booleans()), adjacent=True,
                                             need_pred=data.draw(st.booleans()))))
     assume(plan.extended)
     plan = dataclasses.replace(plan, count_type=data.draw(st.sampled_from([CountType.DECIMAL, CountType.DOUBLE])))
     ev = data.draw(ext_events(plan))
     assume(oracle.cheap(plan, ev))
-    evaluate_mod.FAST_PATH = False
-    try:
+    with exact_number_systems():
         check(plan, ev)
-    finally:
-        evaluate_mod.FAST_PATH = True
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
@@ -319,11 +315,8 @@ def test_vectorised_equals_state_dp_on_larger_groups(data: st.DataObject) -> Non
     assume(plan.extended)
     ev = data.draw(ext_events(plan, max_rows=40, max_ts=30))
     fast = run_kernel(plan, ev)
-    extended.FORCE_STATE_DP = True
-    try:
+    with forced_state_dp():
         slow = run_kernel(plan, ev)
-    finally:
-        extended.FORCE_STATE_DP = False
     assert_same(plan, fast, as_rows(slow))
 
 

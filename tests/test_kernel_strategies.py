@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from tests import oracle
 from tests.test_kernel_predicates import ext_events, ext_plans, run_kernel, vectorisable
+from tests.kernel_switches import forced_state_dp
 from tests.test_kernel_oracle import as_rows, assert_same, plans
 from udafs.errors import InputDataError, PlanError
 from udafs.kernels import evaluate_group
@@ -198,7 +199,7 @@ def test_streaming_refuses_extended_plans() -> None:
 @given(data=st.data())
 def test_vectorised_strategies_equal_state_dp(strategy: Strategy, data: st.DataObject) -> None:
     """Beyond the oracle's reach (Kleene over 40 rows): vectorised strategy passes == state DP."""
-    from udafs.kernels import extended, predicates
+    from udafs.kernels import predicates
 
     plan = vectorisable(data.draw(ext_plans(window=data.draw(st.sampled_from(["none", "within", "slide"])),
                                             strategy=strategy, n_pred=1, adjacent=True,
@@ -207,11 +208,8 @@ def test_vectorised_strategies_equal_state_dp(strategy: Strategy, data: st.DataO
     assume(predicates.vectorised(plan) is None)
     ev = data.draw(ext_events(plan, max_rows=40, max_ts=30))
     fast = run_kernel(plan, ev)
-    extended.FORCE_STATE_DP = True
-    try:
+    with forced_state_dp():
         slow = run_kernel(plan, ev)
-    finally:
-        extended.FORCE_STATE_DP = False
     assert_same(plan, fast, as_rows(slow))
 
 
