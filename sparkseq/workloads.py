@@ -173,9 +173,8 @@ def explain_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyRe
         lines += ["", "  sharing optimizer (Sharon): statistics from the data, "
                       f"{stats.partitions:,} partitions over {stats.span:,.0f} time units"]
         lines += ["  " + line for line in sharing.explain(chosen).splitlines()]
-        lines += ["  execution: one scan, one shuffle and one engine call per partition for all members; each "
-                  "member's counts come from its own pass over the shared sorted rows (the shared sub-pattern "
-                  "counts above are the optimizer's estimate, not yet used by the engine)"]
+        lines += ["", "  execution: one scan, one shuffle and one engine call per partition for all members"]
+        lines += ["  " + line for line in _engine_sharing(group.plan.plans)]
         if dot:
             lines += ["", sharing.sharon_graph_dot(chosen)]
         events, _ = group.events()
@@ -183,6 +182,34 @@ def explain_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyRe
                       f"udafs.spark_shared, cached as {plan.table(g)}):",
                   "  " + events.sql(dialect="spark", pretty=True).replace("\n", "\n  ")]
     return "\n".join(lines)
+
+
+def _engine_sharing(plans: tuple) -> list[str]:
+    """What the engine shares between a group's members (for EXPLAIN)."""
+    from udafs.kernels import pretree
+
+    shapes = [pretree.shape_of(p) for p in plans]
+    together = [i for i, shape in enumerate(shapes) if shape is not None and shapes.count(shape) > 1]
+    alone = [i for i in range(len(plans)) if i not in together]
+    lines = []
+    if len(together) > 1:
+        lines.append(f"  members {_members(together)}: may share one timeline per window shape, each prefix counted "
+                     "once (PreTree) — per partition, where its row counts say a shared timeline costs no more "
+                     "(udafs.kernels.pretree.groups); prefixes common to several members:")
+        prefixes = pretree.shared_prefixes(plans)
+        lines += [f"    {prefix.describe()[:-1]}, ...) for members {_members(who)}" for who, prefix in prefixes]
+        if not prefixes:
+            lines.append("    (no two members start alike)")
+    if alone:
+        lines.append(f"  members {_members(alone)}: counted one by one (measures other than COUNT(*), "
+                     "WITHIN without SLIDE, or alone in their window shape)")
+    lines.append("  shared sub-patterns that are not prefixes (Chop-Connect) are the optimizer's estimate only: "
+                 "the engine does not combine them")
+    return lines
+
+
+def _members(indices: list[int] | tuple[int, ...]) -> str:
+    return ", ".join(map(str, indices))
 
 
 def _cache_group(spark: SparkSession, plan: WorkloadPlan, group: int) -> None:

@@ -14,11 +14,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sparkseq
+from sparkseq.workloads import explain_workload
 from sql_rewrites.errors import UnknownColumnError
 from tests import oracle
 from tests.spark_cases import assert_same, events_frame, expected, got
 from tests.sql_cases import jobs_started, match_aggregate
 from tests.test_kernel_oracle import events, plans
+from tests.test_kernel_pretree import families
 from udafs.plan import Plan
 
 SETTINGS = settings(max_examples=5, deadline=None, suppress_health_check=list(HealthCheck))
@@ -45,6 +47,41 @@ def test_shared_workload_equals_each_statement_alone(spark, data, count: int) ->
     sparkseq.workload(spark, script)
     for i, p in enumerate(workload):
         assert_same(p, got(p, spark.table(f"wl{i}").collect()), expected(p, groups))
+
+
+@SETTINGS
+@given(data=st.data())
+def test_members_sharing_prefixes_equal_each_statement_alone(spark, data) -> None:  # noqa: ANN001
+    """COUNT(*) members of one window shape: counted on one timeline, prefixes once."""
+    workload = data.draw(families(data.draw(st.sampled_from(["none", "slide"]))))
+    groups = data.draw(st.lists(events(workload[0]), min_size=1, max_size=12))
+    groups = [ev for ev in groups if all(oracle.cheap(p, ev) for p in workload)]
+    events_frame(spark, groups).createOrReplaceTempView("cases")
+    script = ";\n".join(statement(i, p) for i, p in enumerate(workload))
+    sparkseq.workload(spark, script)
+    for i, p in enumerate(workload):
+        assert_same(p, got(p, spark.table(f"wl{i}").collect()), expected(p, groups))
+
+
+def test_explain_names_the_prefixes_the_engine_shares(spark) -> None:  # noqa: ANN001
+    events_frame(spark, [oracle.Events([1, 2, 3], [1, 2, 4], ([1, 2, 3], [1.0, 2.0, 3.0]))]).createOrReplaceTempView(
+        "cases")
+    bit = {"A": 1, "B": 2, "C": 4, "D": 8}
+    window = "WITHIN 10 SLIDE 5"
+
+    def define(pattern: str) -> str:
+        return "DEFINE " + ", ".join(f"{s} AS mask = {bit[s]}" for s in sorted(set(pattern[4:-1].split(", "))))
+
+    script = ";\n".join(
+        f"SELECT * FROM cases MATCH_AGGREGATE (PARTITION BY g ORDER BY ts PATTERN {pattern} {define(pattern)} "
+        f"MEASURES {measure} {window}) AS m"
+        for pattern, measure in (("SEQ(A, B, C)", "COUNT(*) AS n"), ("SEQ(A, B, D)", "COUNT(*) AS n"),
+                                 ("SEQ(A, C)", "COUNT(*) AS n"), ("SEQ(A, B)", "COUNT(B) AS n")))
+    text = explain_workload(spark, script)
+    assert "members 0, 1, 2: may share one timeline per window shape, each prefix counted once (PreTree)" in text
+    assert "SEQ(A, B, ...) for members 0, 1" in text
+    assert "members 3: counted one by one" in text
+    assert "Chop-Connect" in text
 
 
 def test_a_bad_statement_fails_before_any_job_and_creates_nothing(spark) -> None:  # noqa: ANN001

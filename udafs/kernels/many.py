@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from udafs.kernels import extended, paths
+from udafs.kernels import extended, paths, pretree
 from udafs.kernels.arith import Arith
 from udafs.kernels.evaluate import GroupResult, _tally, sorted_instances, validate, with_fallback
 from udafs.kernels.segments import sliding_windows
@@ -55,7 +55,7 @@ def evaluate_many(mp: MultiPlan, ts: np.ndarray, mask: np.ndarray,
         union |= p.pattern_symbols_mask
     ts, mask, cols = _sorted(ts, mask, cols, union)
     present = int(np.bitwise_or.reduce(mask)) if len(mask) else 0
-    done: dict[int, Evaluated] = {}
+    done: dict[int, Evaluated] = _shared_prefixes(mp, ts, mask, present) if SHARE_PREFIXES else {}
 
     def evaluated(i: int) -> Evaluated:
         if i not in done:
@@ -81,6 +81,29 @@ def evaluate_many(mp: MultiPlan, ts: np.ndarray, mask: np.ndarray,
         ends = None if starts is None else starts + plan.within
         out.append(GroupResult(starts, ends, tuple(values), tuple(valid)))
     return out
+
+
+#: Benchmarks switch this off to compare shared-prefix and one-by-one evaluation.
+SHARE_PREFIXES = True
+
+
+def _shared_prefixes(mp: MultiPlan, ts: np.ndarray, mask: np.ndarray, present: int) -> dict[int, Evaluated]:
+    """Plans evaluated together on one timeline, prefixes shared
+    (:mod:`udafs.kernels.pretree`): of the plans that would otherwise run one by one
+    through :func:`_evaluate`, those :func:`pretree.groups` puts together."""
+    candidates = []
+    for i, plan in enumerate(mp.plans):
+        if mp.derived[i] is not None or not present & plan.pattern_symbols_mask:
+            continue
+        if mp.hidden[i] and any(not present >> el.symbol & 1 for el in plan.elements):
+            continue
+        candidates.append(i)
+    done: dict[int, Evaluated] = {}
+    for group in pretree.groups([mp.plans[i] for i in candidates], mask):
+        members = [candidates[g] for g in group]
+        plans = [mp.plans[i] for i in members]
+        done.update(zip(members, with_fallback(plans[0], lambda ar: pretree.evaluate_shared(plans, ts, mask, ar))))
+    return done
 
 
 def _sorted(ts: np.ndarray, mask: np.ndarray, cols: list[Column],

@@ -1,0 +1,136 @@
+"""Property tests: plans evaluated together on one timeline with shared prefixes
+(``udafs.kernels.pretree``, used by ``evaluate_many``) equal the brute-force oracle,
+plan by plan."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests import oracle
+from tests.kernel_switches import exact_number_systems
+from tests.test_kernel_oracle import as_rows, events, to_arrays
+from udafs.kernels import GroupResult
+from udafs.kernels.evaluate import with_fallback
+from udafs.kernels.measures import finalize
+from udafs.kernels.pretree import evaluate_shared, shape_of
+from udafs.plan import CountType, Element, Measure, MeasureKind, Plan
+
+SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@st.composite
+def families(draw: st.DrawFn, window: str) -> list[Plan]:
+    """2-6 COUNT(*) plans of one window shape, grown from one base so prefixes repeat:
+    each copies a prefix of an earlier plan and draws the rest (symbols, Kleene,
+    negations in gaps and at the edges)."""
+    n_sym = draw(st.sampled_from([2, 3, 4]))
+    within = slide = None
+    if window == "slide":
+        within, slide = draw(st.integers(1, 10)), draw(st.integers(1, 5))
+    count_type = draw(st.sampled_from(list(CountType)))
+    neg = st.integers(1, (1 << n_sym) - 1)
+
+    def tail(length: int) -> list[tuple[int, bool, int]]:  # (symbol, Kleene, negation before it)
+        return [(draw(st.integers(0, n_sym - 1)), draw(st.integers(0, 3)) == 0,
+                 draw(neg) if draw(st.integers(0, 3)) == 0 else 0) for _ in range(length)]
+
+    bodies = [tail(draw(st.integers(1, 4)))]
+    for _ in range(draw(st.integers(1, 5))):
+        parent = draw(st.sampled_from(bodies))
+        if draw(st.booleans()):  # a prefix of the parent, then new elements
+            keep = draw(st.integers(0, len(parent)))
+            bodies.append(parent[:keep] + tail(draw(st.integers(0 if keep else 1, 3))))
+        else:  # the parent with one negation or Kleene flag changed: same symbols, other prefix
+            at = draw(st.integers(0, len(parent) - 1))
+            sym, kleene, gap = parent[at]
+            changed = (sym, not kleene, gap) if draw(st.booleans()) else (sym, kleene, 0 if gap else draw(neg))
+            bodies.append(parent[:at] + [changed] + parent[at + 1:])
+    plans = []
+    for body in bodies:
+        edges = [0, 0]
+        if within is not None:
+            edges = [draw(neg) if draw(st.integers(0, 3)) == 0 else 0 for _ in range(2)]
+        plans.append(Plan(
+            symbols=tuple(f"S{i}" for i in range(n_sym)),
+            elements=tuple(Element(s, k) for s, k, _ in body),
+            negations=(edges[0], *(g for _, _, g in body[1:]), edges[1]),
+            within=within, slide=slide,
+            measures=(Measure(MeasureKind.COUNT_STAR, name="n"),),
+            count_type=count_type,
+        ))
+    return plans
+
+
+def check_family(plans: list[Plan], ev: oracle.Events) -> None:
+    assert all(shape_of(p) is not None for p in plans)
+    ts, mask, _ = to_arrays(ev)
+    order = np.argsort(ts, kind="stable")
+    results = with_fallback(plans[0], lambda ar: evaluate_shared(plans, ts[order], mask[order], ar))
+    for plan, (parts, starts) in zip(plans, results):
+        values, valid = finalize(plan, parts)
+        ends = None if starts is None else starts + plan.within
+        got = as_rows(GroupResult(starts, ends, tuple(values), tuple(valid)))
+        want = oracle.evaluate(ev, plan)
+        assert [(ws, we, [int(v) for v in vals]) for ws, we, vals in got] == want, plan
+
+
+@pytest.mark.parametrize("window", ["none", "slide"])
+@SETTINGS
+@given(data=st.data())
+def test_shared_prefixes_equal_oracle(window: str, data: st.DataObject) -> None:
+    plans = data.draw(families(window))
+    check_family(plans, data.draw(events(plans[0])))
+
+
+@SETTINGS
+@given(data=st.data())
+def test_shared_prefixes_exact_number_systems(data: st.DataObject) -> None:
+    """The fallback number systems (plain passes on the shared timeline) agree too."""
+    plans = data.draw(families(data.draw(st.sampled_from(["none", "slide"]))))
+    with exact_number_systems():
+        check_family(plans, data.draw(events(plans[0])))
+
+
+def test_prefixes_are_computed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three plans sharing SEQ(S0, S1): the second position's array is computed once."""
+    from udafs.kernels import pretree
+
+    calls: list[tuple[int, int, int]] = []
+    real = pretree.Timeline.prev_ranges
+
+    def counting(self, prev_sym: int, sym: int, neg: int):  # noqa: ANN001, ANN202
+        calls.append((prev_sym, sym, neg))
+        return real(self, prev_sym, sym, neg)
+
+    monkeypatch.setattr(pretree.Timeline, "prev_ranges", counting)
+
+    def plan(*syms: int) -> Plan:
+        return Plan(symbols=("S0", "S1", "S2", "S3"), elements=tuple(Element(s) for s in syms),
+                    negations=(0,) * (len(syms) + 1))
+
+    plans = [plan(0, 1, 2), plan(0, 1, 3), plan(0, 1)]
+    ts = np.arange(12, dtype=np.int64)
+    mask = np.array([1, 2, 4, 8] * 3, dtype=np.int64)
+    results = with_fallback(plans[0], lambda ar: pretree.evaluate_shared(plans, ts, mask, ar))
+    assert [int(parts[0].value[0]) for parts, _ in results] == [10, 10, 6]
+    assert calls.count((0, 1, 0)) == 1 and len(calls) == 3
+
+
+def test_grouping_follows_the_symbol_row_estimate() -> None:
+    """Plans over the same symbols share a timeline; plans over disjoint ones do not,
+    unless they start alike."""
+    from udafs.kernels.pretree import groups
+
+    def plan(*syms: int) -> Plan:
+        return Plan(symbols=tuple(f"S{i}" for i in range(8)), elements=tuple(Element(s) for s in syms),
+                    negations=(0,) * (len(syms) + 1), within=10, slide=5)
+
+    mask = np.array([1 << (i % 8) for i in range(80)], dtype=np.int64)
+    assert groups([plan(0, 1, 2, 3), plan(3, 2, 1, 0), plan(1, 0, 3, 2)], mask) == [[0, 1, 2]]
+    assert groups([plan(0, 1), plan(2, 3), plan(4, 5), plan(6, 7)], mask) == []
+    assert groups([plan(0, 1, 2), plan(0, 1, 3), plan(4, 5), plan(6, 7)], mask) == [[0, 1]]
+    no_window = Plan(symbols=("S0", "S1"), elements=(Element(0), Element(1)), negations=(0, 0, 0))
+    assert groups([plan(0, 1), no_window, plan(0, 1)], mask) == [[0, 2]]

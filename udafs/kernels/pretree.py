@@ -1,0 +1,225 @@
+"""Plans of one window shape over one shared timeline, prefixes counted once (PreTree).
+
+The plans of a workload group (or an E-Cube) often start alike: routes through the
+same streets, funnels through the same first pages. A forward pass (see
+:mod:`udafs.kernels.passes`) computes, position by position, the counts of the
+pattern's *prefixes*; two plans with the same first j elements (symbols, Kleene
+flags, the negations between them and the leading negation) have the same arrays
+for positions 0..j-1 on the same timeline. So the plans here are evaluated on one
+timeline — the rows of any of their symbols, cut into the windows of any of them —
+and every prefix array is computed once and kept in a dictionary keyed by the
+prefix: the PreTree of the A-Seq thesis (section 4.1), grown lazily.
+
+Exactness. On a timeline holding extra rows, a plan's counts per window do not
+change: rows that fill none of its positions and negate none of its gaps are never
+read by its pass (predecessor ranges count only rows of the previous position's
+symbol; ties are decided by timestamps; negation limits by negated rows). Each plan
+then keeps only the windows its own statement reports — those holding one of its
+own rows — which are a subset of the shared ones.
+
+What is shared beyond prefixes is the work indexed by symbol rather than by plan:
+the replicated window rows, each symbol's row list and prefix counts, and the
+predecessor ranges of each (symbol, next symbol, negation) step, cached by the
+:class:`~udafs.kernels.timeline.Timeline`.
+
+Used by :func:`udafs.kernels.many.evaluate_many` for plans that measure only
+``COUNT(*)`` and have SLIDE or no window. WITHIN without SLIDE evaluates by blocks,
+and other measures need per-row pair counts: those plans run one by one.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Sequence
+
+import numpy as np
+
+from udafs.kernels.arith import Arith
+from udafs.kernels.measures import Partial, Tally, partials
+from udafs.kernels.passes import _kleene, run
+from udafs.kernels.pattern import Pattern
+from udafs.kernels.segments import batches, range_timeline, sliding_windows
+from udafs.kernels.timeline import Timeline
+from udafs.plan import MeasureKind, Plan
+
+Evaluated = tuple[list[Partial], "np.ndarray | None"]
+
+
+class Shape(NamedTuple):
+    """What plans must share to be evaluated on one timeline: their windows."""
+
+    within: int | None
+    slide: int | None
+
+
+def shape_of(plan: Plan) -> Shape | None:
+    """The plan's window shape, or None when it runs on its own (module docstring)."""
+    if plan.extended or any(m.kind is not MeasureKind.COUNT_STAR for m in plan.measures):
+        return None
+    if plan.within is not None and plan.slide is None:
+        return None
+    if plan.within is None and plan.has_edge_negation:
+        return None
+    return Shape(plan.within, plan.slide)
+
+
+def groups(plans: Sequence[Plan], mask: np.ndarray) -> list[list[int]]:
+    """Which plans to evaluate together (lists of two or more indices into ``plans``).
+
+    Plans of one window shape share a timeline when that costs no more than their
+    own timelines, estimated as symbols x rows: each symbol's row list and prefix
+    counts are built over the whole timeline, so a timeline of everybody's rows costs
+    ``|union symbols| x |union rows|`` against ``sum |plan symbols| x |plan rows|``
+    alone, up to :data:`UNION_FACTOR` (routes over one street grid: shared; funnels
+    over few items each: not).
+    Otherwise plans sharing their first two elements (at least one step of the pass)
+    are tried the same way; the rest run alone.
+    """
+    by_shape: dict[Shape, list[int]] = {}
+    for i, p in enumerate(plans):
+        shape = shape_of(p)
+        if shape is not None:
+            by_shape.setdefault(shape, []).append(i)
+    out: list[list[int]] = []
+    for members in by_shape.values():
+        if _worth_one_timeline([plans[i] for i in members], mask):
+            out.append(members)
+            continue
+        by_root: dict[tuple, list[int]] = {}
+        for i in members:
+            by_root.setdefault(_steps(plans[i])[:2], []).append(i)
+        out += [m for m in by_root.values() if _worth_one_timeline([plans[i] for i in m], mask)]
+    return [m for m in out if len(m) > 1]
+
+
+def _worth_one_timeline(plans: Sequence[Plan], mask: np.ndarray) -> bool:
+    if len(plans) < 2:
+        return False
+    union, alone = 0, 0
+    for p in plans:
+        pm = p.pattern_symbols_mask
+        union |= pm
+        alone += pm.bit_count() * int(np.count_nonzero(mask & pm))
+    return union.bit_count() * int(np.count_nonzero(mask & union)) <= UNION_FACTOR * alone
+
+
+#: How much more symbol x row work a shared timeline may do than the plans alone: it
+#: saves their per-plan overheads and shared prefixes. Measured on bench/sharing.py's
+#: streams (2 M events, 200 keys): routes, 20 plans, ratio 1.3: shared 1.3x faster;
+#: funnels, 20 plans, ratio 1.8: shared 1.4x slower.
+UNION_FACTOR = 1.5
+
+
+def evaluate_shared(plans: Sequence[Plan], ts: np.ndarray, mask: np.ndarray, ar: Arith) -> list[Evaluated]:
+    """Partials (and window starts with SLIDE) of every plan, exactly what the plan's
+    own evaluation gives on its own rows; ``ts`` sorted, plans of one :class:`Shape`."""
+    shape = shape_of(plans[0])
+    assert shape is not None and all(shape_of(p) == shape for p in plans)
+    union = 0
+    for p in plans:
+        union |= p.pattern_symbols_mask
+    keep = (mask & union) != 0
+    ts, mask = ts[keep], mask[keep]
+    if shape.slide is None:
+        totals = _totals(plans, Timeline(ts, mask, np.array([0, len(ts)])), ar) if len(ts) else None
+        return [(_count_partials(p, ar.zeros(1) if totals is None else totals[i], ar), None)
+                for i, p in enumerate(plans)]
+    w, s = shape.within, shape.slide
+    assert w is not None
+    k = sliding_windows(ts, w, s)
+    starts = np.searchsorted(ts, k * s, "left")
+    ends = np.searchsorted(ts, k * s + w, "left")
+    per_batch = [_totals(plans, range_timeline(ts, mask, starts[a:b], ends[a:b]), ar)
+                 for a, b in batches(ends - starts)]
+    out: list[Evaluated] = []
+    for i, p in enumerate(plans):
+        totals = np.concatenate([t[i] for t in per_batch]) if per_batch else ar.zeros(0)
+        own = sliding_windows(ts[(mask & p.pattern_symbols_mask) != 0], w, s)
+        out.append((_count_partials(p, totals[np.searchsorted(k, own)], ar), own * s))
+    return out
+
+
+def _totals(plans: Sequence[Plan], tl: Timeline, ar: Arith) -> list[np.ndarray]:
+    """Matches per segment of ``tl``, plan by plan, each prefix counted once.
+
+    Plans are visited in the PreTree's depth-first order (sorted by their element
+    sequence), so the prefix arrays kept are one root-to-leaf path at a time.
+    """
+    if ar.prune:  # fallback number systems: the plain pass (it prunes dead partial matches)
+        return [_plain(p, tl, ar) for p in plans]
+    steps = [_steps(p) for p in plans]
+    out: list[np.ndarray] = [ar.zeros(0)] * len(plans)
+    path: list[list] = []  # per depth: [node key, forward counts, their exclusive cumsum or None]
+    for i in sorted(range(len(plans)), key=lambda i: steps[i]):
+        p, node = plans[i], steps[i]
+        d = 0
+        while d < len(path) and path[d][0] == node[:d + 1]:
+            d += 1
+        del path[d:]
+        pat = Pattern.of(p)
+        for j in range(d, pat.length):
+            sym = pat.symbols[j]
+            if j == 0:
+                lead = p.negations[0]
+                entry = ar.asarray(tl.no_neg_before(sym, lead)) if lead else ar.ones(len(tl.rows(sym)))
+            else:
+                parent = path[j - 1]
+                if parent[2] is None:
+                    parent[2] = ar.excl_cumsum(parent[1])
+                lo, hi = tl.prev_ranges(pat.symbols[j - 1], sym, pat.gaps[j - 1])
+                entry = parent[2][hi] - parent[2][lo]
+            path.append([node[:j + 1], _kleene(tl, sym, entry, ar) if pat.kleene[j] else entry, None])
+        f, trail = path[pat.length - 1][1], p.negations[-1]
+        if trail:
+            f = ar.mul(f, ar.asarray(tl.no_neg_after(pat.symbols[-1], trail)))
+        cs = ar.excl_cumsum(f)
+        b = tl.sym_segments(pat.symbols[-1])
+        out[i] = cs[b[1:]] - cs[b[:-1]]
+    return out
+
+
+def _steps(plan: Plan) -> tuple:
+    """The plan's path in the PreTree: leading negation, then (gap, symbol, Kleene) per element."""
+    first = ((plan.negations[0], plan.elements[0].symbol, plan.elements[0].kleene),)
+    return first + tuple((g, e.symbol, e.kleene) for g, e in zip(plan.negations[1:-1], plan.elements[1:]))
+
+
+def shared_prefixes(plans: Sequence[Plan]) -> list[tuple[tuple[int, ...], Plan]]:
+    """The prefixes :func:`evaluate_shared` counts once for several plans: per window
+    shape, every deepest PreTree node (length >= 2) common to two or more plans, as
+    (indices into ``plans``, the prefix as a plan). For EXPLAIN."""
+    by_shape: dict[Shape, list[int]] = {}
+    for i, p in enumerate(plans):
+        shape = shape_of(p)
+        if shape is not None:
+            by_shape.setdefault(shape, []).append(i)
+    out = []
+    for members in by_shape.values():
+        nodes: dict[tuple, list[int]] = {}
+        for i in members:
+            steps = _steps(plans[i])
+            for d in range(2, len(steps) + 1):
+                nodes.setdefault(steps[:d], []).append(i)
+        for node, who in nodes.items():
+            deeper = [w for n, w in nodes.items() if len(n) == len(node) + 1 and n[:-1] == node]
+            if len(who) > 1 and all(len(w) < len(who) for w in deeper):
+                p = plans[who[0]]
+                d = len(node)
+                prefix = Plan(symbols=p.symbols, elements=p.elements[:d], negations=(*p.negations[:d], 0))
+                out.append((tuple(who), prefix))
+    return sorted(out, key=lambda x: x[0])
+
+
+def _plain(plan: Plan, tl: Timeline, ar: Arith) -> np.ndarray:
+    pat = Pattern.of(plan)
+    lead, trail = plan.negations[0], plan.negations[-1]
+    start = ar.asarray(tl.no_neg_before(pat.symbols[0], lead)) if lead else None
+    end = ar.asarray(tl.no_neg_after(pat.symbols[-1], trail)) if trail else None
+    return run(tl, pat, ar, start, end).totals
+
+
+def _count_partials(plan: Plan, totals: np.ndarray, ar: Arith) -> list[Partial]:
+    empty = np.zeros(0, dtype=np.int64)
+    return partials(plan, Tally(totals, empty, empty, {}), [], ar)
+
+
+__all__ = ["Shape", "evaluate_shared", "groups", "shape_of", "shared_prefixes"]
