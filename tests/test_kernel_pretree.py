@@ -134,3 +134,27 @@ def test_grouping_follows_the_symbol_row_estimate() -> None:
     assert groups([plan(0, 1, 2), plan(0, 1, 3), plan(4, 5), plan(6, 7)], mask) == [[0, 1]]
     no_window = Plan(symbols=("S0", "S1"), elements=(Element(0), Element(1)), negations=(0, 0, 0))
     assert groups([plan(0, 1), no_window, plan(0, 1)], mask) == [[0, 2]]
+
+
+@pytest.mark.parametrize("share", [True, False])
+@settings(max_examples=100, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_evaluate_many_with_and_without_prefix_sharing(share: bool, data: st.DataObject,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """``evaluate_many`` (which groups plans by ``pretree.groups``) equals the oracle,
+    and so does its one-by-one path (``SHARE_PREFIXES`` off)."""
+    from udafs.kernels import many
+    from udafs.multiplan import MultiPlan
+
+    monkeypatch.setattr(many, "SHARE_PREFIXES", share)
+    plans = data.draw(families(data.draw(st.sampled_from(["none", "slide"]))))
+    ev = data.draw(events(plans[0]))
+    mp = MultiPlan(tuple(plans), (plans[0].measures[0],), ((0,),) * len(plans), (None,) * len(plans),
+                   (False,) * len(plans))
+    ts, mask, _ = to_arrays(ev)
+    for plan, res in zip(plans, many.evaluate_many(mp, ts, mask, [])):
+        want = oracle.evaluate(ev, plan)
+        if plan.slide is None and not ((mask & plan.pattern_symbols_mask) != 0).any():
+            want = []  # as its own statement: no row for a group without its symbols
+        assert [(ws, we, [int(v) for v in vals]) for ws, we, vals in as_rows(res)] == want, plan

@@ -83,7 +83,7 @@ def evaluate_many(mp: MultiPlan, ts: np.ndarray, mask: np.ndarray,
     return out
 
 
-#: Benchmarks switch this off to compare shared-prefix and one-by-one evaluation.
+#: Tests and profiling switch this off to compare shared-prefix and one-by-one evaluation.
 SHARE_PREFIXES = True
 
 
