@@ -18,7 +18,11 @@ statement, running and caching the group's pass) and the reads of the results. A
 the sharing optimizer's time on the workload with statistics collected from the data
 (the statistics job is timed apart).
 
-Usage: .venv/bin/python bench/sharing.py [--events N] [--queries 20,60,120] [--stream routes,funnels]
+With ``--kernel`` it times only the group's engine call (no Spark: the group's input
+collected once, every partition evaluated in this process) with prefix sharing
+(:mod:`udafs.kernels.pretree`) off and on, results checked equal.
+
+Usage: .venv/bin/python bench/sharing.py [--events N] [--queries 20,60,120] [--stream routes,funnels] [--kernel]
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ import random
 import sys
 import time
 from pathlib import Path
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -132,20 +138,57 @@ def run(spark: SparkSession, kind: str, count: int) -> None:
           f"{1 - chosen.cost / chosen.cost_unshared:5.1%} saved   {matches:,} matches")
 
 
+def kernel(spark: SparkSession, kind: str, count: int) -> None:
+    """The group's engine call alone (no Spark), prefix sharing on vs off, same input, same run."""
+    from udafs.kernels import many
+
+    group = plan_workload(spark, ";\n".join(statement(kind, p) for p in queries(kind, count, 10))).groups[0]
+    events, (ts, mask, *_) = group.events()
+    frame = spark.sql(events.sql(dialect="spark")).toPandas()
+    parts = [(g[ts].to_numpy("int64"), g[mask].to_numpy("int64")) for _, g in frame.groupby("k")]
+    times, answers = {}, {}
+    for share in (False, True, False, True):
+        many.SHARE_PREFIXES = share
+        began = time.perf_counter()
+        answers[share] = [many.evaluate_many(group.plan, t, m) for t, m in parts]
+        times.setdefault(share, []).append(time.perf_counter() - began)
+    many.SHARE_PREFIXES = True
+    assert all(_same(a, b) for x, y in zip(answers[False], answers[True]) for a, b in zip(x, y)), \
+        "prefix sharing changed a result"
+    off, on = min(times[False]), min(times[True])
+    print(f"  {kind:<8} {count:>4} kernel, {len(parts)} partitions, one thread: one by one {off:6.2f} s, "
+          f"shared timelines and prefixes {on:6.2f} s, {off / on:5.2f}x (best of 2 each, results equal)")
+
+
+def _same(a: object, b: object) -> bool:
+    """Two GroupResults (or None) with equal window bounds, values and validity."""
+    if a is None or b is None:
+        return a is b
+    arrays = lambda r: [r.window_start, r.window_end, *r.values, *r.valid]  # noqa: E731
+    return all((x is None and y is None) or (x is not None and y is not None and np.array_equal(x, y))
+               for x, y in zip(arrays(a), arrays(b)))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=2_000_000)
     parser.add_argument("--keys", type=int, default=200)
     parser.add_argument("--queries", default="20,60,120")
     parser.add_argument("--stream", default="routes,funnels")
+    parser.add_argument("--kernel", action="store_true", help="time only the engine call, prefix sharing on vs off")
     args = parser.parse_args()
     spark = sparkseq.session()
     print(f"{spark.sparkContext.master}, Spark {spark.version}; {args.events:,} events per stream, {args.keys} keys; "
           "patterns of length 10, WITHIN 10 minutes SLIDE 1 minute, COUNT(*); one run")
-    print(f"  {'stream':<8} {'qs':>4} {'alone':>11} {'shared':>11} {'speedup':>9} {'optimizer':>11} "
-          f"{'stats':>9} {'pass':>9} {'reads':>9}   plan")
+    if not args.kernel:
+        print(f"  {'stream':<8} {'qs':>4} {'alone':>11} {'shared':>11} {'speedup':>9} {'optimizer':>11} "
+              f"{'stats':>9} {'pass':>9} {'reads':>9}   plan")
     for kind in args.stream.split(","):
         make_stream(spark, kind, args.events, args.keys)
+        if args.kernel:
+            for count in map(int, args.queries.split(",")):
+                kernel(spark, kind, count)
+            continue
         # warm-ups, one per path: a statement alone, and a two-statement workload (its Arrow pass)
         sparkseq.sql(spark, statement(kind, queries(kind, 1, 10)[0])).collect()
         [digest(f) for f in workload(spark, ";\n".join(statement(kind, p) for p in queries(kind, 2, 10, seed=1)))]

@@ -72,12 +72,13 @@ def events(draw: st.DrawFn, plan: Plan, max_rows: int = 9, max_ts: int = 8) -> o
     return oracle.Events(ts, mask, (ints, floats))
 
 
-def to_arrays(ev: oracle.Events) -> tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
-    """The oracle's events as kernel input arrays."""
+def to_arrays(ev: oracle.Events, columns: tuple[ValueType, ...] = COLUMNS
+              ) -> tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
+    """The oracle's events as kernel input arrays (value columns of types ``columns``)."""
     ts = np.array(ev.ts, dtype=np.int64)
     mask = np.array(ev.mask, dtype=np.int64)
     cols = []
-    for vals, vt in zip(ev.values, COLUMNS):
+    for vals, vt in zip(ev.values, columns):
         ok = np.array([v is not None for v in vals], dtype=bool)
         dt = np.int64 if vt is ValueType.INT else np.float64
         cols.append((np.array([0 if v is None else v for v in vals], dtype=dt), ok))

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from tests import oracle
 from tests.kernel_switches import exact_number_systems, forced_state_dp
 from tests.test_kernel_oracle import as_rows, assert_same, plans
+from tests.test_kernel_oracle import to_arrays as oracle_arrays
 from udafs.kernels import GroupResult, evaluate_group, extended, predicates, predpass
 from udafs.plan import (CmpOp, CountType, Element, IteratorPredicate, Measure, MeasureKind, Plan, Predicate, Strategy,
                         ValueType)
@@ -110,14 +111,7 @@ def ext_events(draw: st.DrawFn, plan: Plan, max_rows: int = 9, max_ts: int = 8) 
 
 def to_arrays(ev: oracle.Events) -> tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
     """The events as kernel input arrays (three columns)."""
-    ts = np.array(ev.ts, dtype=np.int64)
-    mask = np.array(ev.mask, dtype=np.int64)
-    cols = []
-    for vals, vt in zip(ev.values, COLUMNS3):
-        ok = np.array([v is not None for v in vals], dtype=bool)
-        dt = np.int64 if vt is ValueType.INT else np.float64
-        cols.append((np.array([0 if v is None else v for v in vals], dtype=dt), ok))
-    return ts, mask, cols
+    return oracle_arrays(ev, COLUMNS3)
 
 
 def run_kernel(plan: Plan, ev: oracle.Events) -> GroupResult:

@@ -79,27 +79,34 @@ def groups(plans: Sequence[Plan], mask: np.ndarray) -> list[list[int]]:
         shape = shape_of(p)
         if shape is not None:
             by_shape.setdefault(shape, []).append(i)
+    rows: dict[int, int] = {}  # rows per symbol mask, counted once per partition
     out: list[list[int]] = []
     for members in by_shape.values():
-        if _worth_one_timeline([plans[i] for i in members], mask):
+        if _worth_one_timeline([plans[i] for i in members], mask, rows):
             out.append(members)
             continue
         by_root: dict[tuple, list[int]] = {}
         for i in members:
             by_root.setdefault(_steps(plans[i])[:2], []).append(i)
-        out += [m for m in by_root.values() if _worth_one_timeline([plans[i] for i in m], mask)]
+        out += [m for m in by_root.values() if _worth_one_timeline([plans[i] for i in m], mask, rows)]
     return [m for m in out if len(m) > 1]
 
 
-def _worth_one_timeline(plans: Sequence[Plan], mask: np.ndarray) -> bool:
+def _worth_one_timeline(plans: Sequence[Plan], mask: np.ndarray, rows: dict[int, int]) -> bool:
     if len(plans) < 2:
         return False
+
+    def count(symbols: int) -> int:
+        if symbols not in rows:
+            rows[symbols] = int(np.count_nonzero(mask & symbols))
+        return rows[symbols]
+
     union, alone = 0, 0
     for p in plans:
         pm = p.pattern_symbols_mask
         union |= pm
-        alone += pm.bit_count() * int(np.count_nonzero(mask & pm))
-    return union.bit_count() * int(np.count_nonzero(mask & union)) <= UNION_FACTOR * alone
+        alone += pm.bit_count() * count(pm)
+    return union.bit_count() * count(union) <= UNION_FACTOR * alone
 
 
 #: How much more symbol x row work a shared timeline may do than the plans alone: it
@@ -199,11 +206,12 @@ def shared_prefixes(plans: Sequence[Plan]) -> list[tuple[tuple[int, ...], Plan]]
             steps = _steps(plans[i])
             for d in range(2, len(steps) + 1):
                 nodes.setdefault(steps[:d], []).append(i)
+        widest_child: dict[tuple, int] = {}
         for node, who in nodes.items():
-            deeper = [w for n, w in nodes.items() if len(n) == len(node) + 1 and n[:-1] == node]
-            if len(who) > 1 and all(len(w) < len(who) for w in deeper):
-                p = plans[who[0]]
-                d = len(node)
+            widest_child[node[:-1]] = max(widest_child.get(node[:-1], 0), len(who))
+        for node, who in nodes.items():
+            if len(who) > 1 and widest_child.get(node, 0) < len(who):
+                p, d = plans[who[0]], len(node)
                 prefix = Plan(symbols=p.symbols, elements=p.elements[:d], negations=(*p.negations[:d], 0))
                 out.append((tuple(who), prefix))
     return sorted(out, key=lambda x: x[0])
