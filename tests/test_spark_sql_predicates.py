@@ -117,3 +117,44 @@ def test_functions_take_a_strategy_suffix(spark) -> None:
     with pytest.raises(Exception, match="STRICT CONTIGUITY needs each event's rank"):
         sql(spark, text.format("STRATEGY STRICT CONTIGUITY"))
     assert jobs_started(spark) == before
+
+
+def test_three_elements_within_wide_windows_equal_the_self_join(spark) -> None:
+    """Seed 002's Query 1 shape over windows of ~300 events: the engine takes the
+    replication-free triples path (checked on the same data), Spark SQL's three-way
+    self-join gives the reference counts."""
+    import numpy as np
+    import pandas as pd
+
+    from udafs.kernels import predicates, predpass
+    from udafs.plan import CmpOp, Element, Measure, MeasureKind, Predicate, ValueType
+    from udafs.plan import Plan as KernelPlan
+
+    rng = np.random.default_rng(5)
+    names = np.array(["GOOG", "IBM", "ORCL", "SUNW"])
+    per, parts, w = 1500, 3, 300
+    frame = pd.DataFrame({"k": np.repeat(np.arange(parts), per),
+                          "ts": np.tile(np.sort(rng.integers(0, per, size=per)), parts),  # ties too
+                          "name": names[rng.integers(0, len(names), size=per * parts)],
+                          "price": rng.integers(0, 40, size=per * parts)})
+    spark.createDataFrame(frame).createOrReplaceTempView("q1wide")
+    match = sql(spark, f"""SELECT k, n FROM q1wide MATCH_AGGREGATE (PARTITION BY k ORDER BY ts
+        PATTERN SEQ(A, G, C) DEFINE A AS name <> 'GOOG', G AS name = 'GOOG', C AS name <> 'GOOG'
+        WHERE A.price >= G.price + 2 AND C.price < G.price AND A.name = C.name
+        MEASURES COUNT(*) AS n WITHIN {w}) AS m""").collect()
+    joined = spark.sql(f"""SELECT a.k, COUNT(*) AS n FROM q1wide a
+        JOIN q1wide g ON g.k = a.k AND g.name = 'GOOG' AND g.ts > a.ts AND a.price >= g.price + 2
+        JOIN q1wide c ON c.k = a.k AND c.name = a.name AND c.ts > g.ts AND c.ts - a.ts < {w} AND c.price < g.price
+        WHERE a.name <> 'GOOG' GROUP BY a.k""").collect()
+    assert {r.k: r.n for r in match if r.n} == {r.k: r.n for r in joined}
+    assert sum(r.n for r in joined) > 10_000
+
+    part = frame[frame["k"] == 0]
+    goog = (part["name"] == "GOOG").to_numpy()
+    plan = KernelPlan(symbols=("A", "G", "C"), elements=(Element(0), Element(1), Element(2)),
+                      negations=(0, 0, 0, 0), within=w, measures=(Measure(MeasureKind.COUNT_STAR, name="n"),),
+                      columns=(ValueType.INT,),
+                      predicates=(Predicate(0, 0, CmpOp.GE, 1, 0, 2), Predicate(2, 0, CmpOp.LT, 1, 0, 0)))
+    mask = np.where(goog, 2, 5).astype(np.int64)
+    path = predicates.within_path(plan, part["ts"].to_numpy(), mask, predpass.PredPattern.of(plan, None), False)
+    assert path == "triples"

@@ -14,8 +14,11 @@ Two exact methods:
   (more than :data:`MAX_COMBOS` combinations: the state DP). Iterator predicates are a
   Fenwick pass (rising runs). All measures, negation, SLIDE; WITHIN over two
   non-Kleene elements without edge negation narrows the predecessor range
-  (O(n log² n)); otherwise every distinct first-row time t anchors a segment
-  ``[t, t + w)`` (O(n · events per window)) with the edge negations as end weights.
+  (O(n log² n)); three plain elements counted without per-row measures go through
+  :mod:`.triples` (blocks and trie bands, O(n log² n · log w), all combinations of
+  enumerated values in one pass) when anchoring would replicate more; otherwise every
+  distinct first-row time t anchors a segment ``[t, t + w)`` (O(n · events per
+  window)) with the edge negations as end weights.
 * **state-dp** (:mod:`.statedp`): everything else, and contiguity ranks that are not a
   dense rank of ts.
 
@@ -30,7 +33,7 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from udafs.kernels import compare, predpass
+from udafs.kernels import compare, predpass, triples
 from udafs.kernels.arith import LIMIT, Arith, Overflow
 from udafs.kernels.measures import Column, Partial, Tally, combine, measure_symbols, partials
 from udafs.kernels.paths import add_pairs, new_acc
@@ -243,11 +246,60 @@ def evaluate(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column], a
     if choose(plan, ts, mask, cols).method == "state-dp":
         raise NotVectorised("too many combinations of enumerated predicate values")
     base = dataclasses.replace(plan, predicates=stepped)
+    batched = _batched_triples(plan, base, ts, mask, cols, ar, enumerated)
+    if batched is not None:
+        return batched
     parts, starts = None, None
     for row_ok in _combos(plan, enumerated, mask, cols):
         got, starts = _evaluate_once(base, ts, mask, cols, ar, rank, row_ok)
         parts = got if parts is None else combine(plan, parts, got)
     return parts, starts
+
+
+def _batched_triples(plan: Plan, base: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column], ar: Arith,
+                     enumerated: tuple) -> tuple[list[Partial], None] | None:
+    """COUNT-only plans on the triples path: all combinations of enumerated values in one pass.
+
+    Each combination's rows (those that may fill a position under its filters) are laid
+    end to end in time, ``gap`` apart (≥ two windows, a multiple of w), so that no match
+    and no block pair spans two combinations; the matches of disjoint combinations add
+    up. None when the plan or the data does not qualify (then combination by combination).
+    """
+    pp = predpass.PredPattern.of(base, None)
+    if measure_symbols(plan) or not len(ts) or not triples.fits(base, pp, False):
+        return None
+    combos = list(_combos(plan, enumerated, mask, cols))
+    if FORCE_WITHIN == "anchored" or (FORCE_WITHIN is None and sum(
+            triples.replicated_rows(base, ts, mask, r) for r in combos)
+            <= TRIPLES_MIN_RATIO * len(ts) * len(combos) * max(int(min(len(ts), base.within)).bit_length(), 1)):
+        return None
+    w, t0 = base.within, int(ts[0])
+    gap = ((int(ts[-1]) - t0) // w + 3) * w
+    if gap * (len(combos) + 1) >= 2**62:
+        return None
+    picked, shifts = [], []
+    for j, row_ok in enumerate(combos):
+        sel = np.zeros(len(ts), dtype=bool)
+        for pos, e in enumerate(base.elements):
+            here = (mask & (1 << e.symbol)) != 0
+            sel |= here if row_ok[pos] is None else here & row_ok[pos]
+        picked.append(np.flatnonzero(sel))
+        shifts.append(np.full(len(picked[-1]), j * gap, dtype=np.int64))
+    rows = np.concatenate(picked)
+    row_ok = tuple(None if all(r[pos] is None for r in combos) else
+                   np.concatenate([(np.ones(len(ts), dtype=bool) if r[pos] is None else r[pos])[p]
+                                   for r, p in zip(combos, picked)]) for pos in range(base.length))
+    try:
+        count = triples.count(base, ts[rows] - t0 + np.concatenate(shifts), mask[rows],
+                              [(v[rows], ok[rows]) for v, ok in cols], ar, pp._replace(row_ok=row_ok))
+    except triples.NotTriple:
+        return None
+    if ar.checked and not count < LIMIT:
+        raise Overflow
+    counts = ar.zeros(1)
+    counts[0] = count
+    n = len(ts)
+    return partials(plan, Tally(counts, np.arange(n), np.array([0, n]), new_acc(set(), n, ar)), cols, ar), None
 
 
 def _evaluate_once(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column], ar: Arith,
@@ -264,7 +316,7 @@ def _evaluate_once(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Colu
     kleene = any(e.kleene for e in plan.elements)
     narrow = plan.length == 2 and not kleene and not plan.has_edge_negation
     if plan.within is not None and not narrow and (plan.length > 1 or kleene):
-        count = _anchored(plan, ts, mask, cols, ar, acc, rank, row_ok)
+        count = _within(plan, ts, mask, cols, ar, acc, rank, row_ok)
     else:
         within2 = plan.within if plan.within is not None and plan.length == 2 else None
         pp = predpass.PredPattern.of(plan, within2, rank)._replace(row_ok=row_ok)
@@ -293,6 +345,37 @@ def _single_edges(plan: Plan, ts: np.ndarray, mask: np.ndarray, tl: Timeline) ->
             nt = ts[(mask & neg) != 0]
             ok &= np.searchsorted(nt, lo, "right") >= np.searchsorted(nt, hi, "left")
     return ok
+
+
+#: Tests force the WITHIN path of three-element plans here ("triples" / "anchored"; None: by cost).
+FORCE_WITHIN: str | None = None
+#: Triples are chosen when anchoring would replicate more than this many rows per
+#: (row x trie level) of the triples path.
+TRIPLES_MIN_RATIO = 0.5
+
+
+def within_path(plan: Plan, ts: np.ndarray, mask: np.ndarray, pp: predpass.PredPattern, need_pairs: bool) -> str:
+    """``triples`` (no replication, :mod:`.triples`) or ``anchored`` for a WITHIN plan."""
+    if not triples.fits(plan, pp, need_pairs):
+        return "anchored"
+    if FORCE_WITHIN is not None:
+        return FORCE_WITHIN
+    replicated = triples.replicated_rows(plan, ts, mask, pp.row_ok)
+    levels = max(int(min(len(ts), plan.within)).bit_length(), 1)
+    return "triples" if replicated > TRIPLES_MIN_RATIO * len(ts) * levels else "anchored"
+
+
+def _within(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column], ar: Arith,
+            acc: dict[int, np.ndarray], rank: np.ndarray | None, row_ok: tuple | None) -> int | float:
+    """WITHIN (no SLIDE) beyond two plain elements: the triples path where it applies and
+    pays, else first-row anchors."""
+    pp = predpass.PredPattern.of(plan, None, rank)._replace(row_ok=row_ok)
+    if within_path(plan, ts, mask, pp, bool(acc)) == "triples":
+        try:
+            return triples.count(plan, ts, mask, cols, ar, pp)
+        except triples.NotTriple:
+            pass
+    return _anchored(plan, ts, mask, cols, ar, acc, rank, row_ok)
 
 
 def _anchored(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column], ar: Arith,
