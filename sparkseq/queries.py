@@ -31,7 +31,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from sparkseq.registration import engine_function, stream_function
-from sql_rewrites.generate import EngineInput, InternalNames, engine_query
+from sql_rewrites.generate import EngineInput, InternalNames, contiguity_rank, engine_query
 from udafs.errors import SparkSeqError
 from udafs.plan import Plan, ValueType
 from udafs.spark_udfs import result_fields, value_sql_type
@@ -149,6 +149,8 @@ def _engine_input(plan: Plan, keys: Sequence[str], ts: str, mask: str, values: S
                      enumerate(zip(values, plan.columns))),
         measures=tuple((name, _same) for name in measure_names),
         instances=plan.pattern_symbols_mask,  # a caller's mask may carry bits of other symbols
+        # contiguity: the rank of every source row (also rows of no symbol) by time
+        seq=contiguity_rank(plan, [_column(key) for key in keys], _expr(ts, "ts")),
     )
 
 

@@ -12,8 +12,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests import oracle

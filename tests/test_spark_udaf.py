@@ -17,7 +17,7 @@ import sparkseq
 from tests import oracle
 from tests.spark_cases import assert_same, events_frame, expected, got
 from tests.test_kernel_oracle import events, plans
-from udafs.plan import CountType, Element, Measure, MeasureKind, Plan, ValueType
+from udafs.plan import CountType, Element, Measure, MeasureKind, Plan, Strategy, ValueType
 
 SPARK_SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
 
@@ -136,3 +136,21 @@ def test_registration_is_cached_per_session(spark) -> None:
     c = sparkseq.engine_function(spark, dataclasses.replace(ABCD, within=3))  # the plan is bound into the function
     assert a == b != c
     assert spark.catalog.functionExists(a) and spark.catalog.functionExists(c)
+
+
+def test_contiguity_strategies_rank_every_source_row(spark) -> None:
+    """udaf_query with a contiguity strategy passes the rank of every source row (also rows
+    of no symbol, here mask 0): SEQ(A, B) over a1 x2 b3 | a1 b3 (two keys). PARTITION:
+    only the second key's pair is contiguous; STRICT ranks the whole table, where the
+    first key's x2 also lies between the second key's rows."""
+    rows = [("p1", 1, 1), ("p1", 2, 0), ("p1", 3, 2), ("p2", 1, 1), ("p2", 3, 2)]
+    spark.createDataFrame(rows, "k string, ts bigint, mask bigint").createOrReplaceTempView("contig_udaf")
+    ab = Plan(symbols=("A", "B"), elements=(Element(0), Element(1)), negations=(0, 0, 0))
+    got_counts = {}
+    for strategy in (Strategy.PARTITION_CONTIGUITY, Strategy.STRICT_CONTIGUITY, Strategy.SKIP_TILL_ANY_MATCH):
+        plan = dataclasses.replace(ab, strategy=strategy)
+        result = sparkseq.aggregate(spark, plan, "contig_udaf", keys=["k"]).collect()
+        got_counts[strategy] = {r.k: r[-1] for r in result}
+    assert got_counts == {Strategy.PARTITION_CONTIGUITY: {"p1": 0, "p2": 1},
+                          Strategy.STRICT_CONTIGUITY: {"p1": 0, "p2": 0},
+                          Strategy.SKIP_TILL_ANY_MATCH: {"p1": 1, "p2": 1}}
