@@ -20,7 +20,7 @@ the sharing optimizer's time on the workload with statistics collected from the 
 
 With ``--kernel`` it times only the group's engine call (no Spark: the group's input
 collected once, every partition evaluated in this process) with prefix sharing
-(:mod:`udafs.kernels.pretree`) off and on, results checked equal.
+(:mod:`udafs.kernels.pretree`) off, prefixes only, prefixes and suffixes, results checked equal.
 
 Usage: .venv/bin/python bench/sharing.py [--events N] [--queries 20,60,120] [--stream routes,funnels] [--kernel]
 """
@@ -139,25 +139,29 @@ def run(spark: SparkSession, kind: str, count: int) -> None:
 
 
 def kernel(spark: SparkSession, kind: str, count: int) -> None:
-    """The group's engine call alone (no Spark), prefix sharing on vs off, same input, same run."""
-    from udafs.kernels import many
+    """The group's engine call alone (no Spark), same input, same run: one by one; shared
+    timelines and prefixes (PreTree); and also suffixes (Chop-Connect at one element)."""
+    from udafs.kernels import many, pretree
 
     group = plan_workload(spark, ";\n".join(statement(kind, p) for p in queries(kind, count, 10))).groups[0]
     events, (ts, mask, *_) = group.events()
     frame = spark.sql(events.sql(dialect="spark")).toPandas()
     parts = [(g[ts].to_numpy("int64"), g[mask].to_numpy("int64")) for _, g in frame.groupby("k")]
-    times, answers = {}, {}
-    for share in (False, True, False, True):
-        many.SHARE_PREFIXES = share
+    modes = {"alone": (False, False), "prefixes": (True, False), "both": (True, True)}
+    times: dict[str, list[float]] = {}
+    answers = {}
+    for mode in [*modes, *modes]:
+        many.SHARE_PREFIXES, pretree.SHARE_SUFFIXES = modes[mode]
         began = time.perf_counter()
-        answers[share] = [many.evaluate_many(group.plan, t, m) for t, m in parts]
-        times.setdefault(share, []).append(time.perf_counter() - began)
-    many.SHARE_PREFIXES = True
-    assert all(_same(a, b) for x, y in zip(answers[False], answers[True]) for a, b in zip(x, y)), \
-        "prefix sharing changed a result"
-    off, on = min(times[False]), min(times[True])
-    print(f"  {kind:<8} {count:>4} kernel, {len(parts)} partitions, one thread: one by one {off:6.2f} s, "
-          f"shared timelines and prefixes {on:6.2f} s, {off / on:5.2f}x (best of 2 each, results equal)")
+        answers[mode] = [many.evaluate_many(group.plan, t, m) for t, m in parts]
+        times.setdefault(mode, []).append(time.perf_counter() - began)
+    many.SHARE_PREFIXES, pretree.SHARE_SUFFIXES = True, True
+    assert all(_same(a, b) for mode in ("prefixes", "both") for x, y in zip(answers["alone"], answers[mode])
+               for a, b in zip(x, y)), "sharing changed a result"
+    alone, pre, both = (min(times[m]) for m in modes)
+    print(f"  {kind:<8} {count:>4} kernel, {len(parts)} partitions, one thread: one by one {alone:6.2f} s; "
+          f"shared timelines + prefixes {pre:6.2f} s ({alone / pre:4.2f}x); + suffixes {both:6.2f} s "
+          f"({alone / both:4.2f}x) (best of 2 each, results equal)")
 
 
 def _same(a: object, b: object) -> bool:
@@ -175,7 +179,7 @@ def main() -> None:
     parser.add_argument("--keys", type=int, default=200)
     parser.add_argument("--queries", default="20,60,120")
     parser.add_argument("--stream", default="routes,funnels")
-    parser.add_argument("--kernel", action="store_true", help="time only the engine call, prefix sharing on vs off")
+    parser.add_argument("--kernel", action="store_true", help="time only the engine call: one by one, shared prefixes, shared prefixes and suffixes")
     args = parser.parse_args()
     spark = sparkseq.session()
     print(f"{spark.sparkContext.master}, Spark {spark.version}; {args.events:,} events per stream, {args.keys} keys; "

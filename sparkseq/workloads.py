@@ -200,11 +200,16 @@ def _engine_sharing(plans: tuple) -> list[str]:
         lines += [f"    {prefix.describe()[:-1]}, ...) for members {_members(who)}" for who, prefix in prefixes]
         if not prefixes:
             lines.append("    (no two members start alike)")
+        suffixes = pretree.shared_suffixes(plans)
+        if suffixes:
+            lines.append("  suffixes counted once backwards and connected to each member's own prefix at the first "
+                         "element shown (Chop-Connect at one element, udafs.kernels.pretree.splits):")
+            lines += [f"    SEQ(..., {suffix.describe()[4:]} for members {_members(who)}" for who, suffix in suffixes]
     if alone:
         lines.append(f"  members {_members(alone)}: counted one by one (measures other than COUNT(*), "
                      "WITHIN without SLIDE, or alone in their window shape)")
-    lines.append("  shared sub-patterns that are not prefixes (Chop-Connect) are the optimizer's estimate only: "
-                 "the engine does not combine them")
+    lines.append("  shared sub-patterns in the middle of members (neither a prefix nor a suffix) are the "
+                 "optimizer's estimate only: the engine does not combine them (Chop-Connect with snapshots)")
     return lines
 
 

@@ -23,9 +23,9 @@ SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[Heal
 
 @st.composite
 def families(draw: st.DrawFn, window: str) -> list[Plan]:
-    """2-6 COUNT(*) plans of one window shape, grown from one base so prefixes repeat:
-    each copies a prefix of an earlier plan and draws the rest (symbols, Kleene,
-    negations in gaps and at the edges)."""
+    """2-6 COUNT(*) plans of one window shape, grown from one base so prefixes and suffixes
+    repeat: each copies a prefix (or a suffix) of an earlier plan and draws the rest
+    (symbols, Kleene, negations in gaps and at the edges)."""
     n_sym = draw(st.sampled_from([2, 3, 4]))
     within = slide = None
     if window == "slide":
@@ -40,19 +40,25 @@ def families(draw: st.DrawFn, window: str) -> list[Plan]:
     bodies = [tail(draw(st.integers(1, 4)))]
     for _ in range(draw(st.integers(1, 5))):
         parent = draw(st.sampled_from(bodies))
-        if draw(st.booleans()):  # a prefix of the parent, then new elements
+        how = draw(st.integers(0, 2))
+        if how == 0:  # a prefix of the parent, then new elements
             keep = draw(st.integers(0, len(parent)))
             bodies.append(parent[:keep] + tail(draw(st.integers(0 if keep else 1, 3))))
+        elif how == 1:  # new elements, then a suffix of the parent (shared suffixes: Chop-Connect)
+            keep = draw(st.integers(0, len(parent)))
+            bodies.append(tail(draw(st.integers(0 if keep else 1, 3))) + parent[len(parent) - keep:])
         else:  # the parent with one negation or Kleene flag changed: same symbols, other prefix
             at = draw(st.integers(0, len(parent) - 1))
             sym, kleene, gap = parent[at]
             changed = (sym, not kleene, gap) if draw(st.booleans()) else (sym, kleene, 0 if gap else draw(neg))
             bodies.append(parent[:at] + [changed] + parent[at + 1:])
     plans = []
+    family_edges = [draw(neg) if within is not None and draw(st.booleans()) else 0 for _ in range(2)]
     for body in bodies:
         edges = [0, 0]
-        if within is not None:
-            edges = [draw(neg) if draw(st.integers(0, 3)) == 0 else 0 for _ in range(2)]
+        if within is not None:  # mostly the family's edges, so that suffixes (and prefixes) repeat
+            edges = [e if draw(st.integers(0, 3)) else (draw(neg) if draw(st.booleans()) else 0)
+                     for e in family_edges]
         plans.append(Plan(
             symbols=tuple(f"S{i}" for i in range(n_sym)),
             elements=tuple(Element(s, k) for s, k, _ in body),
@@ -94,6 +100,24 @@ def test_shared_prefixes_exact_number_systems(data: st.DataObject) -> None:
         check_family(plans, data.draw(events(plans[0])))
 
 
+@pytest.mark.parametrize("window", ["none", "slide"])
+@SETTINGS
+@given(data=st.data())
+def test_any_cut_is_exact(window: str, data: st.DataObject) -> None:
+    """Chop-Connect at one element is exact wherever the plans are cut (the cost model only
+    picks where): cuts drawn at random, every plan equals the oracle."""
+    from udafs.kernels import pretree
+
+    plans = data.draw(families(window))
+    cuts = [data.draw(st.integers(0, p.length - 1)) for p in plans]
+    saved = pretree.splits
+    pretree.splits = lambda given: cuts if list(given) == plans else saved(given)
+    try:
+        check_family(plans, data.draw(events(plans[0])))
+    finally:
+        pretree.splits = saved
+
+
 def test_prefixes_are_computed_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Three plans sharing SEQ(S0, S1): the second position's array is computed once."""
     from udafs.kernels import pretree
@@ -117,6 +141,60 @@ def test_prefixes_are_computed_once(monkeypatch: pytest.MonkeyPatch) -> None:
     results = with_fallback(plans[0], lambda ar: pretree.evaluate_shared(plans, ts, mask, ar))
     assert [int(parts[0].value[0]) for parts, _ in results] == [10, 10, 6]
     assert calls.count((0, 1, 0)) == 1 and len(calls) == 3
+
+
+def test_suffixes_are_computed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """SEQ(X, S1, S2, S3) for four different X: cut after S1, the shared suffix SEQ(S2, S3)
+    and its step back into S1's rows are counted once on the reversed timeline and
+    connected to each plan's own prefix (Chop-Connect); counts equal each plan alone.
+    Two such plans are not cut: the reversed timeline's row lists would cost more than
+    the nodes saved."""
+    from udafs.kernels import pretree
+
+    def plan(*syms: int) -> Plan:
+        return Plan(symbols=tuple(f"S{i}" for i in range(8)), elements=tuple(Element(s) for s in syms),
+                    negations=(0,) * (len(syms) + 1))
+
+    plans = [plan(x, 1, 2, 3) for x in (0, 4, 5, 6)]
+    assert pretree.splits(plans) == [1, 1, 1, 1]
+    assert pretree.splits(plans[:2]) == [3, 3]
+    assert pretree.splits([plan(0, 1, 2, 3), plan(0, 1, 2, 4)]) == [3, 3]  # a shared prefix: not cut
+    calls: list[tuple[int, int, int]] = []
+    real = pretree.Timeline.prev_ranges
+
+    def counting(self, prev_sym: int, sym: int, neg: int):  # noqa: ANN001, ANN202
+        calls.append((prev_sym, sym, neg))
+        return real(self, prev_sym, sym, neg)
+
+    monkeypatch.setattr(pretree.Timeline, "prev_ranges", counting)
+    ts = np.arange(28, dtype=np.int64)
+    mask = np.array([1, 16, 32, 64, 2, 4, 8] * 4, dtype=np.int64)
+    results = with_fallback(plans[0], lambda ar: pretree.evaluate_shared(plans, ts, mask, ar))
+    monkeypatch.setattr(pretree.Timeline, "prev_ranges", real)
+    alone = [with_fallback(p, lambda ar, p=p: pretree.evaluate_shared([p], ts, mask, ar))[0] for p in plans]
+    assert [int(r[0][0].value[0]) for r in results] == [int(r[0][0].value[0]) for r in alone] == [35] * 4
+    assert sorted(calls) == [(0, 1, 0), (2, 1, 0), (3, 2, 0), (4, 1, 0), (5, 1, 0), (6, 1, 0)]
+
+
+def test_shared_suffix_keeps_the_trailing_negation() -> None:
+    """The trailing negation belongs to the suffix: SEQ(X, S1, S2, S3) WITHIN 10 SLIDE 5 with
+    "no S5 after S3", over S0 S4 S1 S2 S3 S5 S0 S1 S2 S3, per window exactly as each plan
+    alone (the S5 at 5 kills the matches ending at 4 in the first two windows)."""
+    from udafs.kernels import pretree
+
+    def plan(*syms: int) -> Plan:
+        return Plan(symbols=tuple(f"S{i}" for i in range(8)), elements=tuple(Element(s) for s in syms),
+                    negations=(0,) * len(syms) + (32,), within=10, slide=5)
+
+    plans = [plan(x, 1, 2, 3) for x in (0, 4, 6, 7)]
+    assert pretree.splits(plans) == [1, 1, 1, 1]
+    ts = np.arange(10, dtype=np.int64)
+    mask = np.array([1, 16, 2, 4, 8, 32, 1, 2, 4, 8], dtype=np.int64)
+    shared = with_fallback(plans[0], lambda ar: pretree.evaluate_shared(plans, ts, mask, ar))
+    alone = [with_fallback(p, lambda ar, p=p: pretree.evaluate_shared([p], ts, mask, ar))[0] for p in plans]
+    counts = [[int(v) for v in parts[0].value] for parts, _ in shared]
+    assert counts == [[int(v) for v in parts[0].value] for parts, _ in alone]
+    assert counts[:2] == [[1, 4, 1], [1, 3, 0]]
 
 
 def test_grouping_follows_the_symbol_row_estimate() -> None:

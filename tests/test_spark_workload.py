@@ -63,7 +63,7 @@ def test_members_sharing_prefixes_equal_each_statement_alone(spark, data) -> Non
         assert_same(p, got(p, spark.table(f"wl{i}").collect()), expected(p, groups))
 
 
-def test_explain_names_the_prefixes_the_engine_shares(spark) -> None:  # noqa: ANN001
+def test_explain_names_the_prefixes_and_suffixes_the_engine_shares(spark) -> None:  # noqa: ANN001
     events_frame(spark, [oracle.Events([1, 2, 3], [1, 2, 4], ([1, 2, 3], [1.0, 2.0, 3.0]))]).createOrReplaceTempView(
         "cases")
     bit = {"A": 1, "B": 2, "C": 4, "D": 8}
@@ -76,12 +76,17 @@ def test_explain_names_the_prefixes_the_engine_shares(spark) -> None:  # noqa: A
         f"SELECT * FROM cases MATCH_AGGREGATE (PARTITION BY g ORDER BY ts PATTERN {pattern} {define(pattern)} "
         f"MEASURES {measure} {window}) AS m"
         for pattern, measure in (("SEQ(A, B, C)", "COUNT(*) AS n"), ("SEQ(A, B, D)", "COUNT(*) AS n"),
-                                 ("SEQ(A, C)", "COUNT(*) AS n"), ("SEQ(A, B)", "COUNT(B) AS n")))
+                                 ("SEQ(A, C)", "COUNT(*) AS n"), ("SEQ(A, B)", "COUNT(B) AS n"),
+                                 ("SEQ(D, A, B, C, D)", "COUNT(*) AS n"), ("SEQ(C, A, B, C, D)", "COUNT(*) AS n"),
+                                 ("SEQ(B, A, B, C, D)", "COUNT(*) AS n"), ("SEQ(D, D, A, B, C, D)", "COUNT(*) AS n")))
     text = explain_workload(spark, script)
-    assert "members 0, 1, 2: may share one timeline per window shape, each prefix counted once (PreTree)" in text
+    assert ("members 0, 1, 2, 4, 5, 6, 7: may share one timeline per window shape, each prefix counted once "
+            "(PreTree)") in text
     assert "SEQ(A, B, ...) for members 0, 1" in text
+    assert "SEQ(..., A, B, C, D) for members 5, 6" in text  # Chop-Connect after their first element
+    assert "SEQ(..., D, A, B, C, D) for members 4, 7" in text
     assert "members 3: counted one by one" in text
-    assert "Chop-Connect" in text
+    assert "neither a prefix nor a suffix" in text
 
 
 def test_a_bad_statement_fails_before_any_job_and_creates_nothing(spark) -> None:  # noqa: ANN001

@@ -22,6 +22,11 @@ the replicated window rows, each symbol's row list and prefix counts, and the
 predecessor ranges of each (symbol, next symbol, negation) step, cached by the
 :class:`~udafs.kernels.timeline.Timeline`.
 
+Suffixes are shared the same way from the other end (Chop-Connect at one element):
+a plan cut after element k counts ``Σ_x F_k(x)·B_k(x)`` over the rows x of element k,
+with ``B_k`` from a trie of suffixes passed over the reversed timeline (see
+:func:`_totals` and :func:`splits`).
+
 Used by :func:`udafs.kernels.many.evaluate_many` for plans that measure only
 ``COUNT(*)`` and have SLIDE or no window. WITHIN without SLIDE evaluates by blocks,
 and other measures need per-row pair counts: those plans run one by one.
@@ -29,6 +34,7 @@ and other measures need per-row pair counts: those plans run one by one.
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple, Sequence
 
 import numpy as np
@@ -146,42 +152,159 @@ def evaluate_shared(plans: Sequence[Plan], ts: np.ndarray, mask: np.ndarray, ar:
 
 
 def _totals(plans: Sequence[Plan], tl: Timeline, ar: Arith) -> list[np.ndarray]:
-    """Matches per segment of ``tl``, plan by plan, each prefix counted once.
+    """Matches per segment of ``tl``, plan by plan, each prefix and suffix counted once.
 
-    Plans are visited in the PreTree's depth-first order (sorted by their element
-    sequence), so the prefix arrays kept are one root-to-leaf path at a time.
+    Every plan is cut at a split k (:func:`splits`): its matches per segment are
+    ``Σ_x F_k(x)·B_k(x)`` over the rows x of element k's symbol, where ``F_k`` counts the
+    prefixes 0..k ending at x (forward pass) and ``B_k`` the suffixes k+1.. starting
+    after x (forward pass on the reversed timeline, then one step into element k's
+    rows) — Chop-Connect with the connection at one element, exact because a match
+    splits uniquely at the last row of element k. With k the last element there is no
+    suffix (the plain forward pass). Prefixes are visited in the PreTree's depth-first
+    order and suffixes in the reversed trie's, so the arrays kept are one root-to-leaf
+    path per trie plus one suffix array per distinct split.
     """
     if ar.prune:  # fallback number systems: the plain pass (it prunes dead partial matches)
         return [_plain(p, tl, ar) for p in plans]
+    cut = splits(plans)
+    suffixes = _suffix_counts(plans, cut, tl, ar)
     steps = [_steps(p) for p in plans]
     out: list[np.ndarray] = [ar.zeros(0)] * len(plans)
     path: list[list] = []  # per depth: [node key, forward counts, their exclusive cumsum or None]
     for i in sorted(range(len(plans)), key=lambda i: steps[i]):
         p, node = plans[i], steps[i]
-        d = 0
-        while d < len(path) and path[d][0] == node[:d + 1]:
-            d += 1
-        del path[d:]
         pat = Pattern.of(p)
-        for j in range(d, pat.length):
-            sym = pat.symbols[j]
-            if j == 0:
-                lead = p.negations[0]
-                entry = ar.asarray(tl.no_neg_before(sym, lead)) if lead else ar.ones(len(tl.rows(sym)))
-            else:
-                parent = path[j - 1]
-                if parent[2] is None:
-                    parent[2] = ar.excl_cumsum(parent[1])
-                lo, hi = tl.prev_ranges(pat.symbols[j - 1], sym, pat.gaps[j - 1])
-                entry = parent[2][hi] - parent[2][lo]
-            path.append([node[:j + 1], _kleene(tl, sym, entry, ar) if pat.kleene[j] else entry, None])
-        f, trail = path[pat.length - 1][1], p.negations[-1]
-        if trail:
-            f = ar.mul(f, ar.asarray(tl.no_neg_after(pat.symbols[-1], trail)))
+        _walk(path, node[:cut[i] + 1], tl, pat, ar, p.negations[0])
+        f, sym = path[cut[i]][1], pat.symbols[cut[i]]
+        if cut[i] < pat.length - 1:
+            f = ar.mul(f, suffixes[_suffix_key(p, cut[i])])
+        elif p.negations[-1]:
+            f = ar.mul(f, ar.asarray(tl.no_neg_after(sym, p.negations[-1])))
         cs = ar.excl_cumsum(f)
-        b = tl.sym_segments(pat.symbols[-1])
+        b = tl.sym_segments(sym)
         out[i] = cs[b[1:]] - cs[b[:-1]]
     return out
+
+
+def _walk(path: list[list], node: tuple, tl: Timeline, pat: Pattern, ar: Arith, lead: int,
+          start: np.ndarray | None = None) -> None:
+    """Extend the kept root-to-leaf ``path`` of prefix arrays to ``node`` (a prefix of ``pat``
+    on ``tl``, ``lead`` its leading negation, or ``start`` weights), reusing the common part."""
+    d = 0
+    while d < len(path) and d < len(node) and path[d][0] == node[:d + 1]:
+        d += 1
+    del path[d:]
+    for j in range(d, len(node)):
+        sym = pat.symbols[j]
+        if j == 0 and start is not None:
+            entry = start
+        elif j == 0:
+            entry = ar.asarray(tl.no_neg_before(sym, lead)) if lead else ar.ones(len(tl.rows(sym)))
+        else:
+            parent = path[j - 1]
+            if parent[2] is None:
+                parent[2] = ar.excl_cumsum(parent[1])
+            lo, hi = tl.prev_ranges(pat.symbols[j - 1], sym, pat.gaps[j - 1])
+            entry = parent[2][hi] - parent[2][lo]
+        path.append([node[:j + 1], _kleene(tl, sym, entry, ar) if pat.kleene[j] else entry, None])
+
+
+def _suffix_counts(plans: Sequence[Plan], cut: Sequence[int], tl: Timeline, ar: Arith) -> dict[tuple, np.ndarray]:
+    """``B_k`` per distinct suffix key: suffix matches starting after each row of element
+    k's symbol (forward row order), each reversed prefix computed once."""
+    need = {_suffix_key(p, k): (p, k) for p, k in zip(plans, cut) if k < p.length - 1}
+    out: dict[tuple, np.ndarray] = {}
+    if not need:
+        return out
+    rev = tl.reversed()
+    path: list[list] = []
+    for key in sorted(need):
+        p, k = need[key]
+        pat = Pattern.of(p).reversed()  # reversed position j = forward element L-1-j
+        last = pat.length - 1 - k  # reversed position of element k
+        trail = p.negations[-1]  # "no N after the last row", in reversed row order
+        start = ar.asarray(tl.no_neg_after(p.elements[-1].symbol, trail))[::-1] if trail else None
+        _walk(path, key[:-1], rev, pat, ar, 0, start)
+        parent = path[last - 1]
+        if parent[2] is None:
+            parent[2] = ar.excl_cumsum(parent[1])
+        lo, hi = rev.prev_ranges(pat.symbols[last - 1], pat.symbols[last], pat.gaps[last - 1])
+        out[key] = (parent[2][hi] - parent[2][lo])[::-1]
+    return out
+
+
+def _suffix_key(plan: Plan, k: int) -> tuple:
+    """The suffix after element k in the reversed trie: trailing negation, then (gap, symbol,
+    Kleene) from the last element back to k+1, then the step into element k's rows."""
+    return _rev_steps(plan)[:plan.length - 1 - k] + ((plan.negations[k + 1], plan.elements[k].symbol, -1),)
+
+
+def _rev_steps(plan: Plan) -> tuple:
+    els, negs, n = plan.elements, plan.negations, plan.length
+    first = ((negs[-1], els[-1].symbol, els[-1].kleene),)
+    return first + tuple((negs[j + 1], els[j].symbol, els[j].kleene) for j in range(n - 2, -1, -1))
+
+
+#: Tests and bench/sharing.py --kernel switch suffix sharing (Chop-Connect) off here.
+SHARE_SUFFIXES = True
+
+
+def splits(plans: Sequence[Plan]) -> list[int]:
+    """Per plan, the element after which it is cut (see :func:`_splits`); cached, since every
+    partition and batch of a group asks for the same plans."""
+    if not SHARE_SUFFIXES:
+        return [p.length - 1 for p in plans]
+    return list(_splits(tuple(plans)))
+
+
+@functools.lru_cache(maxsize=64)
+def _splits(plans: tuple[Plan, ...]) -> tuple[int, ...]:
+    """Per plan, the element after which it is cut (its last element: not cut), chosen so
+    that the prefix trie and the suffix trie together hold the fewest nodes — each node is
+    one step of a pass over its symbol's rows. Each plan starts at the cut whose nodes,
+    each spread over the plans that could use it, cost least; then two greedy sweeps move
+    single plans to the cut that adds the fewest nodes. Ties keep a plan uncut (or cut
+    later), and no plan is cut unless the nodes saved exceed the symbols whose row lists
+    the reversed timeline needs."""
+    options: list[list[list[tuple]]] = []
+    for p in plans:
+        fwd, rev = _steps(p), _rev_steps(p)
+        per_k = []
+        for k in range(p.length):
+            nodes = [("F", fwd[:j + 1]) for j in range(k + 1)]
+            if k < p.length - 1:
+                nodes += [("B", rev[:j + 1]) for j in range(p.length - 1 - k)] + [("B", _suffix_key(p, k))]
+            per_k.append(nodes)
+        options.append(per_k)
+    potential: dict[tuple, int] = {}  # plans that could use a node under some cut
+    for per_k in options:
+        for node in {node for nodes in per_k for node in nodes}:
+            potential[node] = potential.get(node, 0) + 1
+    cut = []  # start: each node's cost spread over the plans that could share it
+    for per_k in options:
+        cost = [sum(1 / potential[node] for node in nodes) for nodes in per_k]
+        cut.append(max(k for k, c in enumerate(cost) if c <= min(cost) + 1e-9))
+    users: dict[tuple, int] = {}
+    for i, per_k in enumerate(options):
+        for node in per_k[cut[i]]:
+            users[node] = users.get(node, 0) + 1
+    for _ in range(2):
+        for i, per_k in enumerate(options):
+            for node in per_k[cut[i]]:
+                users[node] -= 1
+            cost = [sum(users.get(node, 0) == 0 for node in nodes) for nodes in per_k]
+            best = min(cost)
+            cut[i] = max(k for k, c in enumerate(cost) if c == best)
+            for node in per_k[cut[i]]:
+                users[node] = users.get(node, 0) + 1
+    # the reversed timeline costs its own row lists: one node per symbol of the suffixes
+    uncut = {node for i, per_k in enumerate(options) for node in per_k[-1]}
+    chosen = {node for i, per_k in enumerate(options) for node in per_k[cut[i]]}
+    symbols = {el.symbol for p, k in zip(plans, cut) for el in p.elements[k:]} if min(
+        k - p.length + 1 for p, k in zip(plans, cut)) < 0 else set()
+    if len(chosen) + len(symbols) >= len(uncut):
+        return tuple(p.length - 1 for p in plans)
+    return tuple(cut)
 
 
 def _steps(plan: Plan) -> tuple:
@@ -217,6 +340,34 @@ def shared_prefixes(plans: Sequence[Plan]) -> list[tuple[tuple[int, ...], Plan]]
     return sorted(out, key=lambda x: x[0])
 
 
+def shared_suffixes(plans: Sequence[Plan]) -> list[tuple[tuple[int, ...], Plan]]:
+    """The suffixes :func:`evaluate_shared` counts once for several plans when all plans of a
+    window shape share a timeline: per shape, the plans' :func:`splits`, and every suffix
+    (from the element after the cut to the end, with the step back into the cut element)
+    that two or more plans use, as (indices into ``plans``, the cut element and the suffix
+    as a plan). For EXPLAIN."""
+    by_shape: dict[Shape, list[int]] = {}
+    for i, p in enumerate(plans):
+        shape = shape_of(p)
+        if shape is not None:
+            by_shape.setdefault(shape, []).append(i)
+    out = []
+    for members in by_shape.values():
+        if len(members) < 2:
+            continue
+        cut = dict(zip(members, splits([plans[i] for i in members])))
+        keys: dict[tuple, list[int]] = {}
+        for i in members:
+            if cut[i] < plans[i].length - 1:
+                keys.setdefault(_suffix_key(plans[i], cut[i]), []).append(i)
+        for who in keys.values():
+            if len(who) > 1:
+                p, k = plans[who[0]], cut[who[0]]
+                out.append((tuple(who), Plan(symbols=p.symbols, elements=p.elements[k:],
+                                             negations=(0, *p.negations[k + 1:]))))
+    return sorted(out, key=lambda x: x[0])
+
+
 def _plain(plan: Plan, tl: Timeline, ar: Arith) -> np.ndarray:
     pat = Pattern.of(plan)
     lead, trail = plan.negations[0], plan.negations[-1]
@@ -230,4 +381,4 @@ def _count_partials(plan: Plan, totals: np.ndarray, ar: Arith) -> list[Partial]:
     return partials(plan, Tally(totals, empty, empty, {}), [], ar)
 
 
-__all__ = ["Shape", "evaluate_shared", "groups", "shape_of", "shared_prefixes"]
+__all__ = ["Shape", "evaluate_shared", "groups", "shape_of", "shared_prefixes", "shared_suffixes", "splits"]
