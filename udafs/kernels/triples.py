@@ -190,12 +190,12 @@ def _crossing(ts: np.ndarray, w: int, A: np.ndarray, G: np.ndarray, C: np.ndarra
     gi = np.arange(len(G))
     total = 0
     levels = (n_u - 1).bit_length()
+
+    def at(rank: np.ndarray) -> np.ndarray:  # u offset of a (clipped) rank
+        return u_ext[np.minimum(rank, n_u)]
+
     for level in range(levels):
         s = levels - 1 - level
-
-        def at(rank: np.ndarray) -> np.ndarray:  # u offset of a (clipped) rank
-            return u_ext[np.minimum(rank, n_u)]
-
         # g inside X (upper half, block k) or Y (lower half, block k + 1) of its node's band
         on = r_g >= 0
         g, rg = gi[on], r_g[on]
