@@ -118,8 +118,8 @@ def test_any_cut_is_exact(window: str, data: st.DataObject) -> None:
         pretree.splits = saved
 
 
-def test_prefixes_are_computed_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Three plans sharing SEQ(S0, S1): the second position's array is computed once."""
+def count_steps(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int, int]]:
+    """Records every pass step (``Timeline.prev_ranges`` call) as (previous symbol, symbol, negation)."""
     from udafs.kernels import pretree
 
     calls: list[tuple[int, int, int]] = []
@@ -130,6 +130,14 @@ def test_prefixes_are_computed_once(monkeypatch: pytest.MonkeyPatch) -> None:
         return real(self, prev_sym, sym, neg)
 
     monkeypatch.setattr(pretree.Timeline, "prev_ranges", counting)
+    return calls
+
+
+def test_prefixes_are_computed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three plans sharing SEQ(S0, S1): the second position's array is computed once."""
+    from udafs.kernels import pretree
+
+    calls = count_steps(monkeypatch)
 
     def plan(*syms: int) -> Plan:
         return Plan(symbols=("S0", "S1", "S2", "S3"), elements=tuple(Element(s) for s in syms),
@@ -159,18 +167,11 @@ def test_suffixes_are_computed_once(monkeypatch: pytest.MonkeyPatch) -> None:
     assert pretree.splits(plans) == [1, 1, 1, 1]
     assert pretree.splits(plans[:2]) == [3, 3]
     assert pretree.splits([plan(0, 1, 2, 3), plan(0, 1, 2, 4)]) == [3, 3]  # a shared prefix: not cut
-    calls: list[tuple[int, int, int]] = []
-    real = pretree.Timeline.prev_ranges
-
-    def counting(self, prev_sym: int, sym: int, neg: int):  # noqa: ANN001, ANN202
-        calls.append((prev_sym, sym, neg))
-        return real(self, prev_sym, sym, neg)
-
-    monkeypatch.setattr(pretree.Timeline, "prev_ranges", counting)
+    calls = count_steps(monkeypatch)
     ts = np.arange(28, dtype=np.int64)
     mask = np.array([1, 16, 32, 64, 2, 4, 8] * 4, dtype=np.int64)
     results = with_fallback(plans[0], lambda ar: pretree.evaluate_shared(plans, ts, mask, ar))
-    monkeypatch.setattr(pretree.Timeline, "prev_ranges", real)
+    monkeypatch.undo()
     alone = [with_fallback(p, lambda ar, p=p: pretree.evaluate_shared([p], ts, mask, ar))[0] for p in plans]
     assert [int(r[0][0].value[0]) for r in results] == [int(r[0][0].value[0]) for r in alone] == [35] * 4
     assert sorted(calls) == [(0, 1, 0), (2, 1, 0), (3, 2, 0), (4, 1, 0), (5, 1, 0), (6, 1, 0)]

@@ -313,17 +313,22 @@ def _steps(plan: Plan) -> tuple:
     return first + tuple((g, e.symbol, e.kleene) for g, e in zip(plan.negations[1:-1], plan.elements[1:]))
 
 
-def shared_prefixes(plans: Sequence[Plan]) -> list[tuple[tuple[int, ...], Plan]]:
-    """The prefixes :func:`evaluate_shared` counts once for several plans: per window
-    shape, every deepest PreTree node (length >= 2) common to two or more plans, as
-    (indices into ``plans``, the prefix as a plan). For EXPLAIN."""
+def _by_shape(plans: Sequence[Plan]) -> dict[Shape, list[int]]:
+    """Indices of the plans that may share a timeline, per window shape."""
     by_shape: dict[Shape, list[int]] = {}
     for i, p in enumerate(plans):
         shape = shape_of(p)
         if shape is not None:
             by_shape.setdefault(shape, []).append(i)
+    return by_shape
+
+
+def shared_prefixes(plans: Sequence[Plan]) -> list[tuple[tuple[int, ...], Plan]]:
+    """The prefixes :func:`evaluate_shared` counts once for several plans: per window
+    shape, every deepest PreTree node (length >= 2) common to two or more plans, as
+    (indices into ``plans``, the prefix as a plan). For EXPLAIN."""
     out = []
-    for members in by_shape.values():
+    for members in _by_shape(plans).values():
         nodes: dict[tuple, list[int]] = {}
         for i in members:
             steps = _steps(plans[i])
@@ -346,13 +351,8 @@ def shared_suffixes(plans: Sequence[Plan]) -> list[tuple[tuple[int, ...], Plan]]
     (from the element after the cut to the end, with the step back into the cut element)
     that two or more plans use, as (indices into ``plans``, the cut element and the suffix
     as a plan). For EXPLAIN."""
-    by_shape: dict[Shape, list[int]] = {}
-    for i, p in enumerate(plans):
-        shape = shape_of(p)
-        if shape is not None:
-            by_shape.setdefault(shape, []).append(i)
     out = []
-    for members in by_shape.values():
+    for members in _by_shape(plans).values():
         if len(members) < 2:
             continue
         cut = dict(zip(members, splits([plans[i] for i in members])))
