@@ -76,7 +76,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.timing import median_time  # noqa: E402
+from bench.timing import median_time, timed_after_warmup  # noqa: E402
 from udafs.kernels import evaluate_group  # noqa: E402
 from udafs.kernels.predicates import choose  # noqa: E402
 from udafs.plan import CmpOp, CountType, Element, Plan, Predicate, ValueType  # noqa: E402
@@ -142,8 +142,6 @@ SELECT k, COUNT(*) AS n FROM pairs GROUP BY k"""
 
 def spark_comparison(df: pd.DataFrame, windows: tuple[int, ...] = (10, 100, 1000)) -> None:
     """sparkseq.sql vs the two-step Spark SQL self-join on ``df`` (module docstring)."""
-    import time
-
     import sparkseq
 
     spark = sparkseq.session("local[2]", app_name="bench-predicates")
@@ -159,14 +157,8 @@ def spark_comparison(df: pd.DataFrame, windows: tuple[int, ...] = (10, 100, 1000
             def run_join() -> dict[int, int]:
                 return {r.k: r.n for r in spark.sql(SELF_JOIN_SQL.format(w=w)).collect()}
 
-            run_match()
-            started = time.perf_counter()
-            got = run_match()
-            t_m = time.perf_counter() - started
-            run_join() if w <= 100 else None  # warm-up (the large join is its own warm-up cost)
-            started = time.perf_counter()
-            want = run_join()
-            t_j = time.perf_counter() - started
+            got, t_m = timed_after_warmup(run_match)
+            want, t_j = timed_after_warmup(run_join, w <= 100)  # the large join is its own warm-up cost
             assert {k: v for k, v in got.items() if v} == want, "sparkseq and the self-join disagree"
             ns_m, ns_j = t_m / len(df) * 1e9, t_j / len(df) * 1e9
             base = base or (ns_m, w)
@@ -246,7 +238,6 @@ def q1_hand_check(spark) -> None:
 
 def query1_comparison(df: pd.DataFrame, windows: tuple[int, ...] = (10, 100, 1000)) -> None:
     """sparkseq.sql vs the two-step Spark SQL self-join for Query 1's shape on ``df``."""
-    import time
 
     import sparkseq
 
@@ -266,14 +257,8 @@ def query1_comparison(df: pd.DataFrame, windows: tuple[int, ...] = (10, 100, 100
             def run_join() -> dict[int, int]:
                 return {r.k: r.n for r in spark.sql(Q1_SELF_JOIN_SQL.format(w=w)).collect()}
 
-            run_match()
-            started = time.perf_counter()
-            got = run_match()
-            t_m = time.perf_counter() - started
-            run_join()
-            started = time.perf_counter()
-            want = run_join()
-            t_j = time.perf_counter() - started
+            got, t_m = timed_after_warmup(run_match)
+            want, t_j = timed_after_warmup(run_join)
             assert got == want, "sparkseq and the self-join disagree"
             ns_m, ns_j = t_m / len(df) * 1e9, t_j / len(df) * 1e9
             print(f"w={w:>5} events/window: sparkseq {t_m:7.2f} s ({ns_m:8.0f} ns/event); self-join {t_j:7.2f} s "

@@ -28,3 +28,16 @@ def forced_state_dp() -> Iterator[None]:
         yield
     finally:
         extended.FORCE_STATE_DP = False
+
+
+@contextlib.contextmanager
+def forced_within_path(path: str) -> Iterator[None]:
+    """Evaluate three-element WITHIN plans by ``path`` ("triples" or "anchored") where both apply."""
+    from udafs.kernels import predicates
+
+    saved = predicates.FORCE_WITHIN
+    predicates.FORCE_WITHIN = path
+    try:
+        yield
+    finally:
+        predicates.FORCE_WITHIN = saved

@@ -16,9 +16,8 @@ from collections.abc import Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 
-from tests import oracle
-from tests.sql_cases import measure_sql, pattern_symbols
-from udafs.plan import CmpOp, CountType, Plan, Strategy
+from tests import oracle, sql_cases
+from udafs.plan import CmpOp, Plan, Strategy
 
 COLUMNS = ("i", "f", "s")
 SCHEMA = "g int, ts bigint, mask bigint, i bigint, f double, s double"
@@ -84,23 +83,11 @@ def where_sql(plan: Plan, seed: int = 0) -> str:
 
 
 def match_aggregate(plan: Plan, source: str = "pcases", seed: int = 0) -> str:
-    """``<source> MATCH_AGGREGATE (...) AS m`` computing ``plan`` per ``g``."""
-    defines = ", ".join(f"{plan.symbols[k]} AS (mask & {1 << k}) <> 0" for k in pattern_symbols(plan))
-    clauses = ["PARTITION BY g", "ORDER BY ts", f"PATTERN {plan.describe()}", f"DEFINE {defines}"]
-    where = where_sql(plan, seed)
-    if where:
-        clauses.append(f"WHERE {where}")
-    clauses.append(f"MEASURES {', '.join(measure_sql(plan, m, COLUMNS) for m in plan.measures)}")
-    if plan.within is not None:
-        clauses.append(f"WITHIN {plan.within}")
-    if plan.slide is not None:
-        clauses.append(f"SLIDE {plan.slide}")
-    if plan.count_type is not CountType.BIGINT:
-        clauses.append(f"COUNT TYPE {plan.count_type.value.upper()}")
-    if plan.strategy is not Strategy.SKIP_TILL_ANY_MATCH or seed % 2:
-        clauses.append(f"STRATEGY {STRATEGY_SQL[plan.strategy]}")
-    body = "\n  ".join(clauses)
-    return f"{source} MATCH_AGGREGATE (\n  {body}\n) AS m"
+    """``<source> MATCH_AGGREGATE (...) AS m`` computing ``plan`` per ``g``, with its WHERE and
+    (always when not the default, else on odd seeds) its STRATEGY clause."""
+    spelled = plan.strategy is not Strategy.SKIP_TILL_ANY_MATCH or seed % 2
+    return sql_cases.match_aggregate(plan, source, where=where_sql(plan, seed), columns=COLUMNS,
+                                     strategy=STRATEGY_SQL[plan.strategy] if spelled else "")
 
 
 def select_sql(plan: Plan, seed: int = 0) -> str:

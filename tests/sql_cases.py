@@ -36,17 +36,22 @@ def window_sql(value: int, timestamp: bool) -> str:
 
 
 def match_aggregate(plan: Plan, source: str = "cases", *, timestamp: bool = False, alias: str = "m",
-                    keys: str = "g", order: str = "ts") -> str:
-    """``<source> MATCH_AGGREGATE (...) AS <alias>`` computing ``plan`` per ``keys``."""
+                    keys: str = "g", order: str = "ts", where: str = "", strategy: str = "",
+                    columns: tuple[str, ...] = VALUE_COLUMNS) -> str:
+    """``<source> MATCH_AGGREGATE (...) AS <alias>`` computing ``plan`` per ``keys`` (``where``:
+    the WHERE clause's condition, ``strategy``: the STRATEGY clause's words, both optional)."""
     defines = ", ".join(f"{plan.symbols[k]} AS (mask & {1 << k}) <> 0" for k in pattern_symbols(plan))
     clauses = [f"PARTITION BY {keys}" if keys else "", f"ORDER BY {order}", f"PATTERN {plan.describe()}",
-               f"DEFINE {defines}", f"MEASURES {', '.join(measure_sql(plan, m) for m in plan.measures)}"]
+               f"DEFINE {defines}", f"WHERE {where}" if where else "",
+               f"MEASURES {', '.join(measure_sql(plan, m, columns) for m in plan.measures)}"]
     if plan.within is not None:
         clauses.append(f"WITHIN {window_sql(plan.within, timestamp)}")
     if plan.slide is not None:
         clauses.append(f"SLIDE {window_sql(plan.slide, timestamp)}")
     if plan.count_type is not CountType.BIGINT:
         clauses.append(f"COUNT TYPE {plan.count_type.value.upper()}")
+    if strategy:
+        clauses.append(f"STRATEGY {strategy}")
     body = "\n  ".join(c for c in clauses if c)
     return f"{source} MATCH_AGGREGATE (\n  {body}\n) AS {alias}"
 

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests import oracle
-from tests.kernel_switches import exact_number_systems
+from tests.kernel_switches import exact_number_systems, forced_within_path
 from tests.test_kernel_oracle import as_rows, assert_same
 from tests.test_kernel_predicates import COLUMNS3, SPECIAL, offsets, run_kernel
 from udafs.kernels import predicates, predpass, triples
@@ -72,17 +72,6 @@ def triple_events(draw: st.DrawFn, plan: Plan, max_rows: int = 28) -> oracle.Eve
     return oracle.Events(ts, mask, (ints, floats, special), seq=list(range(n)))
 
 
-def forced(path: str):
-    class _Forced:
-        def __enter__(self) -> None:
-            self.saved = predicates.FORCE_WITHIN
-            predicates.FORCE_WITHIN = path
-
-        def __exit__(self, *exc: object) -> None:
-            predicates.FORCE_WITHIN = self.saved
-    return _Forced()
-
-
 SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                               HealthCheck.filter_too_much])
 
@@ -92,7 +81,7 @@ SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[Heal
 def test_triples_equal_the_oracle(data: st.DataObject) -> None:
     plan = data.draw(triple_plans())
     ev = data.draw(triple_events(plan))
-    with forced("triples"):
+    with forced_within_path("triples"):
         assert_same(plan, run_kernel(plan, ev), oracle.evaluate(ev, plan))
 
 
@@ -102,7 +91,7 @@ def test_triples_exact_number_systems(data: st.DataObject) -> None:
     """The exact / float fallbacks (as if int64 overflowed) take the same path."""
     plan = data.draw(triple_plans())
     ev = data.draw(triple_events(plan))
-    with forced("triples"), exact_number_systems():
+    with forced_within_path("triples"), exact_number_systems():
         assert_same(plan, run_kernel(plan, ev), oracle.evaluate(ev, plan))
 
 
@@ -112,9 +101,9 @@ def test_triples_equal_anchored_on_larger_groups(data: st.DataObject) -> None:
     """Beyond the oracle's reach (hundreds of rows, windows of dozens): both WITHIN paths agree."""
     plan = data.draw(triple_plans(max_within=60))
     ev = data.draw(triple_events(plan, max_rows=400))
-    with forced("triples"):
+    with forced_within_path("triples"):
         fast = run_kernel(plan, ev)
-    with forced("anchored"):
+    with forced_within_path("anchored"):
         slow = run_kernel(plan, ev)
     assert_same(plan, fast, as_rows(slow))
 

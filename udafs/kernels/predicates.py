@@ -269,9 +269,8 @@ def _batched_triples(plan: Plan, base: Plan, ts: np.ndarray, mask: np.ndarray, c
     if measure_symbols(plan) or not len(ts) or not triples.fits(base, pp, False):
         return None
     combos = list(_combos(plan, enumerated, mask, cols))
-    if FORCE_WITHIN == "anchored" or (FORCE_WITHIN is None and sum(
-            triples.replicated_rows(base, ts, mask, r) for r in combos)
-            <= TRIPLES_MIN_RATIO * len(ts) * len(combos) * max(int(min(len(ts), base.within)).bit_length(), 1)):
+    if FORCE_WITHIN == "anchored" or (FORCE_WITHIN is None and not _triples_pay(
+            sum(triples.replicated_rows(base, ts, mask, r) for r in combos), len(ts) * len(combos), base.within)):
         return None
     w, t0 = base.within, int(ts[0])
     gap = ((int(ts[-1]) - t0) // w + 3) * w
@@ -360,9 +359,14 @@ def within_path(plan: Plan, ts: np.ndarray, mask: np.ndarray, pp: predpass.PredP
         return "anchored"
     if FORCE_WITHIN is not None:
         return FORCE_WITHIN
-    replicated = triples.replicated_rows(plan, ts, mask, pp.row_ok)
-    levels = max(int(min(len(ts), plan.within)).bit_length(), 1)
-    return "triples" if replicated > TRIPLES_MIN_RATIO * len(ts) * levels else "anchored"
+    return "triples" if _triples_pay(triples.replicated_rows(plan, ts, mask, pp.row_ok), len(ts), plan.within) \
+        else "anchored"
+
+
+def _triples_pay(replicated: int, rows: int, w: int) -> bool:
+    """Anchoring would replicate more than the triples path's rows x trie levels allow."""
+    levels = max(int(min(rows, w)).bit_length(), 1)
+    return replicated > TRIPLES_MIN_RATIO * rows * levels
 
 
 def _within(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column], ar: Arith,
@@ -375,20 +379,21 @@ def _within(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column], ar
             return triples.count(plan, ts, mask, cols, ar, pp)
         except triples.NotTriple:
             pass
-    return _anchored(plan, ts, mask, cols, ar, acc, rank, row_ok)
+    return _anchored(plan, ts, mask, cols, ar, acc, pp)
 
 
 def _anchored(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column], ar: Arith,
-              acc: dict[int, np.ndarray], rank: np.ndarray | None, row_ok: tuple | None) -> int | float:
+              acc: dict[int, np.ndarray], pat: predpass.PredPattern) -> int | float:
     """WITHIN by first-row anchors: for every distinct time t of an E1 row the segment
     [t, t + w), start weight [ts = t] on E1 rows; leading negation as end weight
     ts(last) >= (last N time before t) + w, trailing as "no N after the last row" in
-    the segment. Pairs go back onto the base rows."""
-    w, pat = plan.within, predpass.PredPattern.of(plan, None, rank)._replace(row_ok=row_ok)
+    the segment (``pat``: the plan's pattern without ``within2``, with the row filters of
+    enumerated values). Pairs go back onto the base rows."""
+    w = plan.within
     first_sym, last_sym = plan.elements[0].symbol, plan.elements[-1].symbol
     first_ok = (mask & (1 << first_sym)) != 0
-    if row_ok is not None and row_ok[0] is not None:  # enumerated values fix the first row's key
-        first_ok &= row_ok[0]
+    if pat.row_ok is not None and pat.row_ok[0] is not None:  # enumerated values fix the first row's key
+        first_ok &= pat.row_ok[0]
     anchors = np.unique(ts[first_ok])
     starts = np.searchsorted(ts, anchors, "left")
     ends = np.searchsorted(ts, anchors + w, "left")

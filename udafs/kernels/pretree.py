@@ -300,9 +300,8 @@ def _splits(plans: tuple[Plan, ...]) -> tuple[int, ...]:
     # the reversed timeline costs its own row lists: one node per symbol of the suffixes
     uncut = {node for i, per_k in enumerate(options) for node in per_k[-1]}
     chosen = {node for i, per_k in enumerate(options) for node in per_k[cut[i]]}
-    symbols = {el.symbol for p, k in zip(plans, cut) for el in p.elements[k:]} if min(
-        k - p.length + 1 for p, k in zip(plans, cut)) < 0 else set()
-    if len(chosen) + len(symbols) >= len(uncut):
+    symbols = {el.symbol for p, k in zip(plans, cut) if k < p.length - 1 for el in p.elements[k:]}
+    if len(chosen) + len(symbols) >= len(uncut):  # also when nothing is cut (then chosen == uncut)
         return tuple(p.length - 1 for p in plans)
     return tuple(cut)
 

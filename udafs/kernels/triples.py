@@ -83,12 +83,14 @@ def count(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: Sequence[Column], 
     C = _members(2, sym[2], mask, cols, pp.row_ok, [st2.nxt] if st2 else [])
     if not (len(A) and len(G) and len(C)):
         return 0
-    grank, n_gr, ivl_a, ivl_c = _intervals(st1, st2, A, G, C, cols)
+    k1 = _keys(G, st1.nxt, cols) if st1 else None  # E2's compared keys, per step
+    k2 = _keys(G, st2.prev, cols) if st2 else None
+    grank, n_gr, ivl_a, ivl_c = _intervals(st1, st2, A, C, k1, k2, len(G), cols)
     rows = np.union1d(np.union1d(A, G), C)  # no other row takes part (no negation here)
     blocks = block_timeline(ts[rows], mask[rows], w)
     within_blocks = Timeline(blocks.ts, blocks.mask, blocks.bounds, origin=rows)
     total = ar.total(predpass.run(within_blocks, pp, cols, ar).totals)
-    return total + _crossing(ts, w, A, G, C, grank, n_gr, ivl_a, ivl_c, st1, st2, cols, ar)
+    return total + _crossing(ts, w, A, G, C, grank, n_gr, ivl_a, ivl_c, (st1, k1), (st2, k2), cols, ar)
 
 
 def _members(pos: int, symbol: int, mask: np.ndarray, cols: Sequence[Column], row_ok: tuple | None,
@@ -107,22 +109,22 @@ def _keys(rows: np.ndarray, side: predpass.Side, cols: Sequence[Column]) -> np.n
     return compare.array_keys(cols[side.column][0][rows], side.offset, side.as_float)
 
 
-def _intervals(st1: predpass.Step | None, st2: predpass.Step | None, A: np.ndarray, G: np.ndarray, C: np.ndarray,
+def _intervals(st1: predpass.Step | None, st2: predpass.Step | None, A: np.ndarray, C: np.ndarray,
+               k1: np.ndarray | None, k2: np.ndarray | None, n_g: int,
                cols: Sequence[Column]) -> tuple[np.ndarray, int, list, list]:
-    """g ranks (g rows ordered by E2's compared column) and, per a and per c row, the rank
-    intervals ``[lo, hi)`` of the g rows it matches (two for ``<>``)."""
-    k1 = _keys(G, st1.nxt, cols) if st1 else None
-    k2 = _keys(G, st2.prev, cols) if st2 else None
+    """g ranks (the ``n_g`` g rows ordered by E2's compared column, keys ``k1`` / ``k2`` of the
+    two steps) and, per a and per c row, the rank intervals ``[lo, hi)`` of the g rows it matches (two
+    for ``<>``)."""
     parts = [np.unique(k, return_inverse=True)[1].ravel() for k in (k1, k2) if k is not None]
     if not parts:
-        return np.zeros(len(G), dtype=np.int64), 1, [], []
+        return np.zeros(n_g, dtype=np.int64), 1, [], []
     order = np.lexsort(parts[::-1])
-    new = np.ones(len(G), dtype=bool)
+    new = np.ones(n_g, dtype=bool)
     for p in parts:
         q = p[order]
         new[1:] |= q[1:] != q[:-1]
     dense = np.cumsum(new) - 1
-    grank = np.empty(len(G), dtype=np.int64)
+    grank = np.empty(n_g, dtype=np.int64)
     grank[order] = dense
     n_gr = int(dense[-1]) + 1
     for p in parts:  # both E2 keys must order the g rows alike (same column: always)
@@ -147,7 +149,7 @@ def _rank_intervals(op: CmpOp, x: np.ndarray, gk: np.ndarray, n_gr: int) -> list
 class _Side:
     """Counts of one side's rows (a or c) in an index range whose key stands in ``op`` to a g key."""
 
-    def __init__(self, rows: np.ndarray, step: predpass.Step | None, x_side: str, g_keys: np.ndarray | None,
+    def __init__(self, rows: np.ndarray, step: predpass.Step | None, g_keys: np.ndarray | None, x_side: str,
                  cols: Sequence[Column], ar: Arith) -> None:
         self.ar, self.step = ar, step
         if step is None:
@@ -172,9 +174,9 @@ class _Side:
 
 
 def _crossing(ts: np.ndarray, w: int, A: np.ndarray, G: np.ndarray, C: np.ndarray, grank: np.ndarray, n_gr: int,
-              ivl_a: list, ivl_c: list, st1: predpass.Step | None, st2: predpass.Step | None,
-              cols: Sequence[Column], ar: Arith) -> int | float:
-    """Matches with a in block k and c in block k + 1 (``u(c) < u(a)``), by trie levels."""
+              ivl_a: list, ivl_c: list, step1: tuple, step2: tuple, cols: Sequence[Column], ar: Arith) -> int | float:
+    """Matches with a in block k and c in block k + 1 (``u(c) < u(a)``), by trie levels
+    (``step1`` / ``step2``: each step, or None, with E2's keys for it)."""
     blk = ts // w
     off = ts - blk * w
     t_a, t_g, t_c = ts[A], ts[G], ts[C]
@@ -184,8 +186,8 @@ def _crossing(ts: np.ndarray, w: int, A: np.ndarray, G: np.ndarray, C: np.ndarra
     u_ext = np.append(offsets, w)
     r_a, r_c = np.searchsorted(offsets, off[A]), np.searchsorted(offsets, off[C])
     r_g = np.searchsorted(offsets, off[G], "right") - 1  # -1: before every a / c offset
-    left = _Side(A, st1, "prev", _keys(G, st1.nxt, cols) if st1 else None, cols, ar)
-    right = _Side(C, st2, "nxt", _keys(G, st2.prev, cols) if st2 else None, cols, ar)
+    left = _Side(A, *step1, "prev", cols, ar)
+    right = _Side(C, *step2, "nxt", cols, ar)
     g_tree = Dominance(grank, ar.ones(len(G)), n_gr, ar)
     gi = np.arange(len(G))
     total = 0
