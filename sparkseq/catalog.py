@@ -59,23 +59,29 @@ class SessionSchemas:
         Relation names (case-folded) that statements of the same script will create
         before the one being analysed: looking one of them up raises
         :class:`PendingRelation` instead of reading a schema that will change.
+    cache : dict, optional
+        Schemas already read (name -> schema or None), shared by the providers of
+        several statements of one script while the relations they read do not change
+        (each lookup is a round trip to the JVM and an analysis there). The caller
+        evicts what a statement creates or drops (:func:`sparkseq.sql_api.evict_changed`).
 
     ``missing`` lists the names looked up in vain, for error messages.
     """
 
-    def __init__(self, spark: SparkSession, pending: set[str] | None = None) -> None:
+    def __init__(self, spark: SparkSession, pending: set[str] | None = None,
+                 cache: dict[str, dict[str, exp.DataType] | None] | None = None) -> None:
         self.spark = spark
         self.pending = pending or set()
         self.missing: list[str] = []
-        self._cache: dict[str, dict[str, exp.DataType] | None] = {}
+        self._cache: dict[str, dict[str, exp.DataType] | None] = {} if cache is None else cache
 
     def __call__(self, name: str) -> dict[str, exp.DataType] | None:
         if name.casefold() in self.pending:
             raise PendingRelation(name)
         if name not in self._cache:
             self._cache[name] = self._lookup(name)
-            if self._cache[name] is None:
-                self.missing.append(name)
+        if self._cache[name] is None:
+            self.missing.append(name)
         return self._cache[name]
 
     def _lookup(self, name: str) -> dict[str, exp.DataType] | None:

@@ -114,6 +114,7 @@ def run_statements(spark: SparkSession, text: str, *, hierarchies: HierarchyReso
         raise ValueError("no SQL statement to run")
     kinds = [parse_hierarchy_statement(s, text) for s in statements]
     loaded = _check_all(spark, text, statements, kinds, hierarchies)
+    schemas: dict = {}  # read once while no statement changes the relation (evict_changed)
     for number, (statement, kind) in enumerate(zip(statements, kinds)):
         if kind is not None:
             run_hierarchy_statement(spark, kind, loaded.get(number))
@@ -121,8 +122,11 @@ def run_statements(spark: SparkSession, text: str, *, hierarchies: HierarchyReso
             continue
         # analysed again: earlier statements may have changed the catalog and the hierarchies
         resolver = registry.resolver(spark, hierarchies)
-        rewritten = _explained(text, statement, SessionSchemas(spark), resolver, _registering(spark)).rewritten
-        yield statement.text, (spark.sql(rewritten, args=args) if args is not None else spark.sql(rewritten))
+        rewritten = _explained(text, statement, SessionSchemas(spark, cache=schemas), resolver,
+                               _registering(spark)).rewritten
+        frame = spark.sql(rewritten, args=args) if args is not None else spark.sql(rewritten)
+        evict_changed(schemas, statement)
+        yield statement.text, frame
 
 
 def rewrite(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver | None = None) -> list[str]:
@@ -212,16 +216,18 @@ def _pending_aware(source: Source, created: set[str]) -> SchemaProvider:
 
 
 def _check_all(spark: SparkSession, text: str, statements: list[Statement],
-               kinds: list[HierarchyStatement | None], hierarchies: HierarchyResolver | None
-               ) -> dict[int, ConceptHierarchy]:
+               kinds: list[HierarchyStatement | None], hierarchies: HierarchyResolver | None,
+               explained: dict[int, StatementExplanation] | None = None) -> dict[int, ConceptHierarchy]:
     """Analyse every statement now, except where it reads a relation created before it.
 
     Returns the hierarchies read and validated for CREATE CONCEPT HIERARCHY statements
-    (by statement index), to be registered when their statements run.
+    (by statement index), to be registered when their statements run. ``explained``, when
+    given, receives each analysed statement's explanation (by statement index).
     """
     created: set[str] = set()
     overlay: registry.Overlay = {}
     loaded: dict[int, ConceptHierarchy] = {}
+    schemas: dict = {}  # relations no earlier statement creates do not change while checking
     for number, (statement, kind) in enumerate(zip(statements, kinds)):
         if kind is not None:
             hierarchy = check_hierarchy_statement(spark, kind, created, overlay)
@@ -230,11 +236,24 @@ def _check_all(spark: SparkSession, text: str, statements: list[Statement],
             continue
         resolver = registry.resolver(spark, hierarchies, overlay)
         try:
-            _explained(text, statement, SessionSchemas(spark, pending=created), resolver, engine_function_name)
+            result = _explained(text, statement, SessionSchemas(spark, pending=created, cache=schemas), resolver,
+                                engine_function_name)
         except PendingRelation:
             pass  # analysed when it runs, after the statement creating the relation (or hierarchy)
+        else:
+            if explained is not None:
+                explained[number] = result
         created |= created_relations(statement)
     return loaded
+
+
+def evict_changed(schemas: dict, statement: Statement) -> None:
+    """Forget the cached schemas (:class:`~sparkseq.catalog.SessionSchemas`) once a statement
+    that is not a query has run: it may create, replace or drop any relation (names may be
+    written qualified or not, so nothing finer is safe)."""
+    first = statement.text.split(None, 1)[0].upper() if statement.text.strip() else ""
+    if first not in ("SELECT", "WITH", "FROM", "VALUES", "TABLE"):
+        schemas.clear()
 
 
 def check_hierarchy_statement(spark: SparkSession, kind: HierarchyStatement, created: set[str],
@@ -328,5 +347,5 @@ def _is_global_temp(create: exp.Create) -> bool:
     return props is not None and any(isinstance(p, exp.GlobalProperty) for p in props.expressions)
 
 
-__all__ = ["sql", "run_statements", "rewrite", "explain", "created_relations", "check_function_calls",
+__all__ = ["sql", "run_statements", "rewrite", "explain", "created_relations", "evict_changed", "check_function_calls",
            "check_hierarchy_statement", "run_hierarchy_statement"]

@@ -28,21 +28,19 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from sparkseq import hierarchies as registry
-from sparkseq.catalog import PendingRelation, SessionSchemas
-from sparkseq.registration import engine_function_name
+from sparkseq.catalog import SessionSchemas
 from udafs import contract
 from udafs.spark_shared import shared_pass
 from sparkseq.sql_api import (
     _check_all,
-    _explained,
     _registering,
     created_relations,
+    evict_changed,
     run_hierarchy_statement,
 )
-from sql_rewrites.errors import UnknownTableError
 from sql_rewrites.hierarchy import HierarchyResolver
 from sql_rewrites.hierarchy_statements import parse_hierarchy_statement
-from sql_rewrites.rewriter import Statement, explain_statement, split_statements
+from sql_rewrites.rewriter import Statement, StatementExplanation, explain_statement, split_statements
 from sql_rewrites.shared import Member, SharedGroup, group_members, sharing_key
 
 
@@ -80,18 +78,14 @@ def plan_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyResol
     if not statements:
         raise ValueError("no SQL statement to run")
     kinds = [parse_hierarchy_statement(s, text) for s in statements]
-    _check_all(spark, text, statements, kinds, hierarchies)
+    explained: dict[int, StatementExplanation] = {}
+    _check_all(spark, text, statements, kinds, hierarchies, explained)
     created = set().union(*(created_relations(s) for s in statements))
     members: list[Member] = []
-    resolver = registry.resolver(spark, hierarchies)
-    for number, (statement, kind) in enumerate(zip(statements, kinds)):
-        if kind is not None or not statement.has_match_aggregate:
-            continue
-        try:
-            explained = _explained(text, statement, SessionSchemas(spark), resolver, engine_function_name)
-        except (PendingRelation, UnknownTableError):
-            continue  # reads what an earlier statement creates: runs on its own
-        for ordinal, operator in enumerate(explained.operators):
+    for number, statement in enumerate(statements):
+        if number not in explained:
+            continue  # a hierarchy statement, or it reads what an earlier statement creates: runs on its own
+        for ordinal, operator in enumerate(explained[number].operators):
             key = sharing_key(operator.query)
             if key is not None and _relation(key[0]) not in created:
                 members.append(Member(number, ordinal, operator.query))
@@ -114,6 +108,7 @@ def workload(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver |
     plan = plan_workload(spark, text, hierarchies=hierarchies)
     cached: set[int] = set()
     results = []
+    schemas: dict = {}  # read once while no statement changes the relation (evict_changed)
     for number, statement in enumerate(plan.statements):
         kind = parse_hierarchy_statement(statement, text)
         if kind is not None:
@@ -133,9 +128,10 @@ def workload(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver |
             return plan.groups[group].replacement(index, table), table
 
         resolver = registry.resolver(spark, hierarchies)
-        explained = explain_statement(statement, text, SessionSchemas(spark), _registering(spark),
+        explained = explain_statement(statement, text, SessionSchemas(spark, cache=schemas), _registering(spark),
                                       hierarchies=resolver, replace=replace)
         results.append(spark.sql(explained.rewritten))
+        evict_changed(schemas, statement)
     return results
 
 

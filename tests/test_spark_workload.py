@@ -141,3 +141,25 @@ def test_operators_with_predicates_or_strategies_run_alone(spark) -> None:  # no
     assert [len(g.members) for g in sparkseq.plan_workload(spark, script).groups] == [2]  # the two plain ones
     counts = [f.collect()[0].n for f in sparkseq.workload(spark, script)]
     assert counts == [2, 1, 1, 2]  # A(1)->B(2), A(1)->B(3); i: 3 > 1 + 1 only; next match: B(2) only
+
+
+def test_a_view_replaced_mid_script_is_read_as_it_is_then(spark) -> None:  # noqa: ANN001
+    """Schemas are read once per script while only queries run (sparkseq.sql_api.evict_changed):
+    a statement that replaces the view makes the next one read it again — here its
+    DEFINE column only exists in the new view."""
+    events_frame(spark, [oracle.Events([1, 2, 3], [1, 2, 2], ([1, 2, 3], [1.0, 2.0, 3.0]))]
+                 ).createOrReplaceTempView("cases")
+    spark.sql("CREATE OR REPLACE TEMP VIEW shifting AS SELECT g, ts, mask FROM cases")
+    query = "SELECT n FROM shifting MATCH_AGGREGATE (PARTITION BY g ORDER BY ts PATTERN SEQ(A, B) " \
+            "DEFINE A AS {a}, B AS mask = 2 MEASURES COUNT(*) AS n) AS m"
+    script = ";\n".join([query.format(a="mask = 1"), query.format(a="mask = 1"),
+                         "CREATE OR REPLACE TEMP VIEW shifting AS SELECT g, ts, mask, mask * 10 AS tens FROM cases",
+                         query.format(a="tens = 10")])
+    try:
+        for run in (sparkseq.workload, sparkseq.sql):
+            spark.sql("CREATE OR REPLACE TEMP VIEW shifting AS SELECT g, ts, mask FROM cases")
+            frames = run(spark, script) if run is sparkseq.workload else [
+                f for _, f in sparkseq.sql_api.run_statements(spark, script)]
+            assert [frames[i].collect()[0].n for i in (0, 1, 3)] == [2, 2, 2], run.__name__
+    finally:
+        spark.catalog.dropTempView("shifting")
