@@ -22,7 +22,18 @@ With ``--kernel`` it times only the group's engine call (no Spark: the group's i
 collected once, every partition evaluated in this process) with prefix sharing
 (:mod:`udafs.kernels.pretree`) off, prefixes only, prefixes and suffixes, results checked equal.
 
-Usage: .venv/bin/python bench/sharing.py [--events N] [--queries 20,60,120] [--stream routes,funnels] [--kernel]
+With ``--middle`` it asks whether the sub-patterns the sharing optimizer shares in the
+*middle* of queries (Chop-Connect with snapshots; the engine does not execute them)
+would pay in the engine: on every partition's shared sliding-window timeline, the
+middle's steps of a forward pass (exclusive cumulative sum of the counts, gather at the
+predecessor ranges) for each member one by one, against all members at once as one
+snapshot matrix (one column of start counts per member: one cumulative sum over the
+stacked columns, one gather) — the vectorised form of the thesis's snapshots. The
+predecessor ranges (the per-symbol index work) are computed before timing; the engine
+already shares them between members of one timeline. Results checked equal.
+
+Usage: .venv/bin/python bench/sharing.py [--events N] [--queries 20,60,120] [--stream routes,funnels]
+                                         [--kernel | --middle]
 """
 
 from __future__ import annotations
@@ -41,7 +52,7 @@ import sparkseq  # noqa: E402
 from pyspark.sql import SparkSession  # noqa: E402
 from sparkseq import statistics  # noqa: E402
 from sparkseq.session import scratch_dir  # noqa: E402
-from sparkseq.workloads import plan_workload, workload  # noqa: E402
+from sparkseq.workloads import plan_workload, release_workload, workload  # noqa: E402
 from sql_rewrites import sharing  # noqa: E402
 
 START = 1_714_550_400  # 2024-05-01 08:00 UTC, seconds
@@ -131,6 +142,7 @@ def run(spark: SparkSession, kind: str, count: int) -> None:
     chosen = sharing.optimize([sharing.query_from_plan(f"q{i}", p, keys) for i, p in enumerate(group.plan.plans)],
                               stats)
     t_opt = time.perf_counter() - began
+    release_workload(spark, script)  # the next workload does not share memory with this one's cache
     matches = sum(total for _, total in shared)
     print(f"  {kind:<8} {count:>4} {t_alone:9.1f} s {t_shared:9.1f} s {t_alone / t_shared:8.2f}x "
           f"{t_opt * 1000:8.0f} ms {t_stats:7.1f} s {t_pass:7.1f} s {t_shared - t_pass:7.1f} s   "
@@ -164,6 +176,57 @@ def kernel(spark: SparkSession, kind: str, count: int) -> None:
           f"({alone / both:4.2f}x) (best of 2 each, results equal)")
 
 
+def middle(spark: SparkSession, kind: str, count: int) -> None:
+    """The optimizer's shared middles as snapshot matrices vs member by member (module docstring)."""
+    from udafs.kernels.arith import Arith, Kind
+    from udafs.kernels.segments import range_timeline, sliding_windows
+
+    group = plan_workload(spark, ";\n".join(statement(kind, p) for p in queries(kind, count, 10))).groups[0]
+    plans = group.plan.plans
+    keys = statistics.symbol_keys(group)
+    chosen = sharing.optimize([sharing.query_from_plan(f"q{i}", p, keys) for i, p in enumerate(plans)],
+                              statistics.collect(spark, group))
+    middles = []  # (symbols, gaps, number of members) of each shared pattern read in a member's middle
+    for shared in chosen.shared:
+        inner = [o for o in shared.occurrences if o.start > 0]
+        if len(inner) > 1:
+            p, a, n = plans[int(inner[0].query[1:])], inner[0].start, len(shared.pattern)
+            middles.append(([e.symbol for e in p.elements[a:a + n]], list(p.negations[a + 1:a + n]), len(inner)))
+    events, (ts, mask, *_) = group.events()
+    frame = spark.sql(events.sql(dialect="spark")).toPandas()
+    w, s = plans[0].within, plans[0].slide
+    ar = Arith(Kind.INT)
+    one_by_one = stacked = 0.0
+    for _, g in frame.groupby("k"):
+        t, m = g[ts].to_numpy("int64"), g[mask].to_numpy("int64")
+        k = sliding_windows(t, w, s)
+        tl = range_timeline(t, m, np.searchsorted(t, k * s, "left"), np.searchsorted(t, k * s + w, "left"))
+        for symbols, gaps, members in middles:
+            ranges = [tl.prev_ranges(a, b, gap) for a, b, gap in zip(symbols, symbols[1:], gaps)]
+            starts = [np.ones(len(tl.rows(symbols[0])), dtype=np.int64) for _ in range(members)]
+            began = time.perf_counter()
+            alone = []
+            for column in starts:
+                for lo, hi in ranges:
+                    cs = ar.excl_cumsum(column)
+                    column = cs[hi] - cs[lo]
+                alone.append(column)
+            middle_time = time.perf_counter()
+            matrix = np.stack(starts)  # members x rows: one snapshot column per member
+            for lo, hi in ranges:
+                cs = ar.excl_cumsum(matrix.ravel())  # one sum over all columns; differences stay per column
+                offset = (np.arange(members) * matrix.shape[1])[:, None]
+                matrix = cs[offset + hi] - cs[offset + lo]
+            done = time.perf_counter()
+            assert np.array_equal(np.stack(alone), matrix), "the snapshot matrix changed a count"
+            one_by_one += middle_time - began
+            stacked += done - middle_time
+    steps = sum((len(sy) - 1) * n for sy, _, n in middles)
+    print(f"  {kind:<8} {count:>4} middle: {len(middles)} shared middles read by {sum(n for *_, n in middles)} "
+          f"members ({steps} member steps per partition); member by member {one_by_one:6.2f} s, snapshot matrix "
+          f"{stacked:6.2f} s: matrix/member-by-member {stacked / max(one_by_one, 1e-9):4.2f}x (results equal)")
+
+
 def _same(a: object, b: object) -> bool:
     """Two GroupResults (or None) with equal window bounds, values and validity."""
     if a is None or b is None:
@@ -180,22 +243,25 @@ def main() -> None:
     parser.add_argument("--queries", default="20,60,120")
     parser.add_argument("--stream", default="routes,funnels")
     parser.add_argument("--kernel", action="store_true", help="time only the engine call: one by one, shared prefixes, shared prefixes and suffixes")
+    parser.add_argument("--middle", action="store_true", help="time the optimizer's shared middles as snapshot matrices vs member by member")
     args = parser.parse_args()
     spark = sparkseq.session()
     print(f"{spark.sparkContext.master}, Spark {spark.version}; {args.events:,} events per stream, {args.keys} keys; "
           "patterns of length 10, WITHIN 10 minutes SLIDE 1 minute, COUNT(*); one run")
-    if not args.kernel:
+    if not (args.kernel or args.middle):
         print(f"  {'stream':<8} {'qs':>4} {'alone':>11} {'shared':>11} {'speedup':>9} {'optimizer':>11} "
               f"{'stats':>9} {'pass':>9} {'reads':>9}   plan")
     for kind in args.stream.split(","):
         make_stream(spark, kind, args.events, args.keys)
-        if args.kernel:
+        if args.kernel or args.middle:
             for count in map(int, args.queries.split(",")):
-                kernel(spark, kind, count)
+                (kernel if args.kernel else middle)(spark, kind, count)
             continue
         # warm-ups, one per path: a statement alone, and a two-statement workload (its Arrow pass)
         sparkseq.sql(spark, statement(kind, queries(kind, 1, 10)[0])).collect()
-        [digest(f) for f in workload(spark, ";\n".join(statement(kind, p) for p in queries(kind, 2, 10, seed=1)))]
+        warm_up = ";\n".join(statement(kind, p) for p in queries(kind, 2, 10, seed=1))
+        [digest(f) for f in workload(spark, warm_up)]
+        release_workload(spark, warm_up)
         for count in map(int, args.queries.split(",")):
             run(spark, kind, count)
     spark.stop()

@@ -51,6 +51,13 @@ def session(master: str | None = None, app_name: str = "sparkseq",
     return spark
 
 
+#: HotSpot does not compile methods longer than 8,000 bytes of bytecode; Spark's generated
+#: code for a row mask over many symbols (one CASE WHEN per symbol, OR-ed: a workload
+#: group over 45 event types) is such a method, and runs interpreted: reading 2 million
+#: rows took 8-9 s instead of 0.6-0.8 s with this flag (bench/sharing.py's funnels).
+JIT_HUGE_METHODS = "-XX:-DontCompileHugeMethods"
+
+
 def default_conf(master: str) -> dict[str, str]:
     """sparkseq's Spark settings for ``master``: quiet, small, scratch files in one place."""
     scratch = scratch_dir()
@@ -62,7 +69,8 @@ def default_conf(master: str) -> dict[str, str]:
         # the Thrift server's throw-away Derby metastore fails to open on every client
         # disconnect and Hive retries for ~20 s before the disconnect completes.)
         "spark.driver.extraJavaOptions": (f"-Dlog4j2.configurationFile={(_PACKAGE / 'log4j2.properties').as_uri()}"
-                                          f" -Dderby.stream.error.file={scratch / 'derby.log'}"),
+                                          f" -Dderby.stream.error.file={scratch / 'derby.log'} {JIT_HUGE_METHODS}"),
+        "spark.executor.extraJavaOptions": JIT_HUGE_METHODS,
     }
     conf.update({f"spark.executorEnv.{key}": os.environ.get(key, value) for key, value in WORKER_MALLOC.items()})
     cores = _local_cores(master)

@@ -17,6 +17,9 @@ is checked first, so a mistake in any of them raises before any job starts.
 Not shared: E-Cube operators (already one pass), operators over subqueries, CTEs or
 other operators, operators with joins attached, and operators whose source the script
 itself creates or replaces.
+
+The cached results stay until :func:`release_workload` (or the session's end); running
+the same script again recomputes them from the data as it is then.
 """
 
 from __future__ import annotations
@@ -135,6 +138,18 @@ def workload(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver |
     return results
 
 
+def release_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver | None = None
+                     ) -> list[str]:
+    """Drop the cached shared results :func:`workload` keeps for ``text``'s sharing groups
+    (the DataFrames it returned must not be read afterwards); returns the names dropped.
+    Nothing runs but the analysis of the statements."""
+    plan = plan_workload(spark, text, hierarchies=hierarchies)
+    names = [plan.table(g) for g in range(len(plan.groups))]
+    for name in names:
+        spark.catalog.dropTempView(f"{name}_pass")
+    return [name for name in names if spark.catalog.dropTempView(name)]
+
+
 def explain_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver | None = None,
                      sample_percent: float | None = None, dot: bool = False) -> str:
     """What :func:`workload` would do with ``text``: the sharing groups, and for each its
@@ -232,9 +247,10 @@ def _cache_group(spark: SparkSession, plan: WorkloadPlan, group: int) -> None:
     result = frame.groupBy(*keys).applyInArrow(body, schema)
     staging = f"{plan.table(group)}_pass"
     result.createOrReplaceTempView(staging)
+    spark.catalog.dropTempView(plan.table(group))  # the same group run before: recomputed from the data now
     columns = ", ".join(f"`{c}`" for c in (*keys, *shared.output_names))
     spark.sql(f"CACHE TABLE `{plan.table(group)}` AS SELECT {columns} FROM `{staging}` "
               f"WHERE CASE WHEN `{error}` IS NULL THEN TRUE ELSE raise_error(`{error}`) END")
 
 
-__all__ = ["WorkloadPlan", "explain_workload", "plan_workload", "workload"]
+__all__ = ["WorkloadPlan", "explain_workload", "plan_workload", "release_workload", "workload"]

@@ -163,3 +163,30 @@ def test_a_view_replaced_mid_script_is_read_as_it_is_then(spark) -> None:  # noq
             assert [frames[i].collect()[0].n for i in (0, 1, 3)] == [2, 2, 2], run.__name__
     finally:
         spark.catalog.dropTempView("shifting")
+
+
+def test_a_workload_runs_again_on_new_data_and_is_released(spark) -> None:  # noqa: ANN001
+    one = "SELECT n FROM again MATCH_AGGREGATE (PARTITION BY g ORDER BY ts PATTERN SEQ(A, B) " \
+          "DEFINE A AS mask = 1, B AS mask = 2 MEASURES COUNT(*) AS n) AS m"
+    script = f"{one};\n{one.replace('SEQ(A, B)', 'SEQ(A, B, B)')}"
+    rows = oracle.Events([1, 2, 3], [1, 2, 2], ([1, 2, 3], [1.0, 2.0, 3.0]))
+    events_frame(spark, [rows]).createOrReplaceTempView("again")
+    assert [f.collect()[0].n for f in sparkseq.workload(spark, script)] == [2, 1]
+    more = oracle.Events([1, 2, 3, 4], [1, 1, 2, 2], ([1, 2, 3, 4], [1.0, 2.0, 3.0, 4.0]))
+    events_frame(spark, [more]).createOrReplaceTempView("again")
+    assert [f.collect()[0].n for f in sparkseq.workload(spark, script)] == [4, 2]  # recomputed, not reused
+    more = oracle.Events([1, 2, 3, 4, 5], [1, 1, 2, 2, 2], ([1, 2, 3, 4, 5], [1.0] * 5))
+    events_frame(spark, [more]).createOrReplaceTempView("again")
+    assert [f.collect()[0].n for f in sparkseq.workload(spark, script)] == [6, 6]
+    (table,) = sparkseq.release_workload(spark, script)
+    assert table.startswith("__sparkseq_shared_") and not spark.catalog.tableExists(table)
+    assert sparkseq.release_workload(spark, script) == []
+
+
+def test_the_session_jit_compiles_the_wide_row_masks_of_a_group(spark) -> None:  # noqa: ANN001
+    """A group over many symbols ORs one CASE WHEN per symbol into the row mask; Spark's
+    generated method for it exceeds HotSpot's 8,000-byte compile limit, so sparkseq's
+    sessions lift the limit (sparkseq.session.JIT_HUGE_METHODS; bench/sharing.py's
+    funnels read 2 M rows 10x slower without it)."""
+    runtime = spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
+    assert "-XX:-DontCompileHugeMethods" in list(runtime.getInputArguments())
