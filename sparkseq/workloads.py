@@ -144,10 +144,15 @@ def release_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyRe
     (the DataFrames it returned must not be read afterwards); returns the names dropped.
     Nothing runs but the analysis of the statements."""
     plan = plan_workload(spark, text, hierarchies=hierarchies)
-    names = [plan.table(g) for g in range(len(plan.groups))]
-    for name in names:
-        spark.catalog.dropTempView(f"{name}_pass")
-    return [name for name in names if spark.catalog.dropTempView(name)]
+    return [name for name in (plan.table(g) for g in range(len(plan.groups))) if _drop_cached(spark, name)]
+
+
+def _drop_cached(spark: SparkSession, name: str) -> bool:
+    """Uncache and drop a group's cached result and its staging view; False when there was none.
+    (Dropping a view made by ``CACHE TABLE ... AS SELECT`` leaves its data cached.)"""
+    spark.sql(f"UNCACHE TABLE IF EXISTS `{name}`")
+    spark.catalog.dropTempView(f"{name}_pass")
+    return spark.catalog.dropTempView(name)
 
 
 def explain_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver | None = None,
@@ -245,9 +250,9 @@ def _cache_group(spark: SparkSession, plan: WorkloadPlan, group: int) -> None:
         T.StructField(name, T._parse_datatype_string(sql)) for name, sql in zip((*shared.output_names, error), types)])
     body = shared_pass(shared.plan.to_json(), ts, mask, values, (*shared.output_names, error))
     result = frame.groupBy(*keys).applyInArrow(body, schema)
+    _drop_cached(spark, plan.table(group))  # the same group run before: recomputed from the data now
     staging = f"{plan.table(group)}_pass"
     result.createOrReplaceTempView(staging)
-    spark.catalog.dropTempView(plan.table(group))  # the same group run before: recomputed from the data now
     columns = ", ".join(f"`{c}`" for c in (*keys, *shared.output_names))
     spark.sql(f"CACHE TABLE `{plan.table(group)}` AS SELECT {columns} FROM `{staging}` "
               f"WHERE CASE WHEN `{error}` IS NULL THEN TRUE ELSE raise_error(`{error}`) END")

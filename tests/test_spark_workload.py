@@ -178,8 +178,11 @@ def test_a_workload_runs_again_on_new_data_and_is_released(spark) -> None:  # no
     more = oracle.Events([1, 2, 3, 4, 5], [1, 1, 2, 2, 2], ([1, 2, 3, 4, 5], [1.0] * 5))
     events_frame(spark, [more]).createOrReplaceTempView("again")
     assert [f.collect()[0].n for f in sparkseq.workload(spark, script)] == [6, 6]
-    (table,) = sparkseq.release_workload(spark, script)
-    assert table.startswith("__sparkseq_shared_") and not spark.catalog.tableExists(table)
+    table = sparkseq.plan_workload(spark, script).table(0)
+    kept = spark.table(table)
+    assert kept.storageLevel.useMemory
+    assert sparkseq.release_workload(spark, script) == [table]
+    assert not spark.catalog.tableExists(table) and not (kept.storageLevel.useMemory or kept.storageLevel.useDisk)
     assert sparkseq.release_workload(spark, script) == []
 
 
