@@ -198,7 +198,8 @@ def middle(spark: SparkSession, kind: str, count: int) -> None:
     ar = Arith(Kind.INT)
     one_by_one = stacked = 0.0
     for _, g in frame.groupby("k"):
-        t, m = g[ts].to_numpy("int64"), g[mask].to_numpy("int64")
+        order = np.argsort(g[ts].to_numpy("int64"), kind="stable")
+        t, m = g[ts].to_numpy("int64")[order], g[mask].to_numpy("int64")[order]
         k = sliding_windows(t, w, s)
         tl = range_timeline(t, m, np.searchsorted(t, k * s, "left"), np.searchsorted(t, k * s + w, "left"))
         for symbols, gaps, members in middles:
