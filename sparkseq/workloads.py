@@ -225,7 +225,8 @@ def _engine_sharing(plans: tuple) -> list[str]:
         lines.append(f"  members {_members(alone)}: counted one by one (measures other than COUNT(*), "
                      "WITHIN without SLIDE, or alone in their window shape)")
     lines.append("  shared sub-patterns in the middle of members (neither a prefix nor a suffix) are the "
-                 "optimizer's estimate only: the engine does not combine them (Chop-Connect with snapshots)")
+                 "optimizer's estimate only: the engine does not combine them (Chop-Connect with snapshots; "
+                 "measured not to pay here, docs/sharing.md)")
     return lines
 
 
