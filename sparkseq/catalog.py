@@ -63,7 +63,8 @@ class SessionSchemas:
         Schemas already read (name -> schema or None), shared by the providers of
         several statements of one script while the relations they read do not change
         (each lookup is a round trip to the JVM and an analysis there). The caller
-        evicts what a statement creates or drops (:func:`sparkseq.sql_api.evict_changed`).
+        clears it when a statement may have changed a relation
+        (:func:`sparkseq.sql_api.evict_changed`).
 
     ``missing`` lists the names looked up in vain, for error messages.
     """

@@ -85,7 +85,7 @@ def plan_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyResol
     _check_all(spark, text, statements, kinds, hierarchies, explained)
     created = set().union(*(created_relations(s) for s in statements))
     members: list[Member] = []
-    for number, statement in enumerate(statements):
+    for number in range(len(statements)):
         if number not in explained:
             continue  # a hierarchy statement, or it reads what an earlier statement creates: runs on its own
         for ordinal, operator in enumerate(explained[number].operators):
