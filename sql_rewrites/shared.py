@@ -15,7 +15,8 @@ evaluates every member's plan (a :class:`~udafs.multiplan.MultiPlan`):
 
 The group's pass reads :meth:`SharedGroup.events` (the engine's input rows) and returns,
 per partition and member, the engine's raw values tagged with the member's index
-(columns :attr:`SharedGroup.output_names`); it is cached once (``sparkseq.workloads``).
+(columns :attr:`SharedGroup.output_names`); it is cached once (``sparkseq.workloads``),
+without the window ends (:attr:`SharedGroup.cached_names`).
 Each member's operator is then replaced by :meth:`SharedGroup.replacement`: a select of
 its rows from the cached result, converted to the member's own output types exactly
 as its stand-alone rewrite would.
@@ -93,8 +94,14 @@ class SharedGroup:
 
     @property
     def output_names(self) -> tuple[str, ...]:
-        """Columns of the group's result after the keys: member index, window bounds, fields."""
+        """Columns of the group's pass after the keys: member index, window bounds, fields."""
         return (PLAN_COLUMN, WINDOW_START, WINDOW_END, *(field_column(f) for f in range(len(self.plan.fields))))
+
+    @property
+    def cached_names(self) -> tuple[str, ...]:
+        """The columns of the pass kept in the cached result: all but the window end, which
+        is the window start plus the member's WITHIN (:meth:`replacement` adds it back)."""
+        return tuple(name for name in self.output_names if name != WINDOW_END)
 
     def replacement(self, index: int, table: str) -> exp.Subquery:
         """Member ``index``'s operator as a select of its rows from the cached ``table``,
@@ -102,9 +109,10 @@ class SharedGroup:
         query = self.members[index].query
         projections: list[exp.Expr] = [exp.alias_(exp.column(k.name), k.name) for k in query.partition_keys]
         if query.plan.slide is not None:
-            for column, name in ((WINDOW_START, "window_start"), (WINDOW_END, "window_end")):
-                bound = time_from_engine(exp.column(column), query.order.kind, query.order.column.dtype)
-                projections.append(exp.alias_(bound, name))
+            end = exp.Add(this=exp.column(WINDOW_START), expression=exp.Literal.number(query.plan.within))
+            for bound, name in ((exp.column(WINDOW_START), "window_start"), (end, "window_end")):
+                value = time_from_engine(bound, query.order.kind, query.order.column.dtype)
+                projections.append(exp.alias_(value, name))
         for measure, field in zip(query.measures, self.plan.slots[index]):
             projections.append(exp.alias_(measure.from_engine(exp.column(field_column(field))), measure.name))
         select = exp.select(*projections).from_(exp.to_table(table)).where(

@@ -193,3 +193,28 @@ def test_the_session_jit_compiles_the_wide_row_masks_of_a_group(spark) -> None: 
     funnels read 2 M rows 10x slower without it)."""
     runtime = spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
     assert "-XX:-DontCompileHugeMethods" in list(runtime.getInputArguments())
+
+
+@pytest.mark.parametrize("order_type", ["TIMESTAMP", "TIMESTAMP_NTZ", "INT"])
+def test_window_bounds_of_shared_members_equal_their_own_rewrite(spark, order_type: str) -> None:  # noqa: ANN001
+    """The cached result keeps window starts only; each member's window_end is its start plus
+    its own WITHIN, in the ORDER BY column's type — as each statement alone returns it."""
+    ts = {"TIMESTAMP": "timestamp_seconds(t)", "TIMESTAMP_NTZ": "CAST(timestamp_seconds(t) AS TIMESTAMP_NTZ)",
+          "INT": "t"}[order_type]
+    spark.sql(f"CREATE OR REPLACE TEMP VIEW bounded AS SELECT g, {ts} AS ts, kind FROM VALUES "
+              + ", ".join(f"({g}, {t}, '{k}')" for g, t, k in [(1, 60, 'a'), (1, 100, 'b'), (1, 170, 'b'),
+                                                              (2, 30, 'a'), (2, 95, 'a'), (2, 290, 'b')])
+              + " AS v(g, t, kind)")
+    interval = (lambda s: f"INTERVAL {s} SECONDS") if order_type != "INT" else str
+    query = ("SELECT g, window_start, window_end, n FROM bounded MATCH_AGGREGATE (PARTITION BY g ORDER BY ts "
+             "PATTERN SEQ(a, b) TYPE BY kind MEASURES COUNT(*) AS n WITHIN {w} SLIDE {s}) AS m")
+    script = ";\n".join([query.format(w=interval(120), s=interval(60)), query.format(w=interval(200), s=interval(60))])
+    assert len(sparkseq.plan_workload(spark, script).groups) == 1
+    try:
+        shared = [sorted(map(tuple, f.collect())) for f in sparkseq.workload(spark, script)]
+        alone = [sorted(map(tuple, f.collect())) for _, f in sparkseq.sql_api.run_statements(spark, script)]
+        assert shared == alone and all(shared)
+        assert shared[0] != shared[1]  # the two WITHINs give other window ends
+    finally:
+        sparkseq.release_workload(spark, script)
+        spark.catalog.dropTempView("bounded")
