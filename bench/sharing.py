@@ -30,16 +30,23 @@ predecessor ranges) for each member one by one, against all members at once as o
 snapshot matrix (one column of start counts per member: one cumulative sum over the
 stacked columns, one gather) — the vectorised form of the thesis's snapshots. The
 predecessor ranges (the per-symbol index work) are computed before timing; the engine
-already shares them between members of one timeline. Results checked equal.
+already shares them between members of one timeline. Results checked equal; the
+group's whole engine call is timed in the same run for scale.
+
+With ``--masks`` it times reading and masking a 20-query group's input rows (the scan
+and the row mask of the group's pass, written to Spark's no-op sink; best of 3 after a
+warm-up) in two fresh Spark sessions started one after the other in this run, with and
+without ``-XX:-DontCompileHugeMethods`` (:data:`sparkseq.session.JIT_HUGE_METHODS`).
 
 Usage: .venv/bin/python bench/sharing.py [--events N] [--queries 20,60,120] [--stream routes,funnels]
-                                         [--kernel | --middle]
+                                         [--kernel | --middle | --masks]
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -51,7 +58,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import sparkseq  # noqa: E402
 from pyspark.sql import SparkSession  # noqa: E402
 from sparkseq import statistics  # noqa: E402
-from sparkseq.session import scratch_dir  # noqa: E402
+from sparkseq.session import JIT_HUGE_METHODS, default_conf, scratch_dir  # noqa: E402
 from sparkseq.workloads import plan_workload, release_workload, workload  # noqa: E402
 from sql_rewrites import sharing  # noqa: E402
 
@@ -150,15 +157,26 @@ def run(spark: SparkSession, kind: str, count: int) -> None:
           f"{1 - chosen.cost / chosen.cost_unshared:5.1%} saved   {matches:,} matches")
 
 
+def _group_input(spark: SparkSession, kind: str, count: int) -> tuple[object, list[tuple[np.ndarray, np.ndarray]]]:
+    """The sharing group of ``count`` queries and its engine input collected once: per
+    partition key, (time, mask) sorted by time."""
+    group = plan_workload(spark, ";\n".join(statement(kind, p) for p in queries(kind, count, 10))).groups[0]
+    events, (ts, mask, *_) = group.events()
+    frame = spark.sql(events.sql(dialect="spark")).toPandas()
+    parts = []
+    for _, g in frame.groupby("k"):
+        t, m = g[ts].to_numpy("int64"), g[mask].to_numpy("int64")
+        order = np.argsort(t, kind="stable")
+        parts.append((t[order], m[order]))
+    return group, parts
+
+
 def kernel(spark: SparkSession, kind: str, count: int) -> None:
     """The group's engine call alone (no Spark), same input, same run: one by one; shared
     timelines and prefixes (PreTree); and also suffixes (Chop-Connect at one element)."""
     from udafs.kernels import many, pretree
 
-    group = plan_workload(spark, ";\n".join(statement(kind, p) for p in queries(kind, count, 10))).groups[0]
-    events, (ts, mask, *_) = group.events()
-    frame = spark.sql(events.sql(dialect="spark")).toPandas()
-    parts = [(g[ts].to_numpy("int64"), g[mask].to_numpy("int64")) for _, g in frame.groupby("k")]
+    group, parts = _group_input(spark, kind, count)
     modes = {"alone": (False, False), "prefixes": (True, False), "both": (True, True)}
     times: dict[str, list[float]] = {}
     answers = {}
@@ -181,7 +199,7 @@ def middle(spark: SparkSession, kind: str, count: int) -> None:
     from udafs.kernels.arith import Arith, Kind
     from udafs.kernels.segments import range_timeline, sliding_windows
 
-    group = plan_workload(spark, ";\n".join(statement(kind, p) for p in queries(kind, count, 10))).groups[0]
+    group, parts = _group_input(spark, kind, count)
     plans = group.plan.plans
     keys = statistics.symbol_keys(group)
     chosen = sharing.optimize([sharing.query_from_plan(f"q{i}", p, keys) for i, p in enumerate(plans)],
@@ -192,14 +210,10 @@ def middle(spark: SparkSession, kind: str, count: int) -> None:
         if len(inner) > 1:
             p, a, n = plans[int(inner[0].query[1:])], inner[0].start, len(shared.pattern)
             middles.append(([e.symbol for e in p.elements[a:a + n]], list(p.negations[a + 1:a + n]), len(inner)))
-    events, (ts, mask, *_) = group.events()
-    frame = spark.sql(events.sql(dialect="spark")).toPandas()
     w, s = plans[0].within, plans[0].slide
     ar = Arith(Kind.INT)
     one_by_one = stacked = 0.0
-    for _, g in frame.groupby("k"):
-        order = np.argsort(g[ts].to_numpy("int64"), kind="stable")
-        t, m = g[ts].to_numpy("int64")[order], g[mask].to_numpy("int64")[order]
+    for t, m in parts:
         k = sliding_windows(t, w, s)
         tl = range_timeline(t, m, np.searchsorted(t, k * s, "left"), np.searchsorted(t, k * s + w, "left"))
         for symbols, gaps, members in middles:
@@ -222,10 +236,48 @@ def middle(spark: SparkSession, kind: str, count: int) -> None:
             assert np.array_equal(np.stack(alone), matrix), "the snapshot matrix changed a count"
             one_by_one += middle_time - began
             stacked += done - middle_time
+    from udafs.kernels.many import evaluate_many
+
+    began = time.perf_counter()
+    for t, m in parts:
+        evaluate_many(group.plan, t, m)
+    engine = time.perf_counter() - began
     steps = sum((len(sy) - 1) * n for sy, _, n in middles)
     print(f"  {kind:<8} {count:>4} middle: {len(middles)} shared middles read by {sum(n for *_, n in middles)} "
           f"members ({steps} member steps per partition); member by member {one_by_one:6.2f} s, snapshot matrix "
-          f"{stacked:6.2f} s: matrix/member-by-member {stacked / max(one_by_one, 1e-9):4.2f}x (results equal)")
+          f"{stacked:6.2f} s: matrix/member-by-member {stacked / max(one_by_one, 1e-9):4.2f}x (results equal); "
+          f"the whole engine call {engine:6.2f} s (middle steps {one_by_one / engine:5.1%} of it)")
+
+
+def masks(kind: str, events: int, keys: int) -> None:
+    """Reading and masking a 20-query group's input with and without JIT of huge methods,
+    each in a fresh Spark session (a child process of this run)."""
+    seconds = {}
+    for jit in (True, False):
+        child = [sys.executable, __file__, "--mask-child", "on" if jit else "off", "--stream", kind,
+                 "--events", str(events), "--keys", str(keys)]
+        out = subprocess.run(child, capture_output=True, text=True, check=True).stdout.split()
+        seconds[jit], symbols = float(out[-2]), int(out[-1])
+    print(f"  {kind:<8}   20 masks: {symbols} symbols; read + mask of the group's input: JIT of huge methods "
+          f"{seconds[True]:6.2f} s, without {seconds[False]:6.2f} s: {seconds[False] / seconds[True]:5.1f}x")
+
+
+def _mask_child(jit: bool, kind: str, events: int, keys: int) -> None:
+    conf = {}
+    if not jit:
+        conf = {"spark.driver.extraJavaOptions": default_conf("local").get("spark.driver.extraJavaOptions", "")
+                .replace(JIT_HUGE_METHODS, ""), "spark.executor.extraJavaOptions": ""}
+    spark = sparkseq.session(conf=conf)
+    make_stream(spark, kind, events, keys)
+    group = plan_workload(spark, ";\n".join(statement(kind, p) for p in queries(kind, 20, 10))).groups[0]
+    frame = spark.sql(group.events()[0].sql(dialect="spark"))
+    times = []
+    for _ in range(4):
+        began = time.perf_counter()
+        frame.write.format("noop").mode("overwrite").save()
+        times.append(time.perf_counter() - began)
+    print(min(times[1:]), len(group.symbols))
+    spark.stop()
 
 
 def _same(a: object, b: object) -> bool:
@@ -245,7 +297,17 @@ def main() -> None:
     parser.add_argument("--stream", default="routes,funnels")
     parser.add_argument("--kernel", action="store_true", help="time only the engine call: one by one, shared prefixes, shared prefixes and suffixes")
     parser.add_argument("--middle", action="store_true", help="time the optimizer's shared middles as snapshot matrices vs member by member")
+    parser.add_argument("--masks", action="store_true", help="time reading and masking a group's input with and without JIT of huge methods")
+    parser.add_argument("--mask-child", choices=("on", "off"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.mask_child:
+        _mask_child(args.mask_child == "on", args.stream, args.events, args.keys)
+        return
+    if args.masks:
+        print(f"{args.events:,} events per stream, {args.keys} keys; 20 queries of length 10; one run")
+        for kind in args.stream.split(","):
+            masks(kind, args.events, args.keys)
+        return
     spark = sparkseq.session()
     print(f"{spark.sparkContext.master}, Spark {spark.version}; {args.events:,} events per stream, {args.keys} keys; "
           "patterns of length 10, WITHIN 10 minutes SLIDE 1 minute, COUNT(*); one run")

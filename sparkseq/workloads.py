@@ -90,10 +90,10 @@ def plan_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyResol
     _check_all(spark, text, statements, kinds, hierarchies, explained)
     created = set().union(*(created_relations(s) for s in statements))
     members: list[Member] = []
-    for number in range(len(statements)):
-        if number not in explained:
-            continue  # a hierarchy statement, or it reads what an earlier statement creates: runs on its own
-        for ordinal, operator in enumerate(explained[number].operators):
+    # hierarchy statements and those reading what an earlier statement creates are not
+    # explained yet: they run on their own
+    for number, explanation in sorted(explained.items()):
+        for ordinal, operator in enumerate(explanation.operators):
             key = sharing_key(operator.query)
             if key is not None and _relation(key[0]) not in created:
                 members.append(Member(number, ordinal, operator.query))

@@ -3,9 +3,10 @@
 The group is validated and sorted by time once; each evaluated plan then takes its
 own rows (a mask test keeps them in order, so its own sort is free) and runs the
 usual path — except COUNT(*) plans that :func:`udafs.kernels.pretree.groups` puts
-together, which share one timeline and count common prefixes once. Derived plans (``MultiPlan.derived``) are not evaluated: their partial
-measures are the exact combination (:func:`udafs.kernels.measures.combine`) of their
-parts' partials, window by window, so a coarse cuboid costs a few array additions.
+together, which share one timeline and count common prefixes once. Derived plans
+(``MultiPlan.derived``) are not evaluated: their partial measures are the exact
+combination (:func:`udafs.kernels.measures.combine`) of their parts' partials, window by
+window, so a coarse cuboid costs a few array additions.
 """
 
 from __future__ import annotations
