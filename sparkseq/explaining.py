@@ -7,6 +7,7 @@ from sql_rewrites.logical import MatchAggregateQuery, MeasureSpec
 from sql_rewrites.rewriter import OperatorExplanation, StatementExplanation
 from sql_rewrites.sql_types import OrderKind
 from sql_rewrites.windows import MICROS_PER_UNIT
+from sql_rewrites.dialect import SparkSeq
 from udafs.plan import MeasureKind
 
 ENGINE_TIME = {
@@ -34,7 +35,7 @@ def describe_operator(operator: OperatorExplanation) -> list[str]:
     q = operator.query
     rows: list[tuple[str, str]] = _cuboids(q) if q.cube is not None else [("pattern", q.plan.describe())]
     rows += [("symbols" if i == 0 else "", f"{s.name:<{_width(q)}}  {s.origin.value.upper():<9}  "
-              f"{s.condition.sql(dialect='spark')}") for i, s in enumerate(q.symbols)]
+              f"{s.condition.sql(dialect=SparkSeq)}") for i, s in enumerate(q.symbols)]
     rows.append(("partition by", ", ".join(f"{k.name} {k.column.type_text}" for k in q.partition_keys)
                  or "(none: all rows are one partition)"))
     rows.append(("order by", f"{q.order.name} {q.order.column.type_text} "
@@ -42,7 +43,7 @@ def describe_operator(operator: OperatorExplanation) -> list[str]:
     rows.append(("within", _length(q.plan.within, q.order.kind)))
     if q.plan.slide is not None:
         rows.append(("slide", f"{_length(q.plan.slide, q.order.kind)}; windows [k*slide, k*slide + within)"))
-    rows += [("measures" if i == 0 else "", f"{m.name} = {_measure(q, m)} -> {m.output_type.sql(dialect='spark')}")
+    rows += [("measures" if i == 0 else "", f"{m.name} = {_measure(q, m)} -> {m.output_type.sql(dialect=SparkSeq)}")
              for i, m in enumerate(q.measures)]
     rows.append(("count type", q.plan.count_type.value.upper()))
     rows.append(("outputs", ", ".join(f"{o.name} {o.type_text}" for o in q.outputs)))

@@ -32,6 +32,7 @@ from sqlglot.errors import ParseError
 
 from sparkseq.registration import engine_function, stream_function
 from sql_rewrites.generate import EngineInput, InternalNames, contiguity_rank, engine_query
+from sql_rewrites.dialect import SparkSeq
 from udafs.errors import SparkSeqError
 from udafs.plan import Plan, ValueType
 from udafs.spark_udfs import result_fields, value_sql_type
@@ -216,7 +217,7 @@ def _table(name: str) -> exp.Table:
 def _expr(text: str, what: str) -> exp.Expr:
     """One SQL expression as a tree; anything else is refused."""
     try:
-        node = sqlglot.parse_one(text, read="spark")
+        node = sqlglot.parse_one(text, read=SparkSeq)
     except ParseError as exc:
         raise QueryError(f"the {what} expression {text!r} is not valid SQL: {exc}") from None
     if not isinstance(node, exp.Condition):
@@ -226,4 +227,4 @@ def _expr(text: str, what: str) -> exp.Expr:
 
 def _print(tree: exp.Expr) -> str:
     """Spark SQL text, identifiers quoted; function names keep their case (registered case-exactly)."""
-    return tree.sql(dialect="spark", identify=True, normalize_functions=False)
+    return tree.sql(dialect=SparkSeq, identify=True, normalize_functions=False)

@@ -44,7 +44,7 @@ from sparkseq.explaining import describe_statement
 from sparkseq import hierarchies as registry
 from sparkseq.functions import check_calls
 from sparkseq.registration import engine_function, engine_function_name
-from sql_rewrites.dialect import parse_statement
+from sql_rewrites.dialect import parse_statement, SparkSeq
 from sql_rewrites.errors import HierarchyError, SqlRewriteError, UnknownHierarchyError, UnknownTableError
 from sql_rewrites.hierarchy import ConceptHierarchy, HierarchyResolver, resolve_hierarchy
 from sql_rewrites.hierarchy_statements import (
@@ -112,6 +112,7 @@ def run_statements(spark: SparkSession, text: str, *, hierarchies: HierarchyReso
     statements = split_statements(text)
     if not statements:
         raise ValueError("no SQL statement to run")
+    check_literal_setting(spark)
     kinds = [parse_hierarchy_statement(s, text) for s in statements]
     loaded = _check_all(spark, text, statements, kinds, hierarchies)
     schemas: dict = {}  # read once while no statement changes the relation (evict_changed)
@@ -135,6 +136,7 @@ def rewrite(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver | 
     Engine functions are registered, so the returned SQL can be passed to
     ``spark.sql`` — e.g. by a client of the session's Thrift/JDBC server.
     """
+    check_literal_setting(spark)
     schemas = SessionSchemas(spark)
     resolver = registry.resolver(spark, hierarchies)
     return [_explained(text, s, schemas, resolver, _registering(spark)).rewritten
@@ -193,6 +195,17 @@ def explain(text: str, source: Source = None, *, hierarchies: HierarchyResolver 
                          "which an earlier statement creates: analysed when it runs)")
         created |= created_relations(statement)
     return "\n\n".join(parts)
+
+
+ESCAPED_LITERALS = "spark.sql.parser.escapedStringLiterals"
+
+
+def check_literal_setting(spark: SparkSession) -> None:
+    """Refuse sessions whose parser reads backslashes in literals as text: sparkseq prints
+    literals with escapes (:mod:`sql_rewrites.literals`), which such a parser would misread."""
+    if str(spark.conf.get(ESCAPED_LITERALS, "false")).strip().lower() == "true":
+        raise SqlRewriteError(f"{ESCAPED_LITERALS}=true (the legacy rule: backslashes in string literals are "
+                              "text) is not supported by sparkseq; set it to false")
 
 
 def _pending_aware(source: Source, created: set[str]) -> SchemaProvider:
@@ -312,7 +325,7 @@ def check_function_calls(spark_sql: str, hierarchies: HierarchyResolver | None =
     if not SEQ_CALL.search(spark_sql):
         return
     try:
-        tree = sqlglot.parse_one(spark_sql, read="spark")
+        tree = sqlglot.parse_one(spark_sql, read=SparkSeq)
     except SqlglotError:
         return  # Spark syntax sqlglot does not know: the functions check themselves when they run
     check_calls(tree, lambda name: resolve_hierarchy(hierarchies, name))

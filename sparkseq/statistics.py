@@ -16,11 +16,12 @@ from sqlglot import exp
 from sql_rewrites.shared import SharedGroup
 from sql_rewrites.sharing import Statistics
 from sql_rewrites.sql_types import time_to_engine
+from sql_rewrites.dialect import SparkSeq
 
 
 def symbol_keys(group: SharedGroup) -> tuple[str, ...]:
     """The optimizer's type key of each symbol of the group: its condition as SQL."""
-    return tuple(condition.sql(dialect="spark") for _, condition in group.symbols)
+    return tuple(condition.sql(dialect=SparkSeq) for _, condition in group.symbols)
 
 
 def collect(spark: SparkSession, group: SharedGroup, sample_percent: float | None = None) -> Statistics:
@@ -48,7 +49,7 @@ def collect(spark: SparkSession, group: SharedGroup, sample_percent: float | Non
     for node in select.walk():
         if isinstance(node, exp.Identifier):
             node.set("quoted", True)
-    row = spark.sql(select.sql(dialect="spark")).first()
+    row = spark.sql(select.sql(dialect=SparkSeq)).first()
     span = max(1, (row["hi"] or 0) - (row["lo"] or 0)) if row["lo"] is not None else 1
     counts = {key: int(row[f"c{k}"] or 0) for k, key in enumerate(symbol_keys(group))}
     fraction = 1.0 if sample_percent is None else sample_percent / 100

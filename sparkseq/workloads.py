@@ -46,6 +46,7 @@ from sql_rewrites.hierarchy import HierarchyResolver
 from sql_rewrites.hierarchy_statements import parse_hierarchy_statement
 from sql_rewrites.rewriter import Statement, StatementExplanation, explain_statement, split_statements
 from sql_rewrites.shared import Member, SharedGroup, group_members, sharing_key
+from sql_rewrites.dialect import SparkSeq
 
 
 @dataclass(frozen=True)
@@ -179,7 +180,7 @@ def explain_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyRe
     for g, group in enumerate(plan.groups):
         first = group.members[0].query
         keys = ", ".join(k.name for k in first.partition_keys) or "(none)"
-        lines += ["", f"group {g + 1}: {len(group.members)} operators over {first.node.this.sql(dialect='spark')}, "
+        lines += ["", f"group {g + 1}: {len(group.members)} operators over {first.node.this.sql(dialect=SparkSeq)}, "
                       f"PARTITION BY {keys}, ORDER BY {first.order.name}; cached as {plan.table(g)}"]
         for i, member in enumerate(group.members):
             p = member.query.plan
@@ -187,7 +188,7 @@ def explain_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyRe
             lines.append(f"  member {i}: statement {member.statement + 1}, {group.plan.plans[i].describe()}{window}")
         keys_of = statistics.symbol_keys(group)
         for k, (name, condition) in enumerate(group.symbols):
-            lines.append(f"  {'symbols' if k == 0 else '':<8} bit {k:<2} {name:<12} {condition.sql(dialect='spark')}")
+            lines.append(f"  {'symbols' if k == 0 else '':<8} bit {k:<2} {name:<12} {condition.sql(dialect=SparkSeq)}")
         stats = statistics.collect(spark, group, sample_percent)
         queries = [sharing.query_from_plan(f"m{i}", p, keys_of) for i, p in enumerate(group.plan.plans)]
         chosen = sharing.optimize(queries, stats)
@@ -201,7 +202,7 @@ def explain_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyRe
         events, _ = group.events()
         lines += ["", f"  Spark SQL of the group's input (grouped by the partition keys into one Arrow pass, "
                       f"udafs.spark_shared, cached as {plan.table(g)}):",
-                  "  " + events.sql(dialect="spark", pretty=True).replace("\n", "\n  ")]
+                  "  " + events.sql(dialect=SparkSeq, pretty=True).replace("\n", "\n  ")]
     return "\n".join(lines)
 
 
@@ -248,7 +249,7 @@ def _cache_group(spark: SparkSession, plan: WorkloadPlan, group: int) -> None:
     error (a count too large for its type) fails the caching job with its message."""
     shared = plan.groups[group]
     events, (ts, mask, *values) = shared.events()
-    frame = spark.sql(events.sql(dialect="spark"))
+    frame = spark.sql(events.sql(dialect=SparkSeq))
     keys = [c for c in frame.columns if c not in (ts, mask, *values)]
     error = "__sparkseq_error"
     types = [sql for _, sql in contract.multi_result_fields(shared.plan)] + [contract.STRING]

@@ -27,7 +27,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from sql_rewrites.cube_analysis import CubeAnalysis, build_cuboids, is_cube
-from sql_rewrites.dialect import parse_statement
+from sql_rewrites.dialect import parse_statement, SparkSeq
 from sql_rewrites.errors import (
     DuplicateSymbolError,
     HierarchyError,
@@ -168,7 +168,7 @@ class Analyzer:
         for expression in node.args.get("partition_by") or []:
             if not isinstance(expression, exp.Column):
                 raise PartitionByError(
-                    f"PARTITION BY takes source columns, got {expression.sql(dialect='spark')}; compute it in a "
+                    f"PARTITION BY takes source columns, got {expression.sql(dialect=SparkSeq)}; compute it in a "
                     "subquery and partition by its alias",
                     node_position(expression, self.sql),
                 )
@@ -182,7 +182,7 @@ class Analyzer:
         if len(ordered) != 1 or ordered[0].args.get("desc") or not isinstance(ordered[0].this, exp.Column):
             raise OrderByError(
                 f"ORDER BY takes exactly one ascending column (the event time), got "
-                f"{node.args['order'].sql(dialect='spark')}",
+                f"{node.args['order'].sql(dialect=SparkSeq)}",
                 where,
             )
         expression = ordered[0].this

@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from sql_rewrites.hierarchy import ConceptHierarchy
+from sql_rewrites.literals import string_sql
 
 #: More cuboids than this make the statement fail with a clear message.
 MAX_CUBOIDS = 256
@@ -62,7 +63,7 @@ class CubeElement:
 
     def text(self) -> str:
         """The element as written in a pattern string."""
-        name = "'" + self.name.replace("'", "\\'") + "'" if self.quoted else self.name
+        name = string_sql(self.name) if self.quoted else self.name
         name = f"={name}" if self.exact else name
         return ("!" if self.negated else "") + name + ("+" if self.kleene else "")
 

@@ -22,12 +22,27 @@ from sqlglot.tokens import Token
 
 from sql_rewrites.errors import SqlParseError, position_of
 from sql_rewrites.generator import SparkSeqGenerator
+from sql_rewrites.literals import spark_string_tokens
 from sql_rewrites.parser import SparkSeqParser
 
 
-class SparkSeq(Spark):
-    """Spark's dialect with MATCH_AGGREGATE (see :mod:`sql_rewrites.parser`)."""
+class SparkSeqTokenizer(Spark.Tokenizer):
+    """Spark's tokenizer, with quoted literals read by Spark's own rules
+    (:mod:`sql_rewrites.literals`: doubled quotes, escapes, raw strings)."""
 
+    def tokenize(self, sql: str) -> list[Token]:
+        return spark_string_tokens(super().tokenize(sql), sql)
+
+
+class SparkSeq(Spark):
+    """Spark's dialect with MATCH_AGGREGATE (see :mod:`sql_rewrites.parser`) and Spark's
+    exact string literals (:mod:`sql_rewrites.literals`).
+
+    Every SQL text sparkseq parses or prints goes through this dialect, so a literal
+    means in sparkseq what it means in Spark.
+    """
+
+    Tokenizer = SparkSeqTokenizer
     Parser = SparkSeqParser
     Generator = SparkSeqGenerator
 

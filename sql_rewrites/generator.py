@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import typing as t
 
+from sqlglot import exp
 from sqlglot.dialects.spark import Spark
 
+from sql_rewrites.literals import string_sql
 from sql_rewrites.expressions import (
     MatchAggregate,
     MatchCube,
@@ -32,6 +34,16 @@ class SparkSeqGenerator(Spark.Generator):
         MatchCube: lambda self, e: f"({self.expressions(e, flat=True)})",
         MatchRollup: lambda self, e: self.matchrollup_sql(e),
     }
+
+    def literal_sql(self, expression: exp.Literal) -> str:
+        # only backslash and quote escaped: sqlglot writes e.g. a bell character as \a,
+        # which Spark reads as the letter a
+        if not expression.is_string:
+            return super().literal_sql(expression)
+        return self._replace_line_breaks(string_sql(expression.this))  # pretty printing keeps them as written
+
+    def rawstring_sql(self, expression: exp.RawString) -> str:
+        return self._replace_line_breaks(string_sql(expression.name))
 
     def matchaggregate_sql(self, expression: MatchAggregate) -> str:
         body = "".join(

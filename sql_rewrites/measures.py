@@ -38,6 +38,7 @@ from sql_rewrites.logical import MeasureSpec, ValueColumn
 from sql_rewrites.schema import ColumnSchema
 from sql_rewrites.sql_types import MIN_MAX_TYPES_HELP, SUM_TYPES_HELP, ValueCodec, unscale, value_codec
 from sql_rewrites.symbols import CompiledPattern, PatternSymbol, node_position, symbol_key
+from sql_rewrites.dialect import SparkSeq
 from udafs.plan import CountType, MeasureKind, ValueType
 
 MEASURE_FUNCTIONS: dict[type[exp.Expr], MeasureKind] = {
@@ -72,13 +73,13 @@ def resolve_measures(measures: list[exp.Expr] | None, ctx: MeasureContext) -> li
 def _resolve_measure(measure: exp.Expr, ctx: MeasureContext) -> MeasureSpec:
     where = node_position(measure, ctx.sql)
     if not isinstance(measure, exp.Alias) or not measure.alias:
-        text = measure.sql(dialect="spark")
+        text = measure.sql(dialect=SparkSeq)
         raise MissingMeasureAliasError(f"measure {text} needs a name: write it as {text} AS name", where)
     call, name = measure.this, measure.alias
     kind = MEASURE_FUNCTIONS.get(type(call))
     if kind is None:
         raise UnknownMeasureError(
-            f"measure {name} = {call.sql(dialect='spark')} is not supported; use one of {MEASURES_HELP}", where
+            f"measure {name} = {call.sql(dialect=SparkSeq)} is not supported; use one of {MEASURES_HELP}", where
         )
     argument = call.this
     if kind is MeasureKind.COUNT:
@@ -86,7 +87,7 @@ def _resolve_measure(measure: exp.Expr, ctx: MeasureContext) -> MeasureSpec:
     if not isinstance(argument, exp.Column) or not argument.table:
         raise UnknownMeasureError(
             f"measure {name}: {kind.value.upper()} takes a symbol's column, e.g. {kind.value.upper()}(X.price); "
-            f"got {call.sql(dialect='spark')}",
+            f"got {call.sql(dialect=SparkSeq)}",
             where,
         )
     symbol = _measured_symbol(argument.args["table"], name, ctx)
@@ -101,7 +102,7 @@ def _count_measure(name: str, call: exp.Expr, argument: exp.Expr, ctx: MeasureCo
         symbol = _measured_symbol(argument.this, name, ctx)
         return _count_spec(name, MeasureKind.COUNT, symbol.index, ctx)
     raise UnknownMeasureError(
-        f"measure {name}: COUNT takes * or a symbol, e.g. COUNT(*) or COUNT(X); got {call.sql(dialect='spark')}",
+        f"measure {name}: COUNT takes * or a symbol, e.g. COUNT(*) or COUNT(X); got {call.sql(dialect=SparkSeq)}",
         node_position(call, ctx.sql),
     )
 

@@ -69,6 +69,19 @@ class SparkSeqParser(Spark.Parser):
         exp.Interval: lambda self: self._parse_match_duration("WITHIN"),  # WITHIN / SLIDE values
     }
 
+    # --- Spark's literals -----------------------------------------------------------------
+
+    def _parse_primary(self) -> exp.Expr | None:
+        # Spark reads literals written one after another ('a' 'b') as one literal; sqlglot
+        # builds CONCAT('a', 'b'), which is not a literal where Spark needs one
+        primary = super()._parse_primary()
+        if isinstance(primary, exp.Concat) and all(
+            isinstance(e, exp.Literal) and e.is_string for e in primary.expressions
+        ):
+            joined = exp.Literal.string("".join(e.this for e in primary.expressions))
+            return joined.update_positions(primary.expressions[0])
+        return primary
+
     # --- hooks into sqlglot's table parsing -------------------------------------------
 
     def _parse_table(

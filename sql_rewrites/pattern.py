@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from sql_rewrites.dialect import parse_into
+from sql_rewrites.dialect import parse_into, SparkSeq
 from sql_rewrites.errors import NonPositiveWindowError, SlideWithoutWithinError
 from sql_rewrites.expressions import MatchPattern
 from sql_rewrites.generate import mask_expression
@@ -63,7 +63,7 @@ class TypePattern:
 
     def mask_sql(self, type_column: str) -> str:
         """:meth:`mask_expression` as Spark SQL text (identifiers and values quoted)."""
-        return self.mask_expression(type_column).sql(dialect="spark")
+        return self.mask_expression(type_column).sql(dialect=SparkSeq)
 
 
 def compile_type_pattern(

@@ -39,6 +39,7 @@ from sql_rewrites.measures import MeasureContext, value_column_index
 from sql_rewrites.schema import ColumnSchema
 from sql_rewrites.sql_types import DType, value_codec
 from sql_rewrites.symbols import PatternSymbol, node_position
+from sql_rewrites.dialect import SparkSeq
 from udafs.plan import CmpOp, IteratorPredicate, Predicate, ValueType
 
 COMPARISONS: dict[type[exp.Expr], CmpOp] = {
@@ -106,11 +107,11 @@ class PredicateResolver:
             return
         symbols = self._symbols_in(node)
         if not symbols:
-            self._fail(f"WHERE condition {node.sql(dialect='spark')} names no pattern symbol; qualify each column "
+            self._fail(f"WHERE condition {node.sql(dialect=SparkSeq)} names no pattern symbol; qualify each column "
                        "by the symbol whose row it reads (A.price), or filter the source in a subquery", node)
         for symbol in symbols.values():
             if not symbol.positive:
-                self._fail(f"WHERE condition {node.sql(dialect='spark')} reads the negated symbol {symbol.name}; a "
+                self._fail(f"WHERE condition {node.sql(dialect=SparkSeq)} reads the negated symbol {symbol.name}; a "
                            "negated symbol binds no row, so only DEFINE can restrict it", node)
         if len(symbols) == 1:
             [symbol] = symbols.values()
@@ -137,7 +138,7 @@ class PredicateResolver:
     # --- cross-event comparisons ------------------------------------------------------
 
     def _cross_event(self, node: exp.Expr, n_symbols: int) -> Predicate:
-        text = node.sql(dialect="spark")
+        text = node.sql(dialect=SparkSeq)
         op = COMPARISONS.get(type(node))
         if op is None or n_symbols != 2:
             self._fail(f"WHERE condition {text} is not supported; a condition naming several symbols must be a "
@@ -167,7 +168,7 @@ class PredicateResolver:
     # --- Kleene iterator predicates ---------------------------------------------------
 
     def _iterator(self, node: exp.Expr) -> IteratorPredicate:
-        text = node.sql(dialect="spark")
+        text = node.sql(dialect=SparkSeq)
         op = COMPARISONS.get(type(node))
         if op is None:
             self._fail(f"WHERE condition {text} is not supported; B[i] may only appear in {FORMS_HELP}", node)
@@ -220,13 +221,13 @@ class PredicateResolver:
                 column = exp.column(base.expression.copy())
                 if lag < 0:
                     self._fail(f"WHERE condition {text}: only B[i] and B[i-1] are supported as Kleene indexes "
-                               f"(lag 1), got {base.this.sql(dialect='spark')}", base)
+                               f"(lag 1), got {base.this.sql(dialect=SparkSeq)}", base)
         elif isinstance(base, exp.Column):
             symbol = self._symbol(base)
             column = exp.column(base.this.copy())
         if symbol is None or column is None or constant is None:
             self._fail(f"WHERE condition {text}: each side must be a symbol's column plus or minus a numeric "
-                       f"constant ({FORMS_HELP}), got {node.sql(dialect='spark')}", node)
+                       f"constant ({FORMS_HELP}), got {node.sql(dialect=SparkSeq)}", node)
         return _Operand(symbol, column, constant, lag, node)  # type: ignore[arg-type]
 
     def _columns(self, left: _Operand, right: _Operand, constant: Decimal, op: CmpOp, text: str,

@@ -25,7 +25,7 @@ from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
 
 from sql_rewrites.analysis import Analyzer
-from sql_rewrites.dialect import parse_tokens, tokenize
+from sql_rewrites.dialect import parse_tokens, tokenize, SparkSeq
 from sql_rewrites.engine_contract import engine_result_type
 from sql_rewrites.errors import SqlParseError, position_of
 from sql_rewrites.expressions import MatchAggregate
@@ -270,7 +270,7 @@ def _rewrite_statement(
 
 def _print(tree: exp.Expr, pretty: bool) -> str:
     # function names keep their case: the engine function is registered case-exactly
-    return tree.sql(dialect="spark", pretty=pretty, normalize_functions=False)
+    return tree.sql(dialect=SparkSeq, pretty=pretty, normalize_functions=False)
 
 
 __all__ = [

@@ -16,6 +16,7 @@ from sql_rewrites.errors import NonLocalDefineError, UnknownColumnError
 from sql_rewrites.expressions import MatchAggregate
 from sql_rewrites.schema import ColumnSchema, RelationSchema
 from sql_rewrites.symbols import node_position
+from sql_rewrites.dialect import SparkSeq
 
 NOT_LOCAL = (exp.AggFunc, exp.Window, exp.Subquery, exp.Query)
 
@@ -40,7 +41,7 @@ class ColumnScope:
         qualifier = column.table
         if qualifier and qualifier.casefold() not in self.qualifiers:
             raise UnknownColumnError(
-                f"{context}: {column.sql(dialect='spark')} has qualifier {qualifier}, which is not the "
+                f"{context}: {column.sql(dialect=SparkSeq)} has qualifier {qualifier}, which is not the "
                 f"MATCH_AGGREGATE source ({self._source_names()})",
                 node_position(column, self.sql),
             )
@@ -71,7 +72,7 @@ class ColumnScope:
         for node in list(condition.walk()):
             if isinstance(node, NOT_LOCAL):
                 raise NonLocalDefineError(
-                    f"{context}: {node.sql(dialect='spark')} is not a predicate on one row; DEFINE allows "
+                    f"{context}: {node.sql(dialect=SparkSeq)} is not a predicate on one row; DEFINE allows "
                     "only row-local conditions (no aggregates, window functions or subqueries)",
                     node_position(node, self.sql),
                 )
@@ -85,7 +86,7 @@ class ColumnScope:
             column.set("table", None)
         elif qualifier and qualifier in others and qualifier not in self.qualifiers:
             raise NonLocalDefineError(
-                f"{context}: {column.sql(dialect='spark')} refers to another symbol's row; cross-event "
+                f"{context}: {column.sql(dialect=SparkSeq)} refers to another symbol's row; cross-event "
                 "predicates are not supported, DEFINE may only test the row itself",
                 node_position(column, self.sql),
             )

@@ -34,6 +34,7 @@ from sqlglot import exp
 from sql_rewrites.generate import EngineInput, engine_events, mask_expression
 from sql_rewrites.logical import MatchAggregateQuery
 from sql_rewrites.sql_types import time_from_engine, time_to_engine
+from sql_rewrites.dialect import SparkSeq
 from udafs.multiplan import MultiPlan
 from udafs.plan import MAX_SYMBOLS, Element, Measure, Plan
 
@@ -55,9 +56,9 @@ def sharing_key(query: MatchAggregateQuery) -> tuple | None:
         return None
     if query.node.args.get("joins") or query.node.args.get("laterals") or source.args.get("joins"):
         return None
-    keys = tuple((k.name.casefold(), k.expression.sql(dialect="spark")) for k in query.partition_keys)
-    order = (query.order.expression.sql(dialect="spark"), query.order.kind)
-    return source.sql(dialect="spark"), keys, order
+    keys = tuple((k.name.casefold(), k.expression.sql(dialect=SparkSeq)) for k in query.partition_keys)
+    order = (query.order.expression.sql(dialect=SparkSeq), query.order.kind)
+    return source.sql(dialect=SparkSeq), keys, order
 
 
 @dataclass(frozen=True)
@@ -146,7 +147,7 @@ def _chunks(members: list[Member]) -> list[list[Member]]:
     chunks: list[list[Member]] = [[]]
     seen: set[str] = set()
     for member in members:
-        conditions = {s.condition.sql(dialect="spark") for s in member.query.symbols}
+        conditions = {s.condition.sql(dialect=SparkSeq) for s in member.query.symbols}
         if len(seen | conditions) > MAX_SYMBOLS and chunks[-1]:
             chunks.append([])
             seen = set()
@@ -168,7 +169,7 @@ def build_group(members: Sequence[Member]) -> SharedGroup:
         query = member.query
         bits = []
         for spec in query.symbols:
-            text = spec.condition.sql(dialect="spark")
+            text = spec.condition.sql(dialect=SparkSeq)
             if text not in symbol_index:
                 symbol_index[text] = len(symbols)
                 symbols.append((spec.name, spec.condition))
@@ -176,7 +177,7 @@ def build_group(members: Sequence[Member]) -> SharedGroup:
         columns = []
         for column in query.value_columns:
             engine = column.to_engine(column.expression.copy())
-            key = (engine.sql(dialect="spark"), column.value_type.value)
+            key = (engine.sql(dialect=SparkSeq), column.value_type.value)
             if key not in value_index:
                 value_index[key] = len(values)
                 values.append(engine)

@@ -25,6 +25,7 @@ from sql_rewrites.errors import UnknownTableError, UnresolvedSourceError
 from sql_rewrites.expressions import MatchAggregate
 from sql_rewrites.schema import Catalog, ColumnSchema, RelationSchema, table_name
 from sql_rewrites.sql_types import type_spark_functions, type_text
+from sql_rewrites.dialect import SparkSeq
 
 OutputSchemaOf = Callable[[MatchAggregate], RelationSchema]
 SYNTHETIC_PREFIX = "__sparkseq_relation_"
@@ -50,7 +51,7 @@ class SourceResolver:
             name = source.alias or "subquery"
             return self.derive(name, source.this, visible_ctes(node))
         raise UnresolvedSourceError(
-            f"MATCH_AGGREGATE cannot read from {source.key.upper()} '{source.sql(dialect='spark')[:60]}'; "
+            f"MATCH_AGGREGATE cannot read from {source.key.upper()} '{source.sql(dialect=SparkSeq)[:60]}'; "
             "use a table, view, CTE or subquery"
         )
 

@@ -27,6 +27,7 @@ from collections.abc import Callable
 
 from sqlglot import exp
 from sqlglot.errors import ParseError
+from sql_rewrites.dialect import SparkSeq
 
 from udafs.plan import ValueType
 
@@ -73,7 +74,7 @@ def parse_type(value: str | exp.DataType) -> exp.DataType:
 
 def type_text(dtype: exp.DataType) -> str:
     """The type as Spark SQL text, e.g. ``DECIMAL(38, 0)``."""
-    return dtype.sql(dialect="spark")
+    return dtype.sql(dialect=SparkSeq)
 
 
 def decimal_digits(dtype: exp.DataType) -> tuple[int, int]:

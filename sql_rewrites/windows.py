@@ -21,6 +21,7 @@ from sql_rewrites.errors import (
 )
 from sql_rewrites.sql_types import OrderKind
 from sql_rewrites.symbols import node_position
+from sql_rewrites.dialect import SparkSeq
 
 MICROS_PER_UNIT = {
     "MICROSECOND": 1,
@@ -59,14 +60,14 @@ def window_length(value: exp.Expr, clause: str, order_column: str, kind: OrderKi
         raise WindowTypeMismatchError(_mismatch_message(clause, order_column, kind), where)
     amount = _interval_micros(value, clause, sql) if is_interval else _number(value, clause, sql)
     if amount <= 0:
-        raise NonPositiveWindowError(f"{clause} must be positive, got {value.sql(dialect='spark')}", where)
+        raise NonPositiveWindowError(f"{clause} must be positive, got {value.sql(dialect=SparkSeq)}", where)
     if amount != amount.to_integral_value():
         unit = "microsecond" if is_interval else f"unit of {order_column}"
         raise BadIntervalError(
-            f"{clause} {value.sql(dialect='spark')} is not a whole number of {unit}s", where
+            f"{clause} {value.sql(dialect=SparkSeq)} is not a whole number of {unit}s", where
         )
     if amount > INT64_MAX:
-        raise BadIntervalError(f"{clause} {value.sql(dialect='spark')} does not fit a 64-bit integer", where)
+        raise BadIntervalError(f"{clause} {value.sql(dialect=SparkSeq)} does not fit a 64-bit integer", where)
     return int(amount)
 
 
@@ -102,13 +103,13 @@ def _interval_micros(value: exp.Expr, clause: str, sql: str | None) -> Decimal:
         return _interval_micros(value.this, clause, sql) + _interval_micros(value.expression, clause, sql)
     if not isinstance(value, exp.Interval):
         raise BadIntervalError(
-            f"{clause} takes an interval literal such as INTERVAL 10 MINUTES, got {value.sql(dialect='spark')}",
+            f"{clause} takes an interval literal such as INTERVAL 10 MINUTES, got {value.sql(dialect=SparkSeq)}",
             node_position(value, sql),
         )
     unit = value.unit.name.upper() if isinstance(value.unit, exp.Var) else ""
     unit = unit[:-1] if unit.endswith("S") else unit
     if unit not in MICROS_PER_UNIT:
-        got = value.args["unit"].sql(dialect="spark") if value.args.get("unit") else "no unit"
+        got = value.args["unit"].sql(dialect=SparkSeq) if value.args.get("unit") else "no unit"
         raise BadIntervalError(
             f"{clause} interval unit {got} is not supported; use one of {INTERVAL_UNITS_HELP} "
             "(months and years have no fixed length)",
@@ -124,7 +125,7 @@ def _number(value: exp.Expr, clause: str, sql: str | None) -> Decimal:
         return _number(value.this, clause, sql)
     if not (isinstance(value, exp.Literal) and value.is_number):
         raise BadIntervalError(
-            f"{clause} takes a number literal, got {value.sql(dialect='spark')}", node_position(value, sql)
+            f"{clause} takes a number literal, got {value.sql(dialect=SparkSeq)}", node_position(value, sql)
         )
     return _decimal(value, clause, sql)
 
@@ -136,6 +137,6 @@ def _decimal(literal: exp.Expr | None, clause: str, sql: str | None) -> Decimal:
     except InvalidOperation:
         number = None
     if number is None or not number.is_finite():
-        shown = literal.sql(dialect="spark") if literal is not None else "nothing"
+        shown = literal.sql(dialect=SparkSeq) if literal is not None else "nothing"
         raise BadIntervalError(f"{clause} needs a number, got {shown}", node_position(literal, sql))
     return number
