@@ -44,6 +44,7 @@ from sparkseq.explaining import describe_statement
 from sparkseq import hierarchies as registry
 from sparkseq.functions import check_calls
 from sparkseq.registration import engine_function, engine_function_name
+from sparkseq.session import is_session
 from sql_rewrites.dialect import parse_statement, SparkSeq
 from sql_rewrites.errors import HierarchyError, SqlRewriteError, UnknownHierarchyError, UnknownTableError
 from sql_rewrites.hierarchy import ConceptHierarchy, HierarchyResolver, resolve_hierarchy
@@ -156,7 +157,8 @@ def explain(text: str, source: Source = None, *, hierarchies: HierarchyResolver 
     text : str
         One or more statements.
     source : SparkSession, schema mapping or callable, optional
-        Where relation schemas come from: a session's catalog, or a schema provider
+        Where relation schemas come from: a session's catalog (classic or Spark
+        Connect), or a schema provider
         as for :func:`sql_rewrites.rewrite` (no Spark needed). Default: the active
         SparkSession, if any.
     hierarchies : HierarchyResolver, optional
@@ -174,7 +176,7 @@ def explain(text: str, source: Source = None, *, hierarchies: HierarchyResolver 
         source = SparkSession.getActiveSession()
     parts, created = [], set()
     statements = split_statements(text)
-    session = source if isinstance(source, SparkSession) else None
+    session = source if is_session(source) else None
     overlay: registry.Overlay = {}
     for number, statement in enumerate(statements, 1):
         kind = parse_hierarchy_statement(statement, text)
@@ -210,8 +212,8 @@ def check_literal_setting(spark: SparkSession) -> None:
 
 def _pending_aware(source: Source, created: set[str]) -> SchemaProvider:
     """The schema provider of ``source`` that raises :class:`PendingRelation` for ``created`` names."""
-    if isinstance(source, SparkSession):
-        return SessionSchemas(source, pending=created)
+    if is_session(source):
+        return SessionSchemas(source, pending=created)  # type: ignore[arg-type]
     if not created:
         return source or {}
     catalog = Catalog(source or {})

@@ -221,3 +221,9 @@ class PredicateError(SqlRewriteError):
 
 class StrategyError(SqlRewriteError):
     """STRATEGY (or WHERE) is used where it is not supported (e.g. with CUBE / PATTERNS)."""
+
+
+class ParameterMarkerError(SqlRewriteError):
+    """Positional parameter markers (``?``) that the rewritten statement would bind to
+    other values than the statement as written: it holds them in another order, or
+    one of them twice (named markers, ``:name``, have no order)."""

@@ -25,7 +25,7 @@ from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
 
 from sql_rewrites.analysis import Analyzer
-from sql_rewrites.dialect import parse_tokens, tokenize, SparkSeq
+from sql_rewrites.dialect import parse_tokens, tokenize
 from sql_rewrites.engine_contract import engine_result_type
 from sql_rewrites.errors import SqlParseError, position_of
 from sql_rewrites.expressions import MatchAggregate
@@ -33,6 +33,7 @@ from sql_rewrites.generate import generate
 from sql_rewrites.hierarchy import HierarchyResolver
 from sql_rewrites.hierarchy_statements import parse_hierarchy_statement
 from sql_rewrites.logical import MatchAggregateQuery
+from sql_rewrites.markers import print_statement, print_tree
 from sql_rewrites.parser import SparkSeqParser
 from sql_rewrites.schema import SchemaProvider
 from udafs.plan import Plan
@@ -263,14 +264,10 @@ def _rewrite_statement(
         else:
             name = engine_function(query.plan)
             replacement = generate(query, name, source=query.node.this)
-        operators.append(OperatorExplanation(query, name, _print(replacement, pretty)))
+        operators.append(OperatorExplanation(query, name, print_tree(replacement, pretty)))
         query.node.replace(replacement)
-    return StatementExplanation(statement.text, statement.prefix + _print(tree, pretty), tuple(operators))
-
-
-def _print(tree: exp.Expr, pretty: bool) -> str:
-    # function names keep their case: the engine function is registered case-exactly
-    return tree.sql(dialect=SparkSeq, pretty=pretty, normalize_functions=False)
+    return StatementExplanation(statement.text, statement.prefix + print_statement(tree, sql, pretty=pretty),
+                                tuple(operators))
 
 
 __all__ = [
