@@ -16,7 +16,7 @@ from sparkseq.cubes import Cube, CubeView, cube, drilldown, rollup
 from sparkseq.hierarchies import drop_hierarchy, register_hierarchy
 from sparkseq.queries import QueryError, aggregate, stream_query, udaf_query
 from sparkseq.registration import engine_function, register, stream_function
-from sparkseq.session import session
+from sparkseq.session import ParserExtensionWarning, session
 from sparkseq.sql_api import explain, sql
 from sparkseq.workloads import plan_workload, release_workload, workload
 from udafs.errors import CountOverflowError, InputDataError, PlanError, SparkSeqError
@@ -24,7 +24,7 @@ from udafs.plan import CountType, Element, Measure, MeasureKind, Plan, ValueType
 
 __all__ = [
     "CountOverflowError", "CountType", "Cube", "CubeView", "Element", "InputDataError", "Measure", "MeasureKind",
-    "Plan", "PlanError", "QueryError", "SparkSeqError", "ValueType", "aggregate", "cube", "drilldown",
+    "ParserExtensionWarning", "Plan", "PlanError", "QueryError", "SparkSeqError", "ValueType", "aggregate", "cube", "drilldown",
     "drop_hierarchy", "engine_function", "explain", "plan_workload", "register", "register_hierarchy", "rollup",
     "release_workload", "session", "sql", "stream_function", "stream_query", "udaf_query", "workload",
 ]
