@@ -195,6 +195,18 @@ def test_beeline_shows_the_sparkseq_error(server: thrift.ThriftServer) -> None:
     assert "SqlParseError: Expecting a symbol: a name or a 'quoted type value' at line 1, column 9" in done.stderr
 
 
+def test_beeline_sends_match_aggregate_text(server: thrift.ThriftServer) -> None:
+    assert server.sql_text_unavailable is None
+    done = beeline(server.port, MA_TEXT)
+    assert done.returncode == 0, done.stderr
+    lines = [PROMPT.sub("", line) for line in done.stdout.splitlines() if line.strip()]
+    assert lines == ["customer_id,n", *(f"{c},{n}" for c, n, _ in EXPECTED)]
+    done = beeline(server.port, MA_TEXT.replace("TYPE BY action", "TYPE BY actoin"))
+    assert done.returncode != 0
+    assert ("[USER_RAISED_EXCEPTION] UnknownColumnError: unknown column 'actoin' in TYPE BY; did you mean 'action'? "
+            "(columns of thrift_clicks: customer_id, ts, action, price) at line 1, column 127") in done.stderr
+
+
 # --- a Python DB-API client -----------------------------------------------------------------
 
 
@@ -339,17 +351,16 @@ def test_command_serves_match_aggregate_text_and_stops_on_sigterm(command: Comma
     assert "thrift_ma" in banner and "thrift_cube" in banner and "seq_count" in banner
     connection = impala.connect(host="127.0.0.1", port=command.port, auth_mechanism="PLAIN", user="t", password="-")
     try:
-        if "MATCH_AGGREGATE text from clients: yes" in banner:  # needs a JDK's javac
-            assert query(connection, MA_TEXT) == [(c, n) for c, n, _ in EXPECTED]
-            with pytest.raises(Error, match=r"UnknownColumnError: unknown column 'actoin' in TYPE BY"):
-                query(connection, MA_TEXT.replace("TYPE BY action", "TYPE BY actoin"))
-            # the init file's concept hierarchy, in MATCH_AGGREGATE text sent over JDBC
-            hierarchical = MA_TEXT.replace("SEQ(view, buy) TYPE BY action",
-                                           "SEQ(browse, purchase) TYPE BY action HIERARCHY thrift_h")
-            assert query(connection, hierarchical) == [(c, n) for c, n, _ in EXPECTED]
-        else:
-            assert query(connection, "SELECT customer_id, n FROM thrift_ma ORDER BY customer_id") == \
-                [(c, n) for c, n, _ in EXPECTED]
+        assert "MATCH_AGGREGATE text from clients: yes" in banner  # the shipped extension: no JDK needed
+        assert query(connection, MA_TEXT) == [(c, n) for c, n, _ in EXPECTED]
+        with pytest.raises(Error, match=r"UnknownColumnError: unknown column 'actoin' in TYPE BY"):
+            query(connection, MA_TEXT.replace("TYPE BY action", "TYPE BY actoin"))
+        # the init file's concept hierarchy, in MATCH_AGGREGATE text sent over JDBC
+        hierarchical = MA_TEXT.replace("SEQ(view, buy) TYPE BY action",
+                                       "SEQ(browse, purchase) TYPE BY action HIERARCHY thrift_h")
+        assert query(connection, hierarchical) == [(c, n) for c, n, _ in EXPECTED]
+        assert query(connection, "SELECT customer_id, n FROM thrift_ma ORDER BY customer_id") == \
+            [(c, n) for c, n, _ in EXPECTED]
     finally:
         connection.close()
     command.process.send_signal(signal.SIGTERM)
