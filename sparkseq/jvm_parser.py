@@ -218,7 +218,7 @@ class Rewriter:
     def prepare(self, jsession: object) -> None:
         """Set up a session before the first text it parses (called from the JVM)."""
         try:
-            spark = self.session_for(jsession)
+            spark = self.session_for(jsession, keep=False)  # e.g. a streaming query's clone: not kept alive
             if spark is self.home:
                 return
             if self.share_session:
@@ -247,16 +247,22 @@ class Rewriter:
             return f"{ERROR_PREFIX}send one statement at a time (got {len(statements)})"
         return statements[0]
 
-    def session_for(self, jsession: object) -> SparkSession:
+    def session_for(self, jsession: object, keep: bool = True) -> SparkSession:
         """The Python SparkSession of a JVM session: ``home``, a session sparkseq already
-        knows (so its concept hierarchies apply), or a new wrapper kept for later calls."""
+        knows (so its concept hierarchies apply), or a new wrapper (kept for later calls:
+        the functions registered through it are remembered with it)."""
         uuid = jsession.sessionUUID()  # type: ignore[attr-defined]
         for known in _known_sessions(self.home):
             if _uuid(known) == uuid:
                 return known
         with self._lock:
-            spark = self._sessions.pop(uuid, None) or SparkSession(self.home.sparkContext, jsparkSession=jsession)
+            spark = self._sessions.get(uuid)
+            if spark is None:
+                spark = SparkSession(self.home.sparkContext, jsparkSession=jsession)
+                if not keep:
+                    return spark
             self._sessions[uuid] = spark
+            self._sessions.move_to_end(uuid)
             while len(self._sessions) > KEPT_SESSIONS:
                 self._sessions.popitem(last=False)
         return spark

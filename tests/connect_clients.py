@@ -53,6 +53,7 @@ def plain_client(url: str) -> dict[str, object]:
     from pyspark.sql import SparkSession
 
     spark = SparkSession.builder.remote(url).getOrCreate()
+    first = observe({"table": lambda: spark.table("cs_ma").orderBy("customer_id").collect()})  # before any SQL
     spark.createDataFrame(OWN, "k int, action string, t int").createOrReplaceTempView("own")
     frame = spark.table("own").where("k = 1")
     reordered = own_query(a="?", b="?").replace("A AS action = ?, B AS action = ?", "B AS action = ?, A AS action = ?")
@@ -70,7 +71,7 @@ def plain_client(url: str) -> dict[str, object]:
         "error": lambda: spark.sql(CLICKS_MA.replace("TYPE BY action", "TYPE BY actoin")).collect(),
     })
     seen["sparkseq_imported"] = "sparkseq" in sys.modules
-    return seen
+    return {**first, **seen}
 
 
 def sparkseq_client(url: str) -> dict[str, object]:

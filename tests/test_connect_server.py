@@ -111,6 +111,7 @@ def test_plain_client_writes_match_aggregate_in_spark_sql(servers: tuple[Server,
     seen = client("plain", ours.url)
     assert seen.pop("sparkseq_imported") is False
     # the init file's views, functions and hierarchy, copied into the client's own session
+    assert seen.pop("table") == FUNNELS  # spark.table() as the client's first request
     assert seen.pop("init_view") == FUNNELS
     assert seen.pop("seq_count") == FUNNELS
     assert seen.pop("match_aggregate") == FUNNELS

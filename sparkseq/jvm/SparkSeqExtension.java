@@ -39,7 +39,7 @@ public final class SparkSeqExtension extends AbstractFunction1<SparkSessionExten
 
     /** What the Python driver installs; called on py4j callback threads. */
     public interface SessionRewriter {
-        /** Called once per session, before the first text the session parses after installation. */
+        /** Called once per session, before its first statement or table name parsed after installation. */
         void prepare(SparkSession session);
 
         /** The statement as plain Spark SQL, or {@link #ERROR_PREFIX} and a message. */
@@ -48,6 +48,14 @@ public final class SparkSeqExtension extends AbstractFunction1<SparkSessionExten
 
     /** Statement-level entry points; expressions, identifiers and types never hold the operator. */
     private static final Set<String> STATEMENT_METHODS = Set.of("parsePlan", "parsePlanWithParameters");
+    /**
+     * Entry points after which a session is prepared: those of spark.sql, spark.table and
+     * the catalog API, which Spark calls at the top of a request. Not parseQuery (view text,
+     * parsed inside the session catalog's locks, which prepare() may need) nor expressions
+     * or types (parsed during analysis).
+     */
+    private static final Set<String> PREPARING_METHODS = Set.of(
+        "parsePlan", "parsePlanWithParameters", "parseMultipartIdentifier", "parseTableIdentifier");
     private static final Pattern OPERATOR = Pattern.compile("(?i)\\bMATCH_AGGREGATE\\s*\\(");
     private static final String NO_REWRITER = "MATCH_AGGREGATE needs sparkseq's rewriter, which runs in the "
         + "Python driver, and none is installed in this Spark driver: build the session with sparkseq.session(), "
@@ -84,7 +92,8 @@ public final class SparkSeqExtension extends AbstractFunction1<SparkSessionExten
             ParserInterface.class.getClassLoader(), new Class<?>[] {ParserInterface.class},
             (proxy, method, args) -> {
                 SessionRewriter current = rewriter;
-                if (current != null && prepared.compareAndSet(false, true)) {
+                if (current != null && PREPARING_METHODS.contains(method.getName())
+                        && prepared.compareAndSet(false, true)) {
                     prepare(current, session);
                 }
                 if (args != null && args.length > 0 && args[0] instanceof String
