@@ -49,13 +49,14 @@ public final class SparkSeqExtension extends AbstractFunction1<SparkSessionExten
     /** Statement-level entry points; expressions, identifiers and types never hold the operator. */
     private static final Set<String> STATEMENT_METHODS = Set.of("parsePlan", "parsePlanWithParameters");
     /**
-     * Entry points after which a session is prepared: those of spark.sql, spark.table and
+     * Entry points after which a session is prepared: those of spark.sql, spark.table (also over Connect) and
      * the catalog API, which Spark calls at the top of a request. Not parseQuery (view text,
      * parsed inside the session catalog's locks, which prepare() may need) nor expressions
      * or types (parsed during analysis).
      */
     private static final Set<String> PREPARING_METHODS = Set.of(
-        "parsePlan", "parsePlanWithParameters", "parseMultipartIdentifier", "parseTableIdentifier");
+        "parsePlan", "parsePlanWithParameters", "parseMultipartIdentifier", "parseTableIdentifier",
+        "parseTemporalTableIdentifier");
     private static final Pattern OPERATOR = Pattern.compile("(?i)\\bMATCH_AGGREGATE\\s*\\(");
     private static final String NO_REWRITER = "MATCH_AGGREGATE needs sparkseq's rewriter, which runs in the "
         + "Python driver, and none is installed in this Spark driver: build the session with sparkseq.session(), "
