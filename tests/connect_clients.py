@@ -62,8 +62,8 @@ def plain_client(url: str) -> dict[str, object]:
         "seq_count": lambda: spark.sql("SELECT customer_id, seq_count(ts, action, 'SEQ(view, buy)', INTERVAL 10 "
                                        "MINUTES) FROM cs_clicks GROUP BY customer_id ORDER BY 1").collect(),
         "match_aggregate": lambda: spark.sql(CLICKS_MA).collect(),
-        "hierarchy": lambda: spark.sql(CLICKS_MA.replace("SEQ(view, buy) TYPE BY action",
-                                                         "SEQ(browse, purchase) TYPE BY action HIERARCHY cs_h")).collect(),
+        "hierarchy": lambda: spark.sql(CLICKS_MA.replace(
+            "SEQ(view, buy) TYPE BY action", "SEQ(browse, purchase) TYPE BY action HIERARCHY cs_h")).collect(),
         "named": lambda: spark.sql(own_query(a=":a", b=":b"), args={"a": "view", "b": "buy"}).collect(),
         "positional": lambda: spark.sql(own_query(a="?", b="?"), args=["view", "buy"]).collect(),
         "reordered": lambda: spark.sql(reordered, args=["buy", "view"]).collect(),

@@ -129,7 +129,8 @@ def test_spark_sql_takes_match_aggregate(spark, events: str) -> None:
 def test_dataframe_arguments_and_parameter_markers(spark, events: str) -> None:
     frame = spark.table(events).where("k < 3")
     assert [tuple(r) for r in spark.sql(query("{c}"), c=frame).collect()] == EXPECTED[:2]
-    named = spark.sql(query(a=":first", b=":second") + " LIMIT :rows", args={"first": "view", "second": "buy", "rows": 2})
+    named = spark.sql(query(a=":first", b=":second") + " LIMIT :rows",
+                      args={"first": "view", "second": "buy", "rows": 2})
     assert [tuple(r) for r in named.collect()] == EXPECTED[:2]
     positional = spark.sql("SELECT ? AS tag, * FROM (" + query(a="?", b="?") + ") WHERE k < ?",
                            args=["x", "view", "buy", 3])
@@ -152,8 +153,8 @@ def test_positional_markers_the_rewrite_would_reorder_are_refused(spark, events:
 
 
 def test_compile_errors_name_line_and_column(spark, events: str) -> None:
-    with pytest.raises(PySparkException, match=r"USER_RAISED_EXCEPTION\] UnknownColumnError: unknown column "
-                                               r"'actoin' in DEFINE of A; did you mean 'action'.* at line 1, column 102"):
+    with pytest.raises(PySparkException, match=r"USER_RAISED_EXCEPTION\] UnknownColumnError: unknown column 'actoin' "
+                                               r"in DEFINE of A; did you mean 'action'.* at line 1, column 102"):
         spark.sql(query().replace("A AS action", "A AS actoin"))
 
 
