@@ -216,7 +216,7 @@ class Rewriter:
         self._lock = threading.Lock()
 
     def prepare(self, jsession: object) -> None:
-        """Set up a session before the first text it parses (called from the JVM)."""
+        """Set up a session before its first statement or table name (called from the JVM)."""
         try:
             spark = self.session_for(jsession, keep=False)  # e.g. a streaming query's clone: not kept alive
             if spark is self.home:
