@@ -21,9 +21,11 @@ LABEL = 14  # width of the label column
 def describe_statement(explained: StatementExplanation, number: int, total: int) -> str:
     """One statement: its text, each MATCH_AGGREGATE's analysis, and the Spark SQL that runs."""
     lines = [f"-- statement {number} of {total}", explained.original]
-    if not explained.operators:
+    if not explained.operators and explained.rewritten == explained.original:
         lines += ["", "(no MATCH_AGGREGATE: runs in Spark unchanged)"]
         return "\n".join(lines)
+    if not explained.operators:  # seq_* aggregates split from Spark's own (sql_rewrites.aggregates)
+        lines += ["", "(seq_* functions computed in a grouped query of their own, joined on the GROUP BY keys)"]
     for operator in explained.operators:
         lines += ["", *describe_operator(operator)]
     lines += ["", "Spark SQL:", explained.rewritten]

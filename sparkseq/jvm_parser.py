@@ -1,11 +1,15 @@
-"""MATCH_AGGREGATE in SQL text sent to Spark directly (JDBC clients of the Thrift server).
+"""MATCH_AGGREGATE and ``seq_*`` in SQL text sent to Spark directly (JDBC clients of the Thrift server).
 
-Spark's parser knows nothing of MATCH_AGGREGATE, and a JDBC client's statement never
-passes through :func:`sparkseq.sql`. A small session extension closes the gap:
+Spark's parser knows nothing of MATCH_AGGREGATE, Spark cannot run a ``seq_*`` function
+beside its own aggregates (the compiler splits such a SELECT,
+:mod:`sql_rewrites.aggregates`), and a JDBC client's statement never passes through
+:func:`sparkseq.sql`. A small session extension closes the gap:
 ``sparkseq/jvm/SparkSeqExtension.java`` wraps Spark's parser and hands every
-statement containing ``MATCH_AGGREGATE (`` to a rewriter in this Python driver, over
+statement containing ``MATCH_AGGREGATE (`` or a call of a grouped-aggregate Python
+function (``seq_count(`` ... ``sparkseq_count_windows(``,
+:data:`sparkseq.registration.PYTHON_AGGREGATES`) to a rewriter in this Python driver, over
 py4j's callback server; the rewriter (:class:`Rewriter`) is :func:`sparkseq.sql_api.rewrite`,
-and Spark parses the plain SQL it returns. The in-process Thrift server shares the
+and Spark parses the plain SQL it returns (the statement itself when it needs no change). The in-process Thrift server shares the
 driver's JVM, so the call back into Python is local.
 
 Three steps, because Spark reads ``spark.sql.extensions`` only when a session is built:

@@ -43,7 +43,7 @@ from sparkseq.catalog import PendingRelation, SessionSchemas
 from sparkseq.explaining import describe_statement
 from sparkseq import hierarchies as registry
 from sparkseq.functions import check_calls
-from sparkseq.registration import engine_function, engine_function_name
+from sparkseq.registration import PYTHON_AGGREGATES, engine_function, engine_function_name
 from sql_rewrites.dialect import parse_statement, SparkSeq
 from sql_rewrites.errors import HierarchyError, SqlRewriteError, UnknownHierarchyError, UnknownTableError
 from sql_rewrites.hierarchy import ConceptHierarchy, HierarchyResolver, resolve_hierarchy
@@ -307,7 +307,8 @@ def _explained(text: str, statement: Statement, schemas: SchemaProvider, hierarc
                name_for: Callable[[Plan], str], pretty: bool = False) -> StatementExplanation:
     """:func:`explain_statement`, with a friendlier message for relations Spark does not know."""
     try:
-        explained = explain_statement(statement, text, schemas, name_for, hierarchies=hierarchies, pretty=pretty)
+        explained = explain_statement(statement, text, schemas, name_for, hierarchies=hierarchies, pretty=pretty,
+                                      python_aggregates=PYTHON_AGGREGATES)
     except UnknownTableError as exc:
         if not isinstance(schemas, SessionSchemas) or not schemas.missing:
             raise

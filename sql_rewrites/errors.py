@@ -221,3 +221,9 @@ class PredicateError(SqlRewriteError):
 
 class StrategyError(SqlRewriteError):
     """STRATEGY (or WHERE) is used where it is not supported (e.g. with CUBE / PATTERNS)."""
+
+
+class AggregatePlacementError(SqlRewriteError):
+    """A ``seq_*`` function (a grouped-aggregate Python UDF) stands where the compiler
+    cannot place it: with DISTINCT, inside another aggregate, or beside other aggregates
+    in a SELECT with GROUPING SETS / ROLLUP / CUBE or ``*`` (:mod:`sql_rewrites.aggregates`)."""

@@ -22,9 +22,13 @@ import scala.runtime.BoxedUnit;
  * client of the in-process Thrift server.
  *
  * <p>The injected parser wraps Spark's own. A statement whose text contains
- * {@code MATCH_AGGREGATE (} is handed to the rewriter that sparkseq's Python driver
- * installs over py4j ({@link #setRewriter}); the plain Spark SQL it returns is parsed
- * by Spark's parser. Everything else goes to Spark's parser untouched. The wrapper is
+ * {@code MATCH_AGGREGATE (} or calls one of sparkseq's grouped-aggregate Python
+ * functions ({@code seq_count(}, ..., {@code sparkseq_count(}: Spark cannot run them beside
+ * its own aggregates, with FILTER or without GROUP BY, so the rewriter splits such a
+ * SELECT) is handed to the rewriter that sparkseq's Python driver installs over py4j
+ * ({@link #setRewriter}); the plain Spark SQL it returns is parsed by Spark's parser (a
+ * statement that needs no change comes back as it was). Everything else goes to Spark's
+ * parser untouched, without leaving the JVM. The wrapper is
  * a dynamic proxy, so it does not depend on the exact method set of
  * {@code ParserInterface}, which grows between Spark releases.
  *
@@ -37,11 +41,13 @@ public final class SparkSeqExtension extends AbstractFunction1<SparkSessionExten
 
     /** Statement-level entry points; expressions, identifiers and types never hold the operator. */
     private static final Set<String> STATEMENT_METHODS = Set.of("parsePlan", "parsePlanWithParameters");
-    private static final Pattern OPERATOR = Pattern.compile("(?i)\\bMATCH_AGGREGATE\\s*\\(");
+    /** The operator, or a call of a grouped-aggregate Python function (one regex scan per statement). */
+    private static final Pattern NEEDS_REWRITER = Pattern.compile(
+        "(?i)\\b(?:MATCH_AGGREGATE|seq_(?:count|sum|avg|min|max)(?:_windows)?|sparkseq_count(?:_windows)?)\\s*\\(");
     private static volatile Function<String, String> rewriter;
     private static volatile boolean injected;
 
-    /** Install (or, with null, remove) the function that rewrites MATCH_AGGREGATE text. */
+    /** Install (or, with null, remove) the function that rewrites MATCH_AGGREGATE and seq_* text. */
     public static void setRewriter(Function<String, String> function) {
         rewriter = function;
     }
@@ -81,7 +87,7 @@ public final class SparkSeqExtension extends AbstractFunction1<SparkSessionExten
 
     static String rewrite(String sql) {
         Function<String, String> function = rewriter;
-        if (function == null || !OPERATOR.matcher(sql).find()) {
+        if (function == null || !NEEDS_REWRITER.matcher(sql).find()) {
             return sql;
         }
         String result = function.apply(sql);
