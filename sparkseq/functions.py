@@ -77,6 +77,8 @@ from sql_rewrites.pattern import compile_type_pattern, window_micros
 from sql_rewrites.selection import strategy_from_words
 from sql_rewrites.sql_types import ORDER_TYPES_HELP, SUM_TYPES_HELP, OrderKind
 from sql_rewrites.symbols import compile_pattern
+from sql_rewrites.windows import check_slide_length, describe_length
+from sql_rewrites.windows import window_length as interval_length
 from udafs.errors import CountOverflowError, SparkSeqError
 from udafs.kernels import GroupResult, evaluate_group
 from udafs.plan import CountType, Measure, MeasureKind, Plan, Strategy, ValueType
@@ -387,6 +389,8 @@ def evaluate(sig: Signature, args: Sequence[pa.Array], hierarchies: Hierarchies 
     slide = window_length(sig, "slide", call.get("slide"), kind)
     if sig.windows and (within is None or slide is None):
         raise FunctionArgumentError(f"{sig.usage}: within and slide are required (not NULL)")
+    if within is not None and slide is not None:
+        check_slide_length(within, slide, (describe_length(slide, kind), describe_length(within, kind)))
     symbol, value_type, scale, columns = None, None, 0, []
     if sig.kind is not MeasureKind.COUNT_STAR:
         named = constant(sig, "symbol", call["symbol"])
@@ -559,6 +563,10 @@ def check_calls(tree: exp.Expr, resolve: Callable[[str], ConceptHierarchy] | Non
             continue
         within = None if _is_null(bound["within"]) else PLACEHOLDER_LENGTH
         slide = None if _is_null(bound.get("slide")) else PLACEHOLDER_LENGTH
+        lengths = [_interval_micros(bound.get(name)) for name in ("within", "slide")]
+        if None not in lengths:  # both written as intervals: the event time is a timestamp
+            check_slide_length(*lengths, (describe_length(lengths[1], OrderKind.TIMESTAMP),  # type: ignore[misc]
+                                          describe_length(lengths[0], OrderKind.TIMESTAMP)))
         symbol = _literal_text(bound.get("symbol")) if sig.kind is not MeasureKind.COUNT_STAR else None
         name = split_hierarchy(pattern)[1]
         hierarchies: Hierarchies = ()
@@ -571,6 +579,13 @@ def check_calls(tree: exp.Expr, resolve: Callable[[str], ConceptHierarchy] | Non
         else:
             compile_call(sig, pattern, within, slide, symbol, ValueType.FLOAT if symbol is not None else None,
                          hierarchies)
+
+
+def _interval_micros(node: exp.Expr | None) -> int | None:
+    """An ``INTERVAL ...`` literal argument in microseconds; None for anything else."""
+    if not isinstance(node, exp.Interval):
+        return None
+    return interval_length(node, "within", "ts", OrderKind.TIMESTAMP)
 
 
 def _literal_text(node: exp.Expr | None) -> str | None:

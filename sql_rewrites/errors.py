@@ -168,6 +168,10 @@ class SlideWithoutWithinError(WindowSpecError):
     """SLIDE is given without WITHIN."""
 
 
+class SlideLongerThanWithinError(WindowSpecError):
+    """SLIDE is longer than WITHIN (Spark's ``window()`` refuses such a slide too)."""
+
+
 class WindowTypeMismatchError(WindowSpecError):
     """An interval on a numeric ORDER BY column, or a number on a timestamp one."""
 

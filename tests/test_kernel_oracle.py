@@ -18,8 +18,11 @@ COLUMNS = (ValueType.INT, ValueType.FLOAT)
 
 @st.composite
 def plans(draw: st.DrawFn, max_len: int = 4, max_kleene: int = 2, window: str = "any",
-          middle_negation: bool = False, edges: bool = False) -> Plan:
-    """Random plans: repeated symbols, Kleene, negation in any gap, WITHIN/SLIDE, all measures."""
+          middle_negation: bool = False, edges: bool = False, sql: bool = False) -> Plan:
+    """Random plans: repeated symbols, Kleene, negation in any gap, WITHIN/SLIDE, all measures.
+
+    ``sql``: only windows SQL accepts, SLIDE <= WITHIN (Spark's window() rule); the engine
+    itself also evaluates longer slides (windows with gaps)."""
     n_sym = draw(st.sampled_from([1, 2, 2, 3, 3, 4]))
     length = draw(st.one_of(st.integers(1, max_len), st.integers(1, 3)))
     syms = [draw(st.integers(0, n_sym - 1)) for _ in range(length)]
@@ -31,7 +34,7 @@ def plans(draw: st.DrawFn, max_len: int = 4, max_kleene: int = 2, window: str = 
         if window != "any" or draw(st.booleans()):
             within = draw(st.integers(1, 10))
             if window == "slide" or (window == "any" and draw(st.booleans())):
-                slide = draw(st.integers(1, 5))
+                slide = draw(st.integers(1, min(5, within) if sql else 5))
     neg_mask = st.integers(1, (1 << n_sym) - 1)
     negs = [draw(neg_mask) if draw(st.integers(0, 3)) == 0 else 0 for _ in range(length + 1)]
     if within is None:

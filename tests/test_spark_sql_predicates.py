@@ -29,7 +29,7 @@ SETTINGS = settings(max_examples=8, deadline=None, suppress_health_check=list(He
 
 @st.composite
 def cases(draw: st.DrawFn, **options: object) -> tuple[Plan, list[oracle.Events], int]:
-    plan = sql_expressible(draw(ext_plans(**options)))
+    plan = sql_expressible(draw(ext_plans(**options, sql=True)))
     groups = [ev for ev in draw(st.lists(ext_events(plan), min_size=1, max_size=12)) if oracle.cheap(plan, ev)]
     return plan, groups, draw(st.integers(0, 1000))
 

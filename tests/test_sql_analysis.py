@@ -354,6 +354,17 @@ def test_non_positive_window(order: str, window: str, phrase: str) -> None:
     expect(E.NonPositiveWindowError, clause(f"ORDER BY {order} PATTERN SEQ(A) TYPE BY action {window}"), phrase)
 
 
+@pytest.mark.parametrize(("order", "window", "phrase"), [
+    ("ts", "WITHIN INTERVAL 1 MINUTE SLIDE INTERVAL 61 SECONDS",
+     "SLIDE INTERVAL '61' SECONDS is longer than WITHIN INTERVAL '1' MINUTE; the slide must be at most the window "
+     "length, as in Spark's window()"),
+    ("seq_no", "WITHIN 10 SLIDE 11", "SLIDE 11 is longer than WITHIN 10"),
+])
+def test_slide_longer_than_within(order: str, window: str, phrase: str) -> None:
+    expect(E.SlideLongerThanWithinError, clause(f"ORDER BY {order} PATTERN SEQ(A) TYPE BY action {window}"), phrase)
+    one(clause(f"ORDER BY {order} PATTERN SEQ(A) TYPE BY action {window.replace('61', '60').replace('11', '10')}"))
+
+
 def test_slide_without_within() -> None:
     expect(E.SlideWithoutWithinError, clause("ORDER BY ts PATTERN SEQ(A) TYPE BY action SLIDE INTERVAL 1 MINUTE"),
            "SLIDE needs WITHIN")

@@ -29,14 +29,21 @@ class CountOverflowError(SparkSeqError, ArithmeticError):
         self.target = target
         self.partition = partition
         where = f" in partition {partition!r}" if partition is not None else ""
-        super().__init__(
-            f"{what}{where} has {value_digits} decimal digits and does not fit {target}; "
-            "ask for count_type='decimal' (DECIMAL(38,0)) or count_type='double' instead"
-        )
+        super().__init__(f"{what}{where} has {value_digits} decimal digits and does not fit {target}; "
+                         f"{wider_count_types(target)}")
 
     def with_partition(self, partition: object) -> CountOverflowError:
         """Return the same error naming ``partition``."""
         return CountOverflowError(self.what, self.value_digits, self.target, partition)
+
+
+def wider_count_types(target: str) -> str:
+    """What to ask for instead of ``target``, in SQL words (never ``target`` itself)."""
+    if target == "BIGINT":
+        return ("write COUNT TYPE DECIMAL (exact, DECIMAL(38, 0)) or COUNT TYPE DOUBLE (approximate) in "
+                "MATCH_AGGREGATE (count_type=CountType.DECIMAL or DOUBLE in a Plan)")
+    return ("only COUNT TYPE DOUBLE (approximate; count_type=CountType.DOUBLE in a Plan) holds a value this large; "
+            "or split the partitions further")
 
 
 class InputDataError(SparkSeqError, ValueError):
