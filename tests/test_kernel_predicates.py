@@ -32,9 +32,10 @@ SPECIAL = [0.0, -0.0, 1.0, 1.5, 2.0, -1.0, float("inf"), float("nan")]
 
 @st.composite
 def offsets(draw: st.DrawFn, as_float: bool) -> int | float:
-    """Small offsets, floats only where a FLOAT column takes part."""
+    """Small offsets, floats only where a FLOAT column takes part; 0.3 and 0.1 round
+    differently on either side of a comparison (-2.3 + 0.3 != -2.0 but -2.3 == -2.0 - 0.3)."""
     if as_float and draw(st.booleans()):
-        return draw(st.sampled_from([0.5, -1.0, 2.0, -0.5]))
+        return draw(st.sampled_from([0.5, -1.0, 2.0, -0.5, 0.3, -0.3, 0.1]))
     return draw(st.sampled_from([0, 0, 0, 1, -1, 2, -2]))
 
 
@@ -54,7 +55,8 @@ def predicate(draw: st.DrawFn, plan: Plan, adjacent: bool = False) -> Predicate 
     if draw(st.integers(0, 2)) == 0:
         lc = rc = 0  # integer comparisons, exact
     as_float = COLUMNS3[lc] is ValueType.FLOAT or COLUMNS3[rc] is ValueType.FLOAT
-    return Predicate(left, lc, draw(st.sampled_from(list(CmpOp))), right, rc, draw(offsets(as_float)))
+    left_offset = draw(offsets(as_float)) if draw(st.booleans()) else 0
+    return Predicate(left, lc, draw(st.sampled_from(list(CmpOp))), right, rc, draw(offsets(as_float)), left_offset)
 
 
 @st.composite
@@ -82,8 +84,9 @@ def ext_plans(draw: st.DrawFn, window: str = "any", strategy: Strategy | None = 
         for i, e in enumerate(base.elements):
             if e.kleene and (draw(st.booleans()) or (need_kleene and not its)):
                 col = draw(st.integers(0, 2))
-                its.append(IteratorPredicate(i, col, draw(st.sampled_from(list(CmpOp))),
-                                             draw(offsets(COLUMNS3[col] is ValueType.FLOAT))))
+                as_float = COLUMNS3[col] is ValueType.FLOAT
+                its.append(IteratorPredicate(i, col, draw(st.sampled_from(list(CmpOp))), draw(offsets(as_float)),
+                                             draw(offsets(as_float)) if draw(st.booleans()) else 0))
     strat = strategy if strategy is not None else draw(st.sampled_from(list(Strategy)))
     return dataclasses.replace(base, predicates=tuple(p for p in preds if p is not None),
                                iterator_predicates=tuple(its), strategy=strat)
@@ -100,7 +103,8 @@ def ext_events(draw: st.DrawFn, plan: Plan, max_rows: int = 9, max_ts: int = 8) 
     mask = [draw(st.one_of(single, single, single, st.integers(0, top), st.just(0))) for _ in range(n)]
     nulls = draw(st.sampled_from([0, 1, 4]))  # NULLs in about nulls/8 of the values
     ints = [None if draw(st.integers(0, 7)) < nulls else draw(st.integers(-3, 3)) for _ in range(n)]
-    floats = [None if draw(st.integers(0, 7)) < nulls else draw(st.sampled_from([0.5, 1.0, 2.5, -1.0, 3.0]))
+    floats = [None if draw(st.integers(0, 7)) < nulls else draw(st.sampled_from([0.5, 1.0, 2.5, -1.0, 3.0, -2.3,
+                                                                                -2.0, 0.2]))
               for _ in range(n)]
     special = [None if draw(st.integers(0, 7)) < nulls else draw(st.sampled_from(SPECIAL)) for _ in range(n)]
     distinct = sorted(set(ts))

@@ -248,3 +248,28 @@ def test_operator_over_a_view_of_another_operator_in_one_script(spark, fig7: str
     hot = [start for start, n in windows if n > 0]
     assert [tuple(r) for r in sql(spark, script).collect()] == [("p1", len(hot) * (len(hot) - 1) // 2)]
     assert "analysed when it runs" in explain(script, spark)
+
+
+def test_within_one_day_is_24_hours_across_daylight_saving_changes(spark) -> None:
+    """WITHIN INTERVAL 1 DAY is 24 hours of elapsed time, like the fixed durations of Spark's
+    window() — not Spark's calendar-day arithmetic (``ts + INTERVAL 1 DAY`` is 23 or 25 hours
+    across a daylight-saving change in the session time zone). Europe/Berlin: 31 March 2024
+    has 23 hours, 27 October 2024 has 25."""
+    zone = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "Europe/Berlin")
+    try:
+        spark.sql("""CREATE OR REPLACE TEMP VIEW dst AS SELECT * FROM VALUES
+            ('spring', TIMESTAMP'2024-03-30 12:00:00', 'view'), ('spring', TIMESTAMP'2024-03-31 12:30:00', 'buy'),
+            ('autumn', TIMESTAMP'2024-10-26 12:00:00', 'view'), ('autumn', TIMESTAMP'2024-10-27 11:30:00', 'buy')
+            AS t(k, ts, action)""")
+        ours = sql(spark, """SELECT k, n FROM dst MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERN SEQ(view, buy)
+                             TYPE BY action MEASURES COUNT(*) AS n WITHIN INTERVAL 1 DAY) AS m""")
+        calendar = spark.sql("""SELECT a.k, count(b.k) AS n FROM dst a LEFT JOIN dst b ON a.k = b.k
+                                AND b.action = 'buy' AND b.ts > a.ts AND b.ts < a.ts + INTERVAL 1 DAY
+                                WHERE a.action = 'view' GROUP BY a.k""")
+        assert dict(map(tuple, ours.collect())) == {"spring": 1, "autumn": 0}  # 23.5 and 24.5 hours apart
+        assert dict(map(tuple, calendar.collect())) == {"spring": 0, "autumn": 1}  # Spark's calendar day
+        elapsed = spark.sql("SELECT k, (max(unix_micros(ts)) - min(unix_micros(ts))) / 3600e6 FROM dst GROUP BY k")
+        assert dict(map(tuple, elapsed.collect())) == {"spring": 23.5, "autumn": 24.5}
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", zone)

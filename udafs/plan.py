@@ -98,11 +98,15 @@ _MIRROR = {CmpOp.EQ: CmpOp.EQ, CmpOp.NE: CmpOp.NE, CmpOp.LT: CmpOp.GT, CmpOp.LE:
 
 @dataclass(frozen=True)
 class Predicate:
-    """Cross-event predicate ``E[left].col[left_column] OP E[right].col[right_column] + offset``.
+    """Cross-event predicate
+    ``E[left].col[left_column] + left_offset OP E[right].col[right_column] + offset``.
 
     ``left`` / ``right`` are positions in ``Plan.elements`` (not symbols: a symbol may
     repeat); both must be non-Kleene and different. Columns index ``Plan.columns``.
-    A NULL operand makes the predicate not TRUE (no match).
+    A NULL operand makes the predicate not TRUE (no match). In double arithmetic each
+    side adds its own offset, as Spark evaluates ``a.f + 0.3 = b.f`` (moving the constant
+    across would round differently); integer comparisons are exact either way, and the
+    compiler gives them ``left_offset`` 0.
     """
 
     left: int
@@ -111,11 +115,13 @@ class Predicate:
     right: int
     right_column: int
     offset: int | float = 0
+    left_offset: int | float = 0
 
 
 @dataclass(frozen=True)
 class IteratorPredicate:
-    """Kleene iterator predicate ``b[i].col OP b[i-1].col + offset`` on element ``element``.
+    """Kleene iterator predicate ``b[i].col + left_offset OP b[i-1].col + offset`` on
+    element ``element`` (``left_offset`` as for :class:`Predicate`).
 
     ``b[i-1]``, ``b[i]`` are consecutive rows of the Kleene set in time order.
     """
@@ -124,6 +130,7 @@ class IteratorPredicate:
     column: int
     op: CmpOp
     offset: int | float = 0
+    left_offset: int | float = 0
 
 
 @dataclass(frozen=True)
@@ -212,11 +219,10 @@ class Plan:
         """The issue-7 extensions as text (empty for plain plans), e.g.
         ``WHERE E0.c1 >= E1.c1 + 2 AND E1[i].c0 > E1[i-1].c0 STRATEGY skip-till-next-match``.
         ``Ek`` is element position k, ``cj`` column j."""
-        conds = [f"E{p.left}.c{p.left_column} {p.op.value} E{p.right}.c{p.right_column}"
-                 + (f" {'+' if p.offset >= 0 else '-'} {abs(p.offset)}" if p.offset else "") for p in self.predicates]
-        conds += [f"E{q.element}[i].c{q.column} {q.op.value} E{q.element}[i-1].c{q.column}"
-                  + (f" {'+' if q.offset >= 0 else '-'} {abs(q.offset)}" if q.offset else "")
-                  for q in self.iterator_predicates]
+        conds = [f"E{p.left}.c{p.left_column}{_plus(p.left_offset)} {p.op.value} E{p.right}.c{p.right_column}"
+                 f"{_plus(p.offset)}" for p in self.predicates]
+        conds += [f"E{q.element}[i].c{q.column}{_plus(q.left_offset)} {q.op.value} E{q.element}[i-1].c{q.column}"
+                  f"{_plus(q.offset)}" for q in self.iterator_predicates]
         parts = [("WHERE " + " AND ".join(conds)) if conds else ""]
         if self.strategy is not Strategy.SKIP_TILL_ANY_MATCH:
             parts.append("STRATEGY " + self.strategy.name.lower().replace("_", "-"))
@@ -239,11 +245,12 @@ class Plan:
             doc["v"] = PLAN_VERSION_EXTENDED
             if self.strategy is not Strategy.SKIP_TILL_ANY_MATCH:
                 doc["st"] = self.strategy.value
-            if self.predicates:
+            if self.predicates:  # a left offset only when there is one: older plans read as before
                 doc["pr"] = [[p.left, p.left_column, p.op.value, p.right, p.right_column, p.offset]
-                             for p in self.predicates]
+                             + ([p.left_offset] if p.left_offset else []) for p in self.predicates]
             if self.iterator_predicates:
-                doc["ip"] = [[q.element, q.column, q.op.value, q.offset] for q in self.iterator_predicates]
+                doc["ip"] = [[q.element, q.column, q.op.value, q.offset] + ([q.left_offset] if q.left_offset else [])
+                             for q in self.iterator_predicates]
         return json.dumps(doc, separators=(",", ":"))
 
     @staticmethod
@@ -271,10 +278,12 @@ class Plan:
                 columns=tuple(ValueType(c) for c in doc["col"]),
                 count_type=CountType(doc["ct"]),
                 strategy=Strategy(doc.get("st", Strategy.SKIP_TILL_ANY_MATCH.value)),
-                predicates=tuple(Predicate(int(l), int(lc), CmpOp(op), int(r), int(rc), _number(c))
-                                 for l, lc, op, r, rc, c in doc.get("pr", ())),
-                iterator_predicates=tuple(IteratorPredicate(int(e), int(c), CmpOp(op), _number(off))
-                                          for e, c, op, off in doc.get("ip", ())),
+                predicates=tuple(Predicate(int(l), int(lc), CmpOp(op), int(r), int(rc), _number(c),
+                                           *(_number(x) for x in left))
+                                 for l, lc, op, r, rc, c, *left in map(_at_most(7), doc.get("pr", ()))),
+                iterator_predicates=tuple(IteratorPredicate(int(e), int(c), CmpOp(op), _number(off),
+                                                            *(_number(x) for x in left))
+                                          for e, c, op, off, *left in map(_at_most(5), doc.get("ip", ()))),
             )
         except (KeyError, TypeError, ValueError) as exc:
             if isinstance(exc, PlanError):
@@ -283,6 +292,18 @@ class Plan:
         if version == PLAN_VERSION_EXTENDED and not plan.extended:
             raise PlanError("plan version 2 without a strategy, predicate or iterator predicate; write version 1")
         return plan
+
+
+def _plus(offset: int | float) -> str:
+    return f" {'+' if offset >= 0 else '-'} {abs(offset)}" if offset else ""
+
+
+def _at_most(n: int):  # noqa: ANN202 - a checker for map()
+    def check(entry: list) -> list:
+        if not isinstance(entry, list) or len(entry) > n:
+            raise PlanError(f"malformed plan field: {entry!r} has more than {n} entries")
+        return entry
+    return check
 
 
 def _number(x: object) -> int | float:
@@ -349,7 +370,8 @@ def _validate_extensions(p: Plan) -> None:
             _check_column(what, side, col, n_col)
         if pr.left == pr.right:
             raise PlanError(f"{what} compares element {pr.left} with itself; that is a local condition (DEFINE)")
-        _check_offset(what, pr.offset, (p.columns[pr.left_column], p.columns[pr.right_column]))
+        for offset in (pr.offset, pr.left_offset):
+            _check_offset(what, offset, (p.columns[pr.left_column], p.columns[pr.right_column]))
     for k, ip in enumerate(p.iterator_predicates):
         what = f"iterator predicate {k}"
         if not isinstance(ip, IteratorPredicate) or not isinstance(ip.op, CmpOp):
@@ -360,7 +382,8 @@ def _validate_extensions(p: Plan) -> None:
             raise PlanError(f"{what}: element {ip.element} ({p.symbols[p.elements[ip.element].symbol]}) is not "
                             "Kleene; b[i] OP b[i-1] needs a Kleene element X+")
         _check_column(what, "", ip.column, n_col)
-        _check_offset(what, ip.offset, (p.columns[ip.column],))
+        for offset in (ip.offset, ip.left_offset):
+            _check_offset(what, offset, (p.columns[ip.column],))
 
 
 def _is_int(x: object) -> bool:
