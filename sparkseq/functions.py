@@ -82,7 +82,7 @@ from sql_rewrites.windows import window_length as interval_length
 from udafs.errors import CountOverflowError, SparkSeqError
 from udafs.kernels import GroupResult, evaluate_group
 from udafs.plan import CountType, Measure, MeasureKind, Plan, Strategy, ValueType
-from udafs.spark_udfs import column_arrays
+from udafs.spark_udfs import column_arrays, unscaled
 
 MAX_EXACT_DIGITS = 18  # DECIMAL(p, s) with p <= 18 travels as an exact int64 ...
 MAX_EXACT_SCALE = 6  # ... scaled by 10^s, like MATCH_AGGREGATE (sql_rewrites.sql_types)
@@ -320,14 +320,7 @@ def event_time(sig: Signature, arr: pa.Array) -> tuple[np.ndarray, np.ndarray, O
 
 def integral(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """Integers or DECIMAL(p <= 18, s) as exact int64 (a decimal as its unscaled value)."""
-    if not pa.types.is_decimal(arr.type):
-        return column_arrays(arr, ValueType.INT)
-    if arr.type.bit_width != 128:
-        arr = pc.cast(arr, pa.decimal128(arr.type.precision, arr.type.scale))
-    # A decimal128 is a little-endian 128-bit integer; one of <= 18 digits is its low word.
-    words = np.frombuffer(arr.buffers()[1], dtype=np.int64)[2 * arr.offset:2 * (arr.offset + len(arr)):2]
-    valid = np.ones(len(arr), dtype=bool) if arr.null_count == 0 else arr.is_valid().to_numpy(zero_copy_only=False)
-    return np.where(valid, words, 0), valid
+    return unscaled(arr)
 
 
 def window_length(sig: Signature, name: str, arr: pa.Array | None, kind: OrderKind) -> int | None:

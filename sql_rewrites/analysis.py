@@ -124,7 +124,7 @@ class Analyzer:
             negations=pattern.negations,
             within=within,
             slide=slide,
-            measures=tuple(Measure(m.kind, m.symbol, m.value_column, m.name) for m in measures),
+            measures=tuple(Measure(m.kind, m.symbol, m.value_column, m.name, m.places, m.digits) for m in measures),
             columns=tuple(v.value_type for v in ctx.value_columns),
             count_type=count_type,
             strategy=strategy_of(node),

@@ -239,7 +239,7 @@ class PredicateResolver:
         where = f"WHERE condition {text}"
         lcol = self.ctx.find_column(left.column, where)
         rcol = self.ctx.find_column(right.column, where)
-        lcodec, rcodec = value_codec(lcol.dtype), value_codec(rcol.dtype)
+        lcodec, rcodec = value_codec(lcol.dtype, compared=True), value_codec(rcol.dtype, compared=True)
         lnum, rnum = bool(lcodec and lcodec.numeric), bool(rcodec and rcodec.numeric)
         if not lnum or not rnum:
             if lnum or rnum or lcol.name.casefold() != rcol.name.casefold():

@@ -19,6 +19,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 import math
 
@@ -284,9 +285,12 @@ def measure_values(ev: Events, plan: Plan, ms: list[Match]) -> list[object]:
             continue
         col = ev.values[meas.column]
         vals = [col[r] for r in pair_rows if col[r] is not None]
-        as_int = plan.columns[meas.column] is ValueType.INT
+        as_int = plan.columns[meas.column] is not ValueType.FLOAT
+        decimal = plan.columns[meas.column] is ValueType.DECIMAL
         if meas.kind is MeasureKind.SUM:
             out.append((sum(vals) if as_int else float(sum(vals))) if vals else None)
+        elif meas.kind is MeasureKind.AVG and decimal:  # Spark's: rounded half up, meas.places more places
+            out.append(_half_up(sum(vals) * 10**meas.places, len(vals)) if vals else None)
         elif meas.kind is MeasureKind.AVG:
             out.append(sum(vals) / len(vals) if vals else None)
         elif meas.kind is MeasureKind.MIN:
@@ -294,6 +298,13 @@ def measure_values(ev: Events, plan: Plan, ms: list[Match]) -> list[object]:
         else:
             out.append(max(vals) if vals else None)
     return out
+
+
+def _half_up(numerator: int, denominator: int) -> int:
+    """The exact quotient rounded half away from zero (Java's HALF_UP), via Fraction."""
+    q = Fraction(numerator, denominator)
+    whole = math.floor(abs(q) + Fraction(1, 2))
+    return whole if q >= 0 else -whole
 
 
 def evaluate(ev: Events, plan: Plan) -> list[tuple[int | None, int | None, list[object]]]:

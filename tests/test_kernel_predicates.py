@@ -11,6 +11,7 @@ events use small value ranges so that equalities happen.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 
 import numpy as np
@@ -389,3 +390,28 @@ def test_dominance_boxes(data: st.DataObject) -> None:
     eq = equal_prefix(rank, w, Arith(Kind.INT))
     got = (eq(hi, a) - eq(lo, a)).tolist()
     assert got == [sum(int(w[x]) for x in range(s, e) if rank[x] == a_) for s, e, a_ in zip(lo, hi, a)]
+
+
+@pytest.mark.parametrize("path", ["state-dp", "vectorised"])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(data=st.data())
+def test_decimal_measures_with_predicates_and_strategies(path: str, data: st.DataObject) -> None:
+    """Measures over a DECIMAL column of 38-digit unscaled integers next to predicates and
+    strategies: SUM, MIN, MAX exact, AVG rounded half up (4 more places), on both extended paths."""
+    plan = data.draw(ext_plans(window=data.draw(st.sampled_from(["none", "within", "slide"])), n_pred=1,
+                               strategy=None if path == "state-dp" else ANY, adjacent=path == "vectorised"))
+    plan = vectorisable(plan) if path == "vectorised" else plan
+    measures = tuple(dataclasses.replace(m, column=3, places=4 if m.kind is MeasureKind.AVG else 0,
+                                         digits=38 if m.kind is MeasureKind.AVG else 0)
+                     if m.column is not None else m for m in plan.measures)
+    plan = dataclasses.replace(plan, columns=(*COLUMNS3, ValueType.DECIMAL), measures=measures,
+                               count_type=data.draw(st.sampled_from([CountType.BIGINT, CountType.DECIMAL])))
+    ev = data.draw(ext_events(plan))
+    assume(oracle.cheap(plan, ev))
+    wide = [None if v is None else v * 10**33 - 3 for v in ev.values[0]]  # |v| <= 3: 34 digits, AVG's 38 with 4 places
+    ev = oracle.Events(ev.ts, ev.mask, (*ev.values, wide), seq=ev.seq)
+    ts, mask, cols = oracle_arrays(ev, plan.columns)
+    seq = np.array(ev.seq, dtype=np.int64) if plan.strategy is Strategy.STRICT_CONTIGUITY else None
+    forced = forced_state_dp() if path == "state-dp" else contextlib.nullcontext()
+    with forced:
+        assert_same(plan, evaluate_group(plan, ts, mask, cols, seq=seq), oracle.evaluate(ev, plan))

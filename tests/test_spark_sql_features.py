@@ -122,16 +122,17 @@ def test_measures_over_decimal_with_nulls(spark, fig7: str) -> None:
                           MAX(D.price) AS hi, AVG(B.price) AS mean) AS m ORDER BY k"""
     df = sql(spark, text)
     types = {f.name: f.dataType for f in df.schema.fields}
-    assert types["s"] == T.DecimalType(38, 2) and types["lo"] == T.DecimalType(10, 2)
-    assert types["n"] == T.LongType() and types["mean"] == T.DoubleType()
+    # Spark's types for SUM / MIN / AVG of DECIMAL(10, 2): DECIMAL(20, 2), DECIMAL(10, 2), DECIMAL(14, 6)
+    assert types["s"] == T.DecimalType(20, 2) and types["lo"] == T.DecimalType(10, 2)
+    assert types["n"] == T.LongType() and types["mean"] == T.DecimalType(14, 6)
     p1, p2 = df.collect()
     plan = plan_of("A B+ D", Measure(MeasureKind.COUNT_STAR, name="n"), Measure(MeasureKind.COUNT, 1, name="nb"),
                    Measure(MeasureKind.SUM, 1, 0, "s"), Measure(MeasureKind.MIN, 1, 0, "lo"),
-                   Measure(MeasureKind.MAX, 3, 0, "hi"), Measure(MeasureKind.AVG, 1, 0, "mean"),
-                   columns=(ValueType.INT,))
-    n, nb, s, lo, hi, mean = oracle_p1(plan)
+                   Measure(MeasureKind.MAX, 3, 0, "hi"), Measure(MeasureKind.AVG, 1, 0, "mean", 4, 20),
+                   columns=(ValueType.DECIMAL,))
+    n, nb, s, lo, hi, mean = oracle_p1(plan)  # cents; the mean in units of 10^-6, rounded half up
     assert (p1.n, p1.nb, p1.s, p1.lo, p1.hi) == (n, nb, Decimal(s) / 100, Decimal(lo) / 100, Decimal(hi) / 100)
-    assert p1.mean == pytest.approx(mean / 100)
+    assert p1.mean == Decimal(mean).scaleb(-6)
     assert (p2.k, p2.n, p2.s, p2.lo, p2.hi, p2.mean) == ("p2", 0, None, None, None, None)
 
 
@@ -215,7 +216,7 @@ def test_explain_shows_plan_and_the_sql_that_runs(spark, fig7: str) -> None:
     text = f"SELECT * FROM fig7 MATCH_AGGREGATE ({TYPE_BY.format('A, B, !C, D')} MEASURES SUM(D.price) AS s) AS m"
     shown = explain(text, spark)
     [rewritten] = rewrite(spark, text)
-    for part in ("pattern       SEQ(A, B, !C, D)", "C  TYPE_BY    type = 'C'", "s = SUM(D.price) -> DECIMAL(38, 2)",
+    for part in ("pattern       SEQ(A, B, !C, D)", "C  TYPE_BY    type = 'C'", "s = SUM(D.price) -> DECIMAL(20, 2)",
                  "partition by  k STRING", "order by      ts INT", "Spark SQL:"):
         assert part in shown
     [name] = set(re.findall(r"sparkseq_agg_[0-9a-f]+", rewritten))

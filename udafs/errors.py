@@ -23,18 +23,20 @@ class CountOverflowError(SparkSeqError, ArithmeticError):
     value overflowed, when the caller knows it.
     """
 
-    def __init__(self, what: str, value_digits: int, target: str, partition: object = None) -> None:
+    def __init__(self, what: str, value_digits: int, target: str, partition: object = None,
+                 advice: str | None = None) -> None:
         self.what = what
         self.value_digits = value_digits
         self.target = target
         self.partition = partition
+        self.advice = advice
         where = f" in partition {partition!r}" if partition is not None else ""
         super().__init__(f"{what}{where} has {value_digits} decimal digits and does not fit {target}; "
-                         f"{wider_count_types(target)}")
+                         f"{advice or wider_count_types(target)}")
 
     def with_partition(self, partition: object) -> CountOverflowError:
         """Return the same error naming ``partition``."""
-        return CountOverflowError(self.what, self.value_digits, self.target, partition)
+        return CountOverflowError(self.what, self.value_digits, self.target, partition, self.advice)
 
 
 def wider_count_types(target: str) -> str:
@@ -44,6 +46,11 @@ def wider_count_types(target: str) -> str:
                 "MATCH_AGGREGATE (count_type=CountType.DECIMAL or DOUBLE in a Plan)")
     return ("only COUNT TYPE DOUBLE (approximate; count_type=CountType.DOUBLE in a Plan) holds a value this large; "
             "or split the partitions further")
+
+
+#: Why a sum or average of a DECIMAL column cannot be widened (it is Spark's overflow too).
+DECIMAL_SUM_OVERFLOW = ("Spark's own SUM / AVG of the column overflow as well (an error with ANSI mode on); cast the "
+                        "column to DOUBLE in a subquery for an approximate result")
 
 
 class InputDataError(SparkSeqError, ValueError):

@@ -35,6 +35,7 @@ from udafs.errors import PlanError
 PLAN_VERSION = 1  # plans without the issue-7 extensions
 PLAN_VERSION_EXTENDED = 2  # plans with a strategy, predicates or iterator predicates
 MAX_SYMBOLS = 63  # one int64 bitmask per row; bit 63 is the sign bit, left unused
+MAX_DECIMAL_DIGITS = 38  # Spark's widest DECIMAL
 
 
 class MeasureKind(str, enum.Enum):
@@ -57,10 +58,17 @@ class CountType(str, enum.Enum):
 
 
 class ValueType(str, enum.Enum):
-    """How a measure column is carried: exact integers or floating point."""
+    """How a value column is carried.
+
+    ``INT``: exact int64 integers; ``FLOAT``: doubles; ``DECIMAL``: the exact unscaled
+    integers of a DECIMAL column, of any size (a DECIMAL(38, s) value needs 127 bits):
+    SUM, MIN and MAX of it are exact unscaled integers, AVG its exact sum and count, so
+    that SQL can finish them with Spark's own decimal types and rounding.
+    """
 
     INT = "int"
     FLOAT = "float"
+    DECIMAL = "decimal"
 
 
 class Strategy(str, enum.Enum):
@@ -147,12 +155,32 @@ class Measure:
 
     ``symbol`` is required for every kind but COUNT_STAR; ``column`` (an index into
     ``Plan.columns``) for SUM/MIN/MAX/AVG. ``name`` is the output column name.
+    AVG over a DECIMAL column is Spark's ``avg``: the sum of the unscaled values must fit
+    ``digits`` digits (Spark first sums into DECIMAL(min(38, p + 10), s)), and the average
+    is the exact quotient rounded half up (away from zero) to ``places`` more decimal
+    places (Spark's result has scale min(38, s + 4)). Both are 0 for every other measure.
     """
 
     kind: MeasureKind
     symbol: int | None = None
     column: int | None = None
     name: str = ""
+    places: int = 0
+    digits: int = 0
+
+    def to_list(self) -> list:
+        """The JSON entry: ``[kind, symbol, column, name]``, plus ``places, digits`` when set."""
+        rounding = [self.places, self.digits] if self.places or self.digits else []
+        return [self.kind.value, self.symbol, self.column, self.name, *rounding]
+
+    @staticmethod
+    def from_list(entry: list) -> Measure:
+        """Inverse of :meth:`to_list`."""
+        if not isinstance(entry, list) or len(entry) not in (4, 6):
+            raise PlanError(f"malformed plan field: measure {entry!r} is not [kind, symbol, column, name"
+                            "(, places, digits)]")
+        kind, symbol, column, name, *rounding = entry
+        return Measure(MeasureKind(kind), symbol, column, name, *rounding)
 
 
 @dataclass(frozen=True)
@@ -237,7 +265,7 @@ class Plan:
             "neg": list(self.negations),
             "w": self.within,
             "s": self.slide,
-            "m": [[m.kind.value, m.symbol, m.column, m.name] for m in self.measures],
+            "m": [m.to_list() for m in self.measures],
             "col": [c.value for c in self.columns],
             "ct": self.count_type.value,
         }
@@ -274,7 +302,7 @@ class Plan:
                 negations=tuple(int(x) for x in doc["neg"]),
                 within=doc["w"],
                 slide=doc["s"],
-                measures=tuple(Measure(MeasureKind(k), s, c, n) for k, s, c, n in doc["m"]),
+                measures=tuple(Measure.from_list(m) for m in doc["m"]),
                 columns=tuple(ValueType(c) for c in doc["col"]),
                 count_type=CountType(doc["ct"]),
                 strategy=Strategy(doc.get("st", Strategy.SKIP_TILL_ANY_MATCH.value)),
@@ -351,12 +379,26 @@ def _validate_measures(p: Plan) -> None:
         needs_col = m.kind not in (MeasureKind.COUNT,)
         if needs_col and (m.column is None or not 0 <= m.column < len(p.columns)):
             raise PlanError(f"measure {m.kind.value.upper()} needs a value column index in 0..{len(p.columns) - 1}")
+        decimal = needs_col and p.columns[m.column] is ValueType.DECIMAL  # type: ignore[index]
+        decimal_avg = decimal and m.kind is MeasureKind.AVG
+        if not (_is_int(m.places) and _is_int(m.digits) and 0 <= m.places <= MAX_DECIMAL_DIGITS
+                and (0 < m.digits <= MAX_DECIMAL_DIGITS if decimal_avg else m.places == m.digits == 0)):
+            raise PlanError(f"measure {m.kind.value.upper()}: places={m.places!r}, digits={m.digits!r}; AVG over a "
+                            f"DECIMAL column takes places 0..{MAX_DECIMAL_DIGITS} and digits 1..{MAX_DECIMAL_DIGITS}, "
+                            "every other measure 0 and 0")
+        if m.kind in (MeasureKind.SUM, MeasureKind.AVG) and decimal and p.count_type is CountType.DOUBLE:
+            raise PlanError(f"measure {m.kind.value.upper()} over a DECIMAL column is exact and needs an exact count "
+                            "type (BIGINT or DECIMAL); with count_type DOUBLE carry the column as FLOAT")
 
 
 def _validate_extensions(p: Plan) -> None:
     if not isinstance(p.strategy, Strategy):
         raise PlanError(f"strategy must be a Strategy, got {p.strategy!r}")
     n, n_col = len(p.elements), len(p.columns)
+    compared = [c for pr in p.predicates for c in (pr.left_column, pr.right_column)]
+    compared += [ip.column for ip in p.iterator_predicates]
+    if any(_is_int(c) and 0 <= c < n_col and p.columns[c] is ValueType.DECIMAL for c in compared):
+        raise PlanError("predicates compare INT or FLOAT columns; carry a DECIMAL column as INT (scaled) to compare it")
     for k, pr in enumerate(p.predicates):
         what = f"predicate {k}"
         if not isinstance(pr, Predicate) or not isinstance(pr.op, CmpOp):
