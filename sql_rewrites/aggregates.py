@@ -84,11 +84,17 @@ class PythonAggregate:
 
 #: Spark aggregate functions that sqlglot reads as anonymous calls (it knows the others as
 #: ``exp.AggFunc`` subclasses), so a SELECT mixing them with Python aggregates is split too.
+#: tests/test_spark_aggregates.py checks that, with these, every aggregate in Spark's own
+#: function registry is recognised.
 SPARK_AGGREGATES = frozenset({
-    "bit_and", "bit_or", "bit_xor", "bool_and", "bool_or", "collect_list", "collect_set", "count_min_sketch",
-    "every", "histogram_numeric", "hll_sketch_agg", "hll_union_agg", "listagg", "mode", "percentile",
-    "regr_count", "some", "string_agg", "try_avg", "try_sum", "var_pop", "var_samp", "std", "stddev",
-    "kurtosis", "skewness", "max_by", "min_by", "first_value", "last_value", "any",
+    "bit_and", "bit_or", "bit_xor", "bool_and", "bool_or", "collect_list", "collect_set", "collect_union",
+    "count_min_sketch", "every", "histogram_numeric", "hll_sketch_agg", "hll_union_agg", "listagg", "mode",
+    "percentile", "regr_count", "some", "string_agg", "try_avg", "try_sum", "var_pop", "var_samp", "std",
+    "stddev", "kurtosis", "skewness", "max_by", "min_by", "first_value", "last_value", "mean", "measure",
+    "kll_sketch_agg_bigint", "kll_sketch_agg_double", "kll_sketch_agg_float", "kll_merge_agg_bigint",
+    "kll_merge_agg_double", "kll_merge_agg_float", "theta_sketch_agg", "theta_union_agg", "theta_intersection_agg",
+    "tuple_sketch_agg_integer", "tuple_sketch_agg_double", "tuple_union_agg_integer", "tuple_union_agg_double",
+    "tuple_intersection_agg_integer", "tuple_intersection_agg_double",
 })
 
 
@@ -168,10 +174,9 @@ class _SelectSplit:
 
     # --- finding and checking --------------------------------------------------------
 
-    def _python_calls(self, select: exp.Select | None = None) -> list[exp.Anonymous]:
-        select = select or self.select
-        return [node for clause in self.CLAUSES for part in _parts_of(select, clause) for node in _own_nodes(part)
-                if self._is_python(node)]
+    def _python_calls(self) -> list[exp.Anonymous]:
+        return [node for clause in self.CLAUSES for part in _parts_of(self.select, clause)
+                for node in _own_nodes(part) if self._is_python(node)]
 
     def _is_python(self, node: exp.Expr) -> bool:
         return isinstance(node, exp.Anonymous) and str(node.name).casefold() in self.functions
@@ -189,7 +194,8 @@ class _SelectSplit:
             outer = outer.parent
 
     def _mask_filters(self) -> exp.Select:
-        """``f(ts, ...) FILTER (WHERE c)`` -> ``f(CASE WHEN c THEN ts END, ...)`` for Python aggregates."""
+        """``f(ts, ...) FILTER (WHERE c)`` -> ``f(CASE WHEN c THEN ts END, ...)`` for Python
+        aggregates; an unaliased SELECT item keeps the name of what was written."""
         for node in [n for clause in self.CLAUSES for part in _parts_of(self.select, clause)
                      for n in _own_nodes(part) if isinstance(n, exp.Filter) and self._is_python(n.this)]:
             call = node.this.copy()
@@ -199,6 +205,8 @@ class _SelectSplit:
                 time = arguments[spec.time_argument]
                 arguments[spec.time_argument] = exp.case().when(node.expression.this.copy(), time.copy())
                 call.set("expressions", arguments)
+            if node.parent is self.select:  # an item of the select list
+                call = exp.alias_(call, spark_column_name(node), quoted=True)
             node.replace(call)
             self.changed = True
         return self.select
@@ -212,11 +220,7 @@ class _SelectSplit:
         return any(self._is_python(n) for n in later) or any(self._is_native_aggregate(n) for n in mine)
 
     def _is_native_aggregate(self, node: exp.Expr) -> bool:
-        if _is_window_function(node) or self._is_python(node):
-            return False
-        if isinstance(node, exp.Anonymous):
-            return str(node.name).casefold() in SPARK_AGGREGATES
-        return isinstance(node, exp.AggFunc)
+        return not self._is_python(node) and is_spark_aggregate(node)
 
     def _is_aggregate(self, node: exp.Expr) -> bool:
         return self._is_python(node) or self._is_native_aggregate(node)
@@ -455,6 +459,17 @@ def _ancestors(node: exp.Expr, root: exp.Expr) -> Iterator[exp.Expr]:
         outer = outer.parent
 
 
+def is_spark_aggregate(node: exp.Expr) -> bool:
+    """True for a call of one of Spark's aggregate functions, not used as a window function."""
+    if _is_window_function(node):
+        return False
+    if isinstance(node, exp.Anonymous):
+        return str(node.name).casefold() in SPARK_AGGREGATES
+    if isinstance(node, exp.Any):  # any(x) is bool_or; x = ANY (...) is a comparison
+        return not isinstance(node.parent, exp.Binary)
+    return isinstance(node, exp.AggFunc)
+
+
 def _parts_of(select: exp.Select, clause: str) -> list[exp.Expr]:
     value = select.args.get(clause)
     if value is None:
@@ -478,4 +493,4 @@ def _reads_rows(node: exp.Expr) -> bool:
                for n in node.walk())
 
 
-__all__ = ["OnEmpty", "PythonAggregate", "SPARK_AGGREGATES", "split_python_aggregates"]
+__all__ = ["OnEmpty", "PythonAggregate", "SPARK_AGGREGATES", "is_spark_aggregate", "split_python_aggregates"]

@@ -11,9 +11,11 @@
 >>> rewrite("SELECT 1; select  2", schema, lambda plan: "f")  # passes through verbatim
 'SELECT 1;\\nselect  2'
 
-Statements are split at top-level semicolons; those without MATCH_AGGREGATE are
+Statements are split at top-level semicolons; those without MATCH_AGGREGATE (and
+without calls of the ``python_aggregates`` given, :mod:`sql_rewrites.aggregates`) are
 returned verbatim (so Spark syntax sqlglot does not know still works), the others are
-parsed, analysed, rewritten and printed by sqlglot's Spark generator.
+parsed, analysed, rewritten and printed by sqlglot's Spark generator; a statement whose
+aggregates need no split also comes back verbatim.
 """
 
 from __future__ import annotations

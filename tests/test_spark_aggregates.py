@@ -11,6 +11,9 @@ from __future__ import annotations
 import pytest
 
 import sparkseq
+from sqlglot import exp
+
+from sql_rewrites.aggregates import is_spark_aggregate
 from sql_rewrites.column_names import spark_column_name
 from sql_rewrites.dialect import parse_statement
 from sql_rewrites.errors import AggregatePlacementError
@@ -135,3 +138,26 @@ def test_unaliased_names_are_the_ones_spark_gives(spark, clicks: str) -> None:
     for group in (natives, pythons):
         sql = f"SELECT {', '.join(group)} FROM agg_clicks GROUP BY k"
         assert spark.sql(sql).columns == [spark_column_name(e) for e in parse_statement(sql).expressions]
+
+
+def test_every_spark_aggregate_function_is_recognised(spark) -> None:
+    """Each of Spark's built-in aggregate functions (its registry, class under
+    ``expressions.aggregate``) written beside a ``seq_*`` call triggers the split."""
+    registry = spark._jsparkSession.sessionState().functionRegistry()
+    ids = registry.listFunction()
+    aggregates = []
+    for i in range(ids.size()):
+        info = registry.lookupFunction(ids.apply(i))
+        if info.isDefined() and ".expressions.aggregate." in info.get().getClassName():
+            aggregates.append(ids.apply(i).funcName())
+    assert len(aggregates) > 40 and "count" in aggregates and "collect_list" in aggregates
+    missed = []
+    for name in aggregates:
+        try:
+            [item] = parse_statement(f"SELECT {name}(x) FROM t").expressions
+        except Exception:  # noqa: BLE001 - special syntax (e.g. WITHIN GROUP) sqlglot spells otherwise
+            continue
+        call = item.this if isinstance(item, exp.Alias) else item
+        if not is_spark_aggregate(call):
+            missed.append(name)
+    assert missed == [], ", ".join(missed)
