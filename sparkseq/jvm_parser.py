@@ -1,14 +1,18 @@
-"""MATCH_AGGREGATE in SQL text sent to Spark directly: ``spark.sql``, JDBC, Spark Connect.
+"""MATCH_AGGREGATE and ``seq_*`` in SQL text sent to Spark directly: ``spark.sql``, JDBC, Spark Connect.
 
-Spark's parser knows nothing of MATCH_AGGREGATE, and text given to ``spark.sql``, sent
-by a JDBC client of the Thrift server or by a Spark Connect client never passes
-through :func:`sparkseq.sql`. A small session extension closes the gap:
+Spark's parser knows nothing of MATCH_AGGREGATE, Spark cannot run a ``seq_*`` function
+beside its own aggregates (the compiler splits such a SELECT,
+:mod:`sql_rewrites.aggregates`), and text given to ``spark.sql``, sent by a JDBC client
+of the Thrift server or by a Spark Connect client never passes through
+:func:`sparkseq.sql`. A small session extension closes the gap:
 ``sparkseq/jvm/SparkSeqExtension.java`` wraps Spark's parser of every session and hands
-each statement containing ``MATCH_AGGREGATE (`` — with the session parsing it — to a
+each statement containing ``MATCH_AGGREGATE (`` or a call of a grouped-aggregate Python
+function (``seq_count(`` ... ``sparkseq_count_windows(``,
+:data:`sparkseq.registration.PYTHON_AGGREGATES`) — with the session parsing it — to a
 :class:`Rewriter` in this Python driver, over py4j's callback server. The rewriter is
 :func:`sparkseq.sql_api.rewrite` for that session, and Spark parses the plain SQL it
-returns. Servers started in the driver (Thrift, Spark Connect) share its JVM, so the
-call back into Python is local.
+returns (the statement itself when it needs no change). Servers started in the driver
+(Thrift, Spark Connect) share its JVM, so the call back into Python is local.
 
 The extension ships compiled, in ``sparkseq/jvm/sparkseq-extension.jar`` (Java 17
 bytecode, built against the pinned pyspark's jars): no JDK is needed at run time. The
@@ -238,7 +242,8 @@ class Rewriter:
         try:
             spark = self.session_for(jsession)
             shared = registry.resolver(self.home) if self.share_session and spark is not self.home else None
-            statements = rewrite(spark, text, hierarchies=shared)
+            # another session's seq_* functions may carry hierarchies its client registered
+            statements = rewrite(spark, text, hierarchies=shared, function_hierarchies=spark is self.home)
         except SparkSeqError as exc:
             return f"{ERROR_PREFIX}{type(exc).__name__}: {exc}"
         except Exception as exc:  # noqa: BLE001 - a bug must reach the client as a message

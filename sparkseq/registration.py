@@ -26,9 +26,10 @@ from pyspark.sql import SparkSession
 from pyspark.sql.functions import arrow_udf, arrow_udtf
 
 from sparkseq import functions
+from sql_rewrites.aggregates import OnEmpty, PythonAggregate
 from udafs import contract, spark_udfs, spark_udtf
 from udafs.multiplan import MultiPlan
-from udafs.plan import Plan
+from udafs.plan import MeasureKind, Plan
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,23 @@ FUNCTIONS: list[FunctionSpec] = [
     FunctionSpec("sparkseq_count_windows", spark_udfs.count_windows, spark_udfs.COUNT_WINDOWS_DDL),
     *(FunctionSpec(sig.name, body, sig.return_type) for sig, body in functions.FUNCTIONS),
 ]
+
+
+def _on_empty(sig: functions.Signature) -> OnEmpty:
+    if sig.windows:
+        return OnEmpty.EMPTY
+    return OnEmpty.ZERO if sig.kind is MeasureKind.COUNT_STAR else OnEmpty.NULL
+
+
+#: The grouped-aggregate Python functions of :data:`FUNCTIONS` as the compiler sees them
+#: (:mod:`sql_rewrites.aggregates`): a SELECT calling them beside Spark's own aggregates,
+#: with FILTER, in HAVING / ORDER BY or without GROUP BY is split before it runs.
+PYTHON_AGGREGATES: dict[str, PythonAggregate] = {
+    "sparkseq_count": PythonAggregate("sparkseq_count", 1, OnEmpty.ZERO),
+    "sparkseq_count_windows": PythonAggregate("sparkseq_count_windows", 1, OnEmpty.EMPTY),
+    **{sig.name: PythonAggregate(sig.name, sig.params.index("ts"), _on_empty(sig)) for sig, _ in functions.FUNCTIONS},
+}
+
 
 @dataclass(frozen=True)
 class Registered:

@@ -22,12 +22,16 @@ import scala.runtime.BoxedUnit;
  * JDBC client of the in-process Thrift server, a Spark Connect client.
  *
  * <p>The injected parser wraps Spark's own, one wrapper per session. A statement
- * whose text contains {@code MATCH_AGGREGATE (} is handed, with the session parsing
- * it, to the {@link SessionRewriter} that sparkseq's Python driver installs over py4j
- * ({@link #setRewriter}); the plain Spark SQL it returns is parsed by Spark's parser.
- * Everything else goes to Spark's parser untouched. The wrapper is a dynamic proxy, so
- * it does not depend on the exact method set of {@code ParserInterface}, which grows
- * between Spark releases.
+ * whose text contains {@code MATCH_AGGREGATE (} or calls one of sparkseq's
+ * grouped-aggregate Python functions ({@code seq_count(}, ..., {@code sparkseq_count(}:
+ * Spark cannot run them beside its own aggregates, with FILTER or without GROUP BY, so
+ * the rewriter splits such a SELECT) is handed, with the session parsing it, to the
+ * {@link SessionRewriter} that sparkseq's Python driver installs over py4j
+ * ({@link #setRewriter}); the plain Spark SQL it returns is parsed by Spark's parser (a
+ * statement that needs no change comes back as it was). Everything else goes to Spark's
+ * parser untouched, without leaving the JVM. The wrapper is a dynamic proxy, so it does
+ * not depend on the exact method set of {@code ParserInterface}, which grows between
+ * Spark releases.
  *
  * <p>Shipped compiled in sparkseq/jvm/sparkseq-extension.jar; rebuild it after editing
  * this file with {@code python -m sparkseq.jvm_parser --build} (a JDK's javac against
@@ -58,6 +62,9 @@ public final class SparkSeqExtension extends AbstractFunction1<SparkSessionExten
         "parsePlan", "parsePlanWithParameters", "parseMultipartIdentifier", "parseTableIdentifier",
         "parseTemporalTableIdentifier");
     private static final Pattern OPERATOR = Pattern.compile("(?i)\\bMATCH_AGGREGATE\\s*\\(");
+    /** The operator, or a call of a grouped-aggregate Python function (one regex scan per statement). */
+    private static final Pattern NEEDS_REWRITER = Pattern.compile(
+        "(?i)\\b(?:MATCH_AGGREGATE|seq_(?:count|sum|avg|min|max)(?:_windows)?|sparkseq_count(?:_windows)?)\\s*\\(");
     private static final String NO_REWRITER = "MATCH_AGGREGATE needs sparkseq's rewriter, which runs in the "
         + "Python driver, and none is installed in this Spark driver: build the session with sparkseq.session(), "
         + "or run the statement with sparkseq.sql(spark, text)";
@@ -118,8 +125,11 @@ public final class SparkSeqExtension extends AbstractFunction1<SparkSessionExten
     }
 
     static String rewrite(SessionRewriter current, SparkSession session, String sql) {
-        if (!OPERATOR.matcher(sql).find()) {
+        if (!NEEDS_REWRITER.matcher(sql).find()) {
             return sql;
+        }
+        if (current == null && !OPERATOR.matcher(sql).find()) {
+            return sql;  // seq_* calls without the rewriter: Spark runs (or refuses) them as written
         }
         String result;
         try {
