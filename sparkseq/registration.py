@@ -22,6 +22,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import pyarrow as pa
 from pyspark.sql import SparkSession
 from pyspark.sql.functions import arrow_udf, arrow_udtf
 
@@ -88,6 +89,21 @@ def engine_function(spark: SparkSession, plan: Plan | MultiPlan) -> str:
         body, ddl = spark_udfs.plan_aggregate(plan.to_json()), spark_udfs.output_ddl(plan)
     _once(spark, name, lambda: spark.udf.register(name, arrow_udf(body, ddl)))
     return name
+
+
+def stand_in_function(spark: SparkSession, plan: Plan | MultiPlan) -> str:
+    """Name of a function with the result type of ``plan``'s engine function that is never
+    called, registered in ``spark`` (once per result type): what a statement is analysed
+    with when it must not run (:mod:`sparkseq.scripts` checks in a scratch session), so
+    that checking registers no engine function per plan."""
+    ddl = contract.multi_result_type(plan) if isinstance(plan, MultiPlan) else spark_udfs.output_ddl(plan)
+    name = "sparkseq_check_" + _digest(ddl)
+    _once(spark, name, lambda: spark.udf.register(name, arrow_udf(_never_called, ddl)))
+    return name
+
+
+def _never_called(ts: pa.Array, mask: pa.Array, *values: pa.Array) -> pa.Scalar:
+    raise AssertionError("a stand-in engine function is analysed, never called")
 
 
 def engine_function_name(plan: Plan | MultiPlan) -> str:

@@ -288,8 +288,7 @@ def main(args: argparse.Namespace) -> int:
     spark, note = _server_session(args.master)
     try:
         if init is not None:
-            initfile.check(spark, init)
-            initfile.run(spark, init)
+            initfile.run(spark, init)  # checks every statement before the first runs
         server = start(spark, host=args.host, port=args.port)
     except (initfile.InitFileError, ThriftServerError) as exc:
         _stop_spark(spark)

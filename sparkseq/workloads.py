@@ -31,20 +31,11 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
-from sparkseq import hierarchies as registry
-from sparkseq.catalog import SessionSchemas
+from sparkseq.scripts import Checked, check_script, created_relations, run_script
 from udafs import contract
 from udafs.spark_shared import shared_pass
-from sparkseq.sql_api import (
-    _check_all,
-    _registering,
-    created_relations,
-    evict_changed,
-    run_hierarchy_statement,
-)
 from sql_rewrites.hierarchy import HierarchyResolver
-from sql_rewrites.hierarchy_statements import parse_hierarchy_statement
-from sql_rewrites.rewriter import Statement, StatementExplanation, explain_statement, split_statements
+from sql_rewrites.rewriter import Replacement, Statement
 from sql_rewrites.shared import Member, SharedGroup, group_members, sharing_key
 from sql_rewrites.dialect import SparkSeq
 
@@ -56,6 +47,7 @@ class WorkloadPlan:
     text: str
     statements: tuple[Statement, ...]
     groups: tuple[SharedGroup, ...]
+    checked: tuple[Checked, ...] = ()
 
     def table(self, group: int) -> str:
         """The cached shared result of group ``group``."""
@@ -83,22 +75,18 @@ def plan_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyResol
     SqlRewriteError
         Any statement's parse or analysis error.
     """
-    statements = split_statements(text)
-    if not statements:
-        raise ValueError("no SQL statement to run")
-    kinds = [parse_hierarchy_statement(s, text) for s in statements]
-    explained: dict[int, StatementExplanation] = {}
-    _check_all(spark, text, statements, kinds, hierarchies, explained)
+    checked = check_script(spark, text, hierarchies=hierarchies)
+    statements = [c.statement for c in checked]
     created = set().union(*(created_relations(s) for s in statements))
     members: list[Member] = []
-    # hierarchy statements and those reading what an earlier statement creates are not
-    # explained yet: they run on their own
-    for number, explanation in sorted(explained.items()):
-        for ordinal, operator in enumerate(explanation.operators):
+    # hierarchy statements and those the check deferred (reading what an earlier statement
+    # creates) have no explanation yet: they run on their own
+    for item in checked:
+        for ordinal, operator in enumerate(item.explanation.operators if item.explanation else ()):
             key = sharing_key(operator.query)
             if key is not None and _relation(key[0]) not in created:
-                members.append(Member(number, ordinal, operator.query))
-    return WorkloadPlan(text, tuple(statements), tuple(group_members(members)))
+                members.append(Member(item.number, ordinal, operator.query))
+    return WorkloadPlan(text, tuple(statements), tuple(group_members(members)), tuple(checked))
 
 
 def _relation(source_sql: str) -> str:
@@ -116,16 +104,9 @@ def workload(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver |
     """
     plan = plan_workload(spark, text, hierarchies=hierarchies)
     cached: set[int] = set()
-    results = []
-    schemas: dict = {}  # read once while no statement changes the relation (evict_changed)
-    for number, statement in enumerate(plan.statements):
-        kind = parse_hierarchy_statement(statement, text)
-        if kind is not None:
-            run_hierarchy_statement(spark, kind, None)
-            results.append(spark.createDataFrame([], T.StructType([])))
-            continue
 
-        def replace(ordinal: int, query: object, number: int = number) -> tuple | None:
+    def replace_for(number: int) -> Replacement:
+        def replace(ordinal: int, query: object) -> tuple | None:
             found = plan.member_of(number, ordinal)
             if found is None:
                 return None
@@ -136,12 +117,10 @@ def workload(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver |
             table = plan.table(group)
             return plan.groups[group].replacement(index, table), table
 
-        resolver = registry.resolver(spark, hierarchies)
-        explained = explain_statement(statement, text, SessionSchemas(spark, cache=schemas), _registering(spark),
-                                      hierarchies=resolver, replace=replace)
-        results.append(spark.sql(explained.rewritten))
-        evict_changed(schemas, statement)
-    return results
+        return replace
+
+    return [frame for _, frame in run_script(spark, text, list(plan.checked), hierarchies=hierarchies,
+                                              replace_for=replace_for)]
 
 
 def release_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver | None = None

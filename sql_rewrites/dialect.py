@@ -18,7 +18,7 @@ import re
 from sqlglot import exp
 from sqlglot.dialects.spark import Spark
 from sqlglot.errors import ErrorLevel, ParseError, TokenError
-from sqlglot.tokens import Token
+from sqlglot.tokens import Token, TokenType
 
 from sql_rewrites.errors import SqlParseError, position_of
 from sql_rewrites.generator import SparkSeqGenerator
@@ -88,6 +88,36 @@ def parse_into(into: type[exp.Expr], sql: str) -> exp.Expr:
         raise to_sql_parse_error(exc, sql, tokens) from None
     if tree is None:
         raise SqlParseError(f"expected a {into.__name__}", position_of(sql, 0, 0))
+    return tree
+
+
+def parse_fragment(into: type[exp.Expr], document: str, start: int, end: int, what: str) -> exp.Expr:
+    """Parse ``document[start:end]`` as exactly one ``into`` node (``what`` names it in errors).
+
+    Token positions, and so every later error position, are offsets in ``document``:
+    a caller may assemble a statement's tree from fragments written apart (the
+    DataFrame API's arguments, laid out one after another in one document).
+
+    Raises
+    ------
+    SqlParseError
+        The fragment is empty, holds a ``;``, or is not one ``into``.
+    """
+    hidden = "".join(c if c == "\n" else " " for c in document[:start])  # keeps positions absolute
+    tokens = tokenize(hidden + document[start:end])
+    if not tokens:
+        raise SqlParseError(f"expected {what}, got nothing", position_of(document, start, start))
+    for token in tokens:
+        if token.token_type == TokenType.SEMICOLON:
+            raise SqlParseError(f"expected {what}, not several statements", position_of(document, token.start,
+                                                                                          token.end))
+    parser = SparkSeq().parser(error_level=ErrorLevel.IMMEDIATE)
+    try:
+        tree = parser.parse_into(into, tokens, document)[0]
+    except ParseError as exc:
+        raise to_sql_parse_error(exc, document, tokens) from None
+    if tree is None:
+        raise SqlParseError(f"expected {what}", position_of(document, start, start))
     return tree
 
 
