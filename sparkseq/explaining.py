@@ -6,7 +6,7 @@ from sql_rewrites.engine_contract import engine_result_type
 from sql_rewrites.logical import MatchAggregateQuery, MeasureSpec
 from sql_rewrites.rewriter import OperatorExplanation, StatementExplanation
 from sql_rewrites.sql_types import OrderKind
-from sql_rewrites.windows import MICROS_PER_UNIT
+from sql_rewrites.windows import describe_length
 from sql_rewrites.dialect import SparkSeq
 from udafs.plan import MeasureKind
 
@@ -90,15 +90,7 @@ def _measure(q: MatchAggregateQuery, m: MeasureSpec) -> str:
 
 def _length(value: int | None, kind: OrderKind) -> str:
     """A window length in the ORDER BY column's terms: ``10 minutes`` or ``600``."""
-    if value is None:
-        return "(none)"
-    if not kind.takes_intervals:
-        return str(value)
-    for unit, micros in sorted(MICROS_PER_UNIT.items(), key=lambda u: -u[1]):
-        if value % micros == 0:
-            count = value // micros
-            return f"{count} {unit.lower()}{'s' if count != 1 else ''}"
-    return f"{value} microseconds"  # unreachable: MICROSECOND divides everything
+    return "(none)" if value is None else describe_length(value, kind.takes_intervals)
 
 
 __all__ = ["describe_statement", "describe_operator"]

@@ -241,6 +241,7 @@ class _Checker:
         self.scratch = scratch_session(spark)
         self.created: set[str] = set()  # relations the script creates (case-folded, as written)
         self.unreproduced: set[str] = set()  # objects the scratch copy does not hold as the script leaves them
+        self.stand_ins: set[str] = set()  # relations an empty temporary view stands in for in the scratch copy
         self.opaque = False  # an earlier statement's effect on the catalog is unknown
         self.wrote = False  # an earlier statement writes data (files, tables)
         self.overlay: registry.Overlay = {}
@@ -293,19 +294,23 @@ class _Checker:
                 return Outcome.EXECUTED, None
             return Outcome.ANALYSED, analysed
         except (PySparkException, Py4JJavaError) as exc:
-            if self._reproduction_failed(exc):
+            if self._reproduction_failed(exc, statement):
                 return Outcome.DEFERRED, None
             if not isinstance(exc, PySparkException):
                 raise as_error(exc, first_token_position(self.text, statement)) from None  # type: ignore[arg-type]
             raise spark_error(self.scratch, exc, self.text, statement, explanation) from None
 
-    def _reproduction_failed(self, exc: BaseException) -> bool:
-        """Whether an error may come from what the scratch copy does not reproduce."""
+    def _reproduction_failed(self, exc: BaseException, statement: Statement) -> bool:
+        """Whether an error may come from what the scratch copy does not reproduce: an object
+        it lacks, or a statement other than a query naming a relation a stand-in replaces
+        (a stand-in is a view over no rows: it cannot be written, altered or dropped)."""
         if self.opaque:
             return True
         if not isinstance(exc, AnalysisException):
             return False
         if named_objects(exc) & self.parts:
+            return True
+        if not statement.is_query and _names(statement) & (self.parts | self.stand_ins):
             return True
         return self.wrote and condition_of(exc).split(".")[0] in DATA_ERRORS
 
@@ -327,8 +332,9 @@ class _Checker:
             self.opaque = True  # what it creates or changes is unknown
         for name in changed or ():
             self.unreproduced.add(name)
-            if self.scratch is not None and "." not in name:
-                self.scratch.catalog.dropTempView(name)  # a stand-in of an earlier statement
+            if self.scratch is not None and name in self.stand_ins:
+                self.scratch.catalog.dropTempView(name)  # stood in for what this statement drops or alters
+                self.stand_ins.discard(name)
         if not statement.is_query and statement.keyword not in SESSION_KEYWORDS:
             self.wrote = True
 
@@ -347,6 +353,7 @@ class _Checker:
             frame.createOrReplaceTempView(name)
         except (PySparkException, Py4JError):
             return False
+        self.stand_ins.add(name)
         return True
 
 
@@ -380,6 +387,11 @@ def _session_local(plan: Any) -> bool:
     if name == "CreateTempViewUsing":
         return not getattr(plan, "global")()  # a Scala field named like a Python keyword
     return name in SESSION_LOCAL
+
+
+def _names(statement: Statement) -> set[str]:
+    """The case-folded names (identifiers) a statement's tokens spell."""
+    return {t.text.casefold() for t in statement.tokens if t.token_type in (TokenType.VAR, TokenType.IDENTIFIER)}
 
 
 def _has_parameter_markers(statement: Statement) -> bool:

@@ -17,11 +17,11 @@ user's text.
 from __future__ import annotations
 
 import contextlib
-import logging
 import re
 from collections.abc import Iterator
 
 from pyspark.errors import AnalysisException, ParseException, PySparkException
+from pyspark.logger import PySparkLogger
 
 from sql_rewrites.errors import SourcePosition, SparkAnalysisError, SqlParseError, SqlRewriteError, position_of
 from sql_rewrites.rewriter import Statement
@@ -119,8 +119,9 @@ def is_spark_error(exc: BaseException) -> bool:
 
 @contextlib.contextmanager
 def quiet_query_context_logger() -> Iterator[None]:
-    """Silence PySpark's JSON logging of SQL errors while sparkseq catches and reports them."""
-    logger = logging.getLogger(QUERY_CONTEXT_LOGGER)
+    """Silence PySpark's JSON logging of SQL errors while sparkseq catches and reports them.
+    (PySpark's own class: a plain ``logging.Logger`` of that name breaks PySpark's calls.)"""
+    logger = PySparkLogger.getLogger(QUERY_CONTEXT_LOGGER)
     disabled, logger.disabled = logger.disabled, True
     try:
         yield

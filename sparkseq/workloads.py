@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
@@ -38,6 +39,8 @@ from sql_rewrites.hierarchy import HierarchyResolver
 from sql_rewrites.rewriter import Replacement, Statement
 from sql_rewrites.shared import Member, SharedGroup, group_members, sharing_key
 from sql_rewrites.dialect import SparkSeq
+from sql_rewrites.sharing import Units
+from sql_rewrites.windows import describe_length
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,14 @@ def workload(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver |
     SqlRewriteError
         Any statement's error, before any statement runs.
     """
+    return [frame for _, frame in run_workload(spark, text, hierarchies=hierarchies)]
+
+
+def run_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver | None = None
+                 ) -> Iterator[tuple[Statement, DataFrame]]:
+    """:func:`workload` statement by statement, lazily: every statement is checked before the
+    first is yielded, and each runs when the iteration reaches it (a group's shared pass
+    with the first statement that reads it)."""
     plan = plan_workload(spark, text, hierarchies=hierarchies)
     cached: set[int] = set()
 
@@ -119,8 +130,7 @@ def workload(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver |
 
         return replace
 
-    return [frame for _, frame in run_script(spark, text, list(plan.checked), hierarchies=hierarchies,
-                                              replace_for=replace_for)]
+    yield from run_script(spark, text, list(plan.checked), hierarchies=hierarchies, replace_for=replace_for)
 
 
 def release_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver | None = None
@@ -161,9 +171,11 @@ def explain_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyRe
         keys = ", ".join(k.name for k in first.partition_keys) or "(none)"
         lines += ["", f"group {g + 1}: {len(group.members)} operators over {first.node.this.sql(dialect=SparkSeq)}, "
                       f"PARTITION BY {keys}, ORDER BY {first.order.name}; cached as {plan.table(g)}"]
+        units = _units(first)
         for i, member in enumerate(group.members):
             p = member.query.plan
-            window = "" if p.within is None else f" WITHIN {p.within}" + ("" if p.slide is None else f" SLIDE {p.slide}")
+            window = "" if p.within is None else f" WITHIN {units.length(p.within)}" + (
+                "" if p.slide is None else f" SLIDE {units.length(p.slide)}")
             lines.append(f"  member {i}: statement {member.statement + 1}, {group.plan.plans[i].describe()}{window}")
         keys_of = statistics.symbol_keys(group)
         for k, (name, condition) in enumerate(group.symbols):
@@ -172,8 +184,8 @@ def explain_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyRe
         queries = [sharing.query_from_plan(f"m{i}", p, keys_of) for i, p in enumerate(group.plan.plans)]
         chosen = sharing.optimize(queries, stats)
         lines += ["", "  sharing optimizer (Sharon): statistics from the data, "
-                      f"{stats.partitions:,} partitions over {stats.span:,.0f} time units"]
-        lines += ["  " + line for line in sharing.explain(chosen).splitlines()]
+                      f"{stats.partitions:,} partitions over {_span(stats.span, units)} of event time"]
+        lines += ["  " + line for line in sharing.explain(chosen, units=units).splitlines()]
         lines += ["", "  execution: one scan, one shuffle and one engine call per partition for all members"]
         lines += ["  " + line for line in _engine_sharing(group.plan.plans)]
         if dot:
@@ -183,6 +195,17 @@ def explain_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyRe
                       f"udafs.spark_shared, cached as {plan.table(g)}):",
                   "  " + events.sql(dialect=SparkSeq, pretty=True).replace("\n", "\n  ")]
     return "\n".join(lines)
+
+
+def _units(query: object) -> Units:
+    """How a group's windows and costs read: minutes and operations per second for a
+    timestamp event time (engine time is microseconds), the column's units otherwise."""
+    clock = query.order.kind.takes_intervals  # type: ignore[attr-defined]
+    return Units(length=lambda value: describe_length(value, clock), per_second=1e6 if clock else None)
+
+
+def _span(span: float | None, units: Units) -> str:
+    return "an unknown span" if span is None else units.length(span)
 
 
 def _engine_sharing(plans: tuple) -> list[str]:
@@ -244,4 +267,4 @@ def _cache_group(spark: SparkSession, plan: WorkloadPlan, group: int) -> None:
               f"WHERE CASE WHEN `{error}` IS NULL THEN TRUE ELSE raise_error(`{error}`) END")
 
 
-__all__ = ["WorkloadPlan", "explain_workload", "plan_workload", "release_workload", "workload"]
+__all__ = ["WorkloadPlan", "explain_workload", "plan_workload", "release_workload", "run_workload", "workload"]

@@ -91,12 +91,15 @@ def parse_into(into: type[exp.Expr], sql: str) -> exp.Expr:
     return tree
 
 
-def parse_fragment(into: type[exp.Expr], document: str, start: int, end: int, what: str) -> exp.Expr:
+def parse_fragment(into: type[exp.Expr], document: str, start: int, end: int, what: str,
+                   lead: TokenType | None = None) -> exp.Expr:
     """Parse ``document[start:end]`` as exactly one ``into`` node (``what`` names it in errors).
 
     Token positions, and so every later error position, are offsets in ``document``:
     a caller may assemble a statement's tree from fragments written apart (the
-    DataFrame API's arguments, laid out one after another in one document).
+    DataFrame API's arguments, laid out one after another in one document). ``lead``:
+    a keyword the fragment may leave out (``INTERVAL`` before ``10 minutes``), read as if
+    written at its start.
 
     Raises
     ------
@@ -111,6 +114,9 @@ def parse_fragment(into: type[exp.Expr], document: str, start: int, end: int, wh
         if token.token_type == TokenType.SEMICOLON:
             raise SqlParseError(f"expected {what}, not several statements", position_of(document, token.start,
                                                                                           token.end))
+    first = tokens[0]
+    if lead is not None and first.token_type != lead:
+        tokens = [Token(lead, lead.name, first.line, first.col, first.start, first.start), *tokens]
     parser = SparkSeq().parser(error_level=ErrorLevel.IMMEDIATE)
     try:
         tree = parser.parse_into(into, tokens, document)[0]
