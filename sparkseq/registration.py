@@ -98,8 +98,22 @@ def stand_in_function(spark: SparkSession, plan: Plan | MultiPlan) -> str:
     that checking registers no engine function per plan."""
     ddl = contract.multi_result_type(plan) if isinstance(plan, MultiPlan) else spark_udfs.output_ddl(plan)
     name = "sparkseq_check_" + _digest(ddl)
-    _once(spark, name, lambda: spark.udf.register(name, arrow_udf(_never_called, ddl)))
+    _once(spark, name, lambda: _register_stand_in(spark, name, ddl))
     return name
+
+
+#: The JVM function object of each stand-in, per SparkContext: every check uses a fresh
+#: scratch session, and building the object (pickling, a JVM call) costs more than the check
+#: of a small statement; registering a built one is one JVM call.
+_stand_ins: weakref.WeakKeyDictionary[object, dict[str, object]] = weakref.WeakKeyDictionary()
+
+
+def _register_stand_in(spark: SparkSession, name: str, ddl: str) -> None:
+    built = _stand_ins.setdefault(spark.sparkContext, {})
+    if name in built:
+        spark._jsparkSession.udf().registerPython(name, built[name])
+    else:
+        built[name] = spark.udf.register(name, arrow_udf(_never_called, ddl))._judf
 
 
 def _never_called(ts: pa.Array, mask: pa.Array, *values: pa.Array) -> pa.Scalar:

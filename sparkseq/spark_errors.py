@@ -73,8 +73,10 @@ def span_in(exc: PySparkException, sql: str) -> tuple[int, int] | None:
     """Offsets ``(start, end)`` (inclusive) in ``sql`` — the text Spark was given — of what
     ``exc`` points at: its query context, or a syntax error's line and position."""
     contexts = exc.getQueryContext() if hasattr(exc, "getQueryContext") else []
-    if contexts and contexts[0].startIndex() >= 0:
-        return contexts[0].startIndex(), max(contexts[0].startIndex(), contexts[0].stopIndex())
+    for context in contexts:
+        # a context naming an object (a view's stored text) is not about ``sql``
+        if not context.objectType() and context.startIndex() >= 0:
+            return context.startIndex(), max(context.startIndex(), context.stopIndex())
     if isinstance(exc, ParseException):
         origin = getattr(exc, "_origin", None)
         try:

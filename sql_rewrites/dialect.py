@@ -80,14 +80,17 @@ def parse_statement(sql: str) -> exp.Expr:
 
 def parse_into(into: type[exp.Expr], sql: str) -> exp.Expr:
     """Parse ``sql`` as one ``into`` node (e.g. a :class:`MatchPattern`)."""
-    tokens = tokenize(sql)
+    return _tokens_into(into, tokenize(sql), sql, f"a {into.__name__}", 0)
+
+
+def _tokens_into(into: type[exp.Expr], tokens: list[Token], sql: str, what: str, start: int) -> exp.Expr:
     parser = SparkSeq().parser(error_level=ErrorLevel.IMMEDIATE)
     try:
         tree = parser.parse_into(into, tokens, sql)[0]
     except ParseError as exc:
         raise to_sql_parse_error(exc, sql, tokens) from None
     if tree is None:
-        raise SqlParseError(f"expected a {into.__name__}", position_of(sql, 0, 0))
+        raise SqlParseError(f"expected {what}", position_of(sql, start, start))
     return tree
 
 
@@ -117,14 +120,7 @@ def parse_fragment(into: type[exp.Expr], document: str, start: int, end: int, wh
     first = tokens[0]
     if lead is not None and first.token_type != lead:
         tokens = [Token(lead, lead.name, first.line, first.col, first.start, first.start), *tokens]
-    parser = SparkSeq().parser(error_level=ErrorLevel.IMMEDIATE)
-    try:
-        tree = parser.parse_into(into, tokens, document)[0]
-    except ParseError as exc:
-        raise to_sql_parse_error(exc, document, tokens) from None
-    if tree is None:
-        raise SqlParseError(f"expected {what}", position_of(document, start, start))
-    return tree
+    return _tokens_into(into, tokens, document, what, start)
 
 
 def to_sql_parse_error(exc: ParseError, sql: str, tokens: list[Token]) -> SqlParseError:
