@@ -28,7 +28,8 @@ creates —; every statement after one whose effect on the catalog cannot be rea
 (e.g. an ``ALTER`` sqlglot cannot parse, a deferred ``USE``); a statement with ``:name``
 or ``?`` parameter markers when ``args`` are given (Spark binds them when it runs).
 Spark Connect sessions have no scratch copy: there, statements get the compiler's
-checks only.
+checks ahead and Spark's when they run. A script of one statement needs none: it is
+compiled, and ``spark.sql`` analyses it completely before running any of it.
 
 Errors are sparkseq errors placed in the script: the compiler's, and Spark's own parse
 and analysis errors as :class:`~sql_rewrites.errors.SqlParseError` /
@@ -151,7 +152,9 @@ def check_script(spark: SparkSession, text: str, *, hierarchies: HierarchyResolv
     if not statements:
         raise ValueError("no SQL statement to run")
     check_literal_setting(spark)
-    checker = _Checker(spark, text, hierarchies, args)
+    # one statement needs no scratch copy: spark.sql analyses a statement completely before
+    # it runs any of it, so its errors come before anything changes (placed by run_script)
+    checker = _Checker(spark, text, hierarchies, args, scratch=len(statements) > 1)
     with quiet_query_context_logger():
         return [checker.check(number, statement) for number, statement in enumerate(statements)]
 
@@ -236,9 +239,9 @@ class _Checker:
     reproduce of what they do."""
 
     def __init__(self, spark: SparkSession, text: str, hierarchies: HierarchyResolver | None,
-                 args: dict[str, Any] | list[Any] | None) -> None:
+                 args: dict[str, Any] | list[Any] | None, scratch: bool = True) -> None:
         self.spark, self.text, self.hierarchies, self.args = spark, text, hierarchies, args
-        self.scratch = scratch_session(spark)
+        self.scratch = scratch_session(spark) if scratch else None
         self.created: set[str] = set()  # relations the script creates (case-folded, as written)
         self.unreproduced: set[str] = set()  # objects the scratch copy does not hold as the script leaves them
         self.stand_ins: set[str] = set()  # relations an empty temporary view stands in for in the scratch copy

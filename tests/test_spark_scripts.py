@@ -78,6 +78,15 @@ def test_a_mistake_anywhere_runs_nothing_and_points_into_the_script(spark, click
         assert not spark.catalog.tableExists(name)
 
 
+def test_one_statement_is_left_to_spark_analysis_with_the_same_errors(spark, clicks: str) -> None:
+    """No scratch copy for one statement: spark.sql's own analysis, before anything runs."""
+    before = jobs_started(spark)
+    with pytest.raises(E.SparkAnalysisError, match=r"^DEFINE of A: \[UNRESOLVED_ROUTINE\]") as caught:
+        sql(spark, "CREATE OR REPLACE TEMP VIEW script_first AS " + operator("no_such_fn(action) = 'v'"))
+    assert (caught.value.position.line, caught.value.position.column) == (2, 33)
+    assert jobs_started(spark) == before and not spark.catalog.tableExists("script_first")
+
+
 def test_statements_reading_what_earlier_ones_create_are_checked_against_it(spark, clicks: str) -> None:
     """Tables created, filled, altered, read and dropped in one script: no false error ahead,
     each statement taking effect in turn."""
