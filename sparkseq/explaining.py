@@ -92,7 +92,7 @@ def _measure(q: MatchAggregateQuery, m: MeasureSpec) -> str:
 
 def _length(value: int | None, kind: OrderKind) -> str:
     """A window length in the ORDER BY column's terms: ``10 minutes`` or ``600``."""
-    return "(none)" if value is None else describe_length(value, kind)
+    return "(none)" if value is None else describe_length(value, kind.takes_intervals)
 
 
 __all__ = ["describe_statement", "describe_operator"]

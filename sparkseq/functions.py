@@ -383,7 +383,8 @@ def evaluate(sig: Signature, args: Sequence[pa.Array], hierarchies: Hierarchies 
     if sig.windows and (within is None or slide is None):
         raise FunctionArgumentError(f"{sig.usage}: within and slide are required (not NULL)")
     if within is not None and slide is not None:
-        check_slide_length(within, slide, (describe_length(slide, kind), describe_length(within, kind)))
+        clock = kind.takes_intervals
+        check_slide_length(within, slide, (describe_length(slide, clock), describe_length(within, clock)))
     symbol, value_type, scale, columns = None, None, 0, []
     if sig.kind is not MeasureKind.COUNT_STAR:
         named = constant(sig, "symbol", call["symbol"])
@@ -559,8 +560,8 @@ def check_calls(tree: exp.Expr, resolve: Callable[[str], ConceptHierarchy] | Non
         slide = None if _is_null(bound.get("slide")) else PLACEHOLDER_LENGTH
         lengths = [_interval_micros(bound.get(name)) for name in ("within", "slide")]
         if None not in lengths:  # both written as intervals: the event time is a timestamp
-            check_slide_length(*lengths, (describe_length(lengths[1], OrderKind.TIMESTAMP),  # type: ignore[misc]
-                                          describe_length(lengths[0], OrderKind.TIMESTAMP)))
+            check_slide_length(*lengths, (describe_length(lengths[1], True),  # type: ignore[misc]
+                                          describe_length(lengths[0], True)))
         symbol = _literal_text(bound.get("symbol")) if sig.kind is not MeasureKind.COUNT_STAR else None
         name = split_hierarchy(pattern)[1]
         if name and resolve is None:

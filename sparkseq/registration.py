@@ -22,6 +22,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import pyarrow as pa
 from pyspark.sql import SparkSession
 from pyspark.sql.functions import arrow_udf, arrow_udtf
 
@@ -115,6 +116,41 @@ def engine_function(spark: SparkSession, plan: Plan | MultiPlan) -> str:
         body, ddl = spark_udfs.plan_aggregate(plan.to_json()), spark_udfs.output_ddl(plan)
     _once(spark, name, lambda: arrow_udf(body, ddl))
     return name
+
+
+def stand_in_function(spark: SparkSession, plan: Plan | MultiPlan) -> str:
+    """Name of a function with the result type of ``plan``'s engine function that is never
+    called, registered in ``spark`` (once per result type): what a statement is analysed
+    with when it must not run (:mod:`sparkseq.scripts` checks in a scratch session), so
+    that checking registers no engine function per plan."""
+    ddl = contract.multi_result_type(plan) if isinstance(plan, MultiPlan) else spark_udfs.output_ddl(plan)
+    name = "sparkseq_check_" + _digest(ddl)
+    registered = _stand_ins_registered.setdefault(spark, set())
+    if name not in registered:
+        _register_stand_in(spark, name, ddl)
+        registered.add(name)
+    return name
+
+
+#: The JVM function object of each stand-in, per SparkContext: every check uses a fresh
+#: scratch session, and building the object (pickling, a JVM call) costs more than the check
+#: of a small statement; registering a built one is one JVM call.
+_stand_ins: weakref.WeakKeyDictionary[object, dict[str, object]] = weakref.WeakKeyDictionary()
+#: Per session, the stand-ins registered there (kept apart from :data:`_registered`: a
+#: stand-in is never copied into another session).
+_stand_ins_registered: weakref.WeakKeyDictionary[SparkSession, set[str]] = weakref.WeakKeyDictionary()
+
+
+def _register_stand_in(spark: SparkSession, name: str, ddl: str) -> None:
+    built = _stand_ins.setdefault(spark.sparkContext, {})
+    if name in built:
+        spark._jsparkSession.udf().registerPython(name, built[name])
+    else:
+        built[name] = spark.udf.register(name, arrow_udf(_never_called, ddl))._judf
+
+
+def _never_called(ts: pa.Array, mask: pa.Array, *values: pa.Array) -> pa.Scalar:
+    raise AssertionError("a stand-in engine function is analysed, never called")
 
 
 def engine_function_name(plan: Plan | MultiPlan) -> str:

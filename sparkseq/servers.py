@@ -133,8 +133,7 @@ def run(args: argparse.Namespace, *, session: Callable[[], SparkSession], start:
     spark = session()
     try:
         if init is not None:
-            initfile.check(spark, init)
-            initfile.run(spark, init)
+            initfile.run(spark, init)  # checks every statement before the first runs
         server = start(spark)
     except (initfile.InitFileError, ServerError) as exc:
         stop_spark(spark)

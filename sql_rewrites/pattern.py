@@ -19,8 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sqlglot import exp
+from sqlglot.tokens import TokenType
 
-from sql_rewrites.dialect import parse_into, SparkSeq
+from sql_rewrites.dialect import parse_fragment, parse_into, SparkSeq
 from sql_rewrites.errors import NonPositiveWindowError, SlideWithoutWithinError
 from sql_rewrites.expressions import MatchPattern
 from sql_rewrites.generate import mask_expression
@@ -118,9 +119,8 @@ def window_micros(text: str, clause: str = "WITHIN") -> int:
     ------
     SqlParseError, BadIntervalError, NonPositiveWindowError, WindowTypeMismatchError
     """
-    source = text if text.strip().upper().startswith("INTERVAL") else f"INTERVAL {text}"
-    value = parse_into(exp.Interval, source)
-    return window_length(value, clause, "the event time", OrderKind.TIMESTAMP, source)
+    value = parse_fragment(exp.Interval, text, 0, len(text), "an interval", lead=TokenType.INTERVAL)
+    return window_length(value, clause, "the event time", OrderKind.TIMESTAMP, text)
 
 
 def _check_window(within: int | None, slide: int | None) -> None:

@@ -21,7 +21,7 @@ aggregates need no split also comes back verbatim.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
@@ -47,6 +47,9 @@ PythonAggregates = Mapping[str, PythonAggregate]
 #: ``(ordinal, query) -> (replacement, name) | None`` (see :func:`explain_statement`).
 Replacement = Callable[[int, MatchAggregateQuery], "tuple[exp.Expr, str] | None"]
 EXPLAIN_MODES = ("EXTENDED", "CODEGEN", "COST", "FORMATTED")
+#: First tokens of statements that are queries (``WITH ... INSERT`` and ``FROM ... INSERT``
+#: write rows, but change no relation's columns either).
+QUERY_KEYWORDS = frozenset({"SELECT", "WITH", "FROM", "VALUES", "TABLE", "("})
 
 
 @dataclass(frozen=True)
@@ -54,12 +57,28 @@ class Statement:
     """One statement of the input: its text and tokens (positions in the whole input).
 
     For ``EXPLAIN [mode] <query>`` the tokens are those of ``<query>`` and ``prefix``
-    is ``"EXPLAIN [mode] "`` (sqlglot reads EXPLAIN as an opaque command).
+    is ``"EXPLAIN [mode] "`` (sqlglot reads EXPLAIN as an opaque command). ``start`` is
+    the offset of ``text`` in the whole input.
     """
 
     text: str
     tokens: list[Token]
     prefix: str = ""
+    start: int = 0
+
+    @property
+    def keyword(self) -> str:
+        """The statement's first token, upper-cased (``SELECT``, ``CREATE``, ``EXPLAIN``, ``(`` ...):
+        what kind of statement it is. Comments before it are not tokens, so they never count."""
+        if self.prefix:
+            return "EXPLAIN"
+        return self.tokens[0].text.upper() if self.tokens else ""
+
+    @property
+    def is_query(self) -> bool:
+        """True for a statement that only reads (``SELECT``, ``WITH``, ``FROM``, ``VALUES``,
+        ``TABLE``, a parenthesized query): running it changes no relation."""
+        return self.keyword in QUERY_KEYWORDS
 
     @property
     def has_match_aggregate(self) -> bool:
@@ -87,6 +106,13 @@ class OperatorExplanation:
     query: MatchAggregateQuery
     function_name: str
     generated_sql: str
+    replacement: exp.Expr | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def relation_sql(self) -> str:
+        """``SELECT * FROM <the replacement>``: the operator's output on its own, as Spark SQL."""
+        assert self.replacement is not None
+        return print_tree(exp.select("*").from_(self.replacement.copy()))
 
     @property
     def plan(self) -> Plan:
@@ -130,7 +156,9 @@ def split_statements(sql: str) -> list[Statement]:
         if token is None or token.token_type == TokenType.SEMICOLON:
             end = len(sql) if token is None else token.start
             if chunk:
-                statements.append(_explained(Statement(sql[start:end].strip(), chunk), sql, end))
+                piece = sql[start:end]
+                offset = start + len(piece) - len(piece.lstrip())
+                statements.append(_explained(Statement(piece.strip(), chunk, start=offset), sql, end))
             start, chunk = (token.end + 1 if token else end), []
         else:
             chunk.append(token)
@@ -147,7 +175,7 @@ def _explained(statement: Statement, sql: str, end: int) -> Statement:
     tokens = tokenize(hidden + sql[offset:end])
     skip = 1 if tokens and tokens[0].text.upper() in EXPLAIN_MODES else 0
     prefix = " ".join(["EXPLAIN", *(t.text.upper() for t in tokens[:skip])]) + " "
-    return Statement(statement.text, tokens[skip:], prefix) if tokens[skip:] else statement
+    return Statement(statement.text, tokens[skip:], prefix, statement.start) if tokens[skip:] else statement
 
 
 def explain(
@@ -280,6 +308,29 @@ def _rewrite_statement(
             "MATCH_AGGREGATE (...) must follow a table, view or subquery in FROM or JOIN of a query",
             position_of(sql, keyword.start, keyword.end),
         )
+    rewritten, operators = rewrite_tree(tree, sql, schema, engine_function, hierarchies=hierarchies, pretty=pretty,
+                                        replace=replace, python_aggregates=python_aggregates)
+    return StatementExplanation(statement.text, statement.prefix + rewritten, operators)
+
+
+def rewrite_tree(
+    tree: exp.Expr,
+    sql: str | None,
+    schema: SchemaProvider,
+    engine_function: EngineFunction,
+    *,
+    hierarchies: HierarchyResolver | None = None,
+    pretty: bool = False,
+    replace: Replacement | None = None,
+    python_aggregates: PythonAggregates | None = None,
+) -> tuple[str, tuple[OperatorExplanation, ...]]:
+    """Analyse and rewrite every MATCH_AGGREGATE of a parsed ``tree`` (changed in place);
+    returns the Spark SQL and each operator's explanation, innermost first.
+
+    ``sql`` is the text the tree's token positions refer to (for error positions). This is
+    the entry for trees that were not parsed from one statement (the DataFrame API builds
+    the operator from separately parsed arguments); see :func:`explain_statement`.
+    """
     analyzer = Analyzer(schema, hierarchies=hierarchies, sql=sql)
     queries = analyzer.analyze_tree(tree)  # all errors surface before any rewriting
     operators = []
@@ -290,11 +341,11 @@ def _rewrite_statement(
         else:
             name = engine_function(query.plan)
             replacement = generate(query, name, source=query.node.this)
-        operators.append(OperatorExplanation(query, name, print_tree(replacement, pretty)))
+        operators.append(OperatorExplanation(query, name, print_tree(replacement, pretty), replacement))
         query.node.replace(replacement)
     tree, _ = split_python_aggregates(tree, python_aggregates or {}, sql)
-    return StatementExplanation(statement.text, statement.prefix + print_statement(tree, sql, pretty=pretty),
-                                tuple(operators))
+    printed = print_tree(tree, pretty) if sql is None else print_statement(tree, sql, pretty=pretty)
+    return printed, tuple(operators)
 
 
 def _split_aggregates(statement: Statement, sql: str, python_aggregates: PythonAggregates,
@@ -317,7 +368,9 @@ __all__ = [
     "rewrite_statements",
     "explain",
     "explain_statement",
+    "rewrite_tree",
     "split_statements",
+    "QUERY_KEYWORDS",
     "Statement",
     "StatementExplanation",
     "OperatorExplanation",

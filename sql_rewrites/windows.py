@@ -38,6 +38,27 @@ INTERVAL_UNITS_HELP = "MICROSECOND(S), MILLISECOND(S), SECOND(S), MINUTE(S), HOU
 INT64_MAX = 2**63 - 1
 
 
+def describe_length(value: float, takes_intervals: bool) -> str:
+    """A length in engine time units in words: for a timestamp event time (microseconds)
+    exact in the largest unit that divides it, with the size in a larger unit when the
+    count runs into thousands, or about (``~1.51 hours``) when no unit divides it; for a
+    numeric event time the number in the column's own units.
+
+    >>> describe_length(600_000_000, True), describe_length(90_061_000_000, True), describe_length(600, False)
+    ('10 minutes', '90061 seconds (~1.04 days)', '600')
+    """
+    if not takes_intervals:
+        return f"{value:.0f}" if float(value).is_integer() else f"{value:.6g}"
+    units = sorted(MICROS_PER_UNIT.items(), key=lambda u: -u[1])
+    about = next((f"~{value / size:.3g} {unit.lower()}s" for unit, size in units if value >= size), None)
+    for unit, size in units:
+        if value >= size and value % size == 0:
+            count = int(value // size)
+            exact = f"{count} {unit.lower()}{'s' if count != 1 else ''}"
+            return f"{exact} ({about})" if count >= 1000 and about and not about.endswith(f" {unit.lower()}s") else exact
+    return about or f"{value:g} microseconds"
+
+
 def window_length(value: exp.Expr, clause: str, order_column: str, kind: OrderKind, sql: str | None = None) -> int:
     """The positive int64 length of a WITHIN / SLIDE value in engine units.
 
@@ -86,17 +107,6 @@ def check_slide(within: exp.Expr | None, slide: exp.Expr | None, sql: str | None
             "WITHIN INTERVAL 10 MINUTES before SLIDE",
             node_position(slide, sql),
         )
-
-
-def describe_length(value: int, kind: OrderKind) -> str:
-    """A window length in engine units, in the ORDER BY column's terms: ``10 minutes`` or ``600``."""
-    if not kind.takes_intervals:
-        return str(value)
-    for unit, micros in sorted(MICROS_PER_UNIT.items(), key=lambda u: -u[1]):
-        if value % micros == 0:
-            count = value // micros
-            return f"{count} {unit.lower()}{'s' if count != 1 else ''}"
-    raise AssertionError("unreachable: MICROSECOND divides every length")
 
 
 #: Why SLIDE may not exceed WITHIN, in the words of Spark's own check.

@@ -144,7 +144,7 @@ def test_operators_with_predicates_or_strategies_run_alone(spark) -> None:  # no
 
 
 def test_a_view_replaced_mid_script_is_read_as_it_is_then(spark) -> None:  # noqa: ANN001
-    """Schemas are read once per script while only queries run (sparkseq.sql_api.evict_changed):
+    """Schemas are read once per script while only queries run (sparkseq.scripts.evict_changed):
     a statement that replaces the view makes the next one read it again — here its
     DEFINE column only exists in the new view."""
     events_frame(spark, [oracle.Events([1, 2, 3], [1, 2, 2], ([1, 2, 3], [1.0, 2.0, 3.0]))]

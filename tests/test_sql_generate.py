@@ -142,6 +142,17 @@ def test_statements_without_the_operator_pass_through_verbatim() -> None:
     assert [s.text for s in split_statements("SELECT ';' ; ; SELECT 2")] == ["SELECT ';'", "SELECT 2"]
 
 
+def test_statements_know_their_kind_by_their_first_token_and_their_place() -> None:
+    """Comments before a statement are not its first token; EXPLAIN may be followed by
+    another statement (sqlglot gives EXPLAIN's rest as one raw token, not a literal)."""
+    text = "-- SELECT first\nCREATE TEMP VIEW v AS SELECT 1;\n/* x */ explain select 'a''b' ; (SELECT 2); WITH t AS (SELECT 1) SELECT * FROM t"
+    statements = split_statements(text)
+    assert [(s.keyword, s.is_query) for s in statements] == [("CREATE", False), ("EXPLAIN", False), ("(", True),
+                                                             ("WITH", True)]
+    assert [text[s.start:s.start + len(s.text)] for s in statements] == [s.text for s in statements]
+    assert statements[1].text == "/* x */ explain select 'a''b'" and statements[1].prefix == "EXPLAIN "
+
+
 @pytest.mark.parametrize(
     ("prefix", "kind"),
     [("CREATE OR REPLACE TEMPORARY VIEW v AS ", exp.Create), ("INSERT INTO t2 ", exp.Insert),

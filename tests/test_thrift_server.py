@@ -299,7 +299,9 @@ FIRST = "CREATE TEMP VIEW thrift_never AS SELECT 1 AS x;\n"
     ("SELECT * FROM thrift_clicks MATCH_AGGREGATE (ORDER BY ts\n  PATTERN SEQ(view) TYPE BY actoin) m",
      ":3:29:", "UnknownColumnError: unknown column 'actoin' in TYPE BY"),
     ("SELECT 'unterminated", ":2:", "SqlParseError"),
-], ids=["parse", "column", "table", "match-aggregate", "tokenize"])
+    ("SELECT * FROM thrift_clicks MATCH_AGGREGATE (ORDER BY ts\n  PATTERN SEQ(A) DEFINE A AS nofn(action)) m",
+     ":3:30:", "SparkAnalysisError: DEFINE of A: [UNRESOLVED_ROUTINE]"),
+], ids=["parse", "column", "table", "match-aggregate", "tokenize", "spark-in-define"])
 def test_bad_init_file_names_file_line_and_changes_nothing(server: thrift.ThriftServer, spark, tmp_path: Path,
                                                            body: str, where: str, message: str) -> None:
     path = tmp_path / "bad.sql"
