@@ -66,12 +66,7 @@ def session(master: str | None = None, app_name: str = "sparkseq",
     if master.startswith("sc://"):
         return _connect_session(master, app_name, conf)
     where = cluster.classify(master)
-    cluster.python_environment(where, _ROOT)
-    if where.kind is cluster.MasterKind.LOCAL:  # local workers inherit the JVM's environment, which inherits ours
-        for key, value in WORKER_MALLOC.items():
-            os.environ.setdefault(key, value)
-    elif where.kind is cluster.MasterKind.LOCAL_CLUSTER:  # its executors' files, else in pyspark's install
-        os.environ.setdefault("SPARK_WORKER_DIR", str(scratch_dir() / "work"))
+    _process_environment(where)
     settings = {**default_conf(where.url), **{key: str(value) for key, value in (conf or {}).items()}}
     cluster.worker_python_conf(settings)
     unavailable = None
@@ -95,6 +90,16 @@ def session(master: str | None = None, app_name: str = "sparkseq",
         warnings.warn(f"spark.sql does not accept MATCH_AGGREGATE in this session: {unavailable}",
                       ParserExtensionWarning, stacklevel=2)
     return spark
+
+
+def _process_environment(where: cluster.Master) -> None:
+    """Environment variables the JVM about to start (and what it starts) inherit."""
+    cluster.python_environment(where, _ROOT)
+    if where.kind is cluster.MasterKind.LOCAL:  # local workers inherit the JVM's environment, which inherits ours
+        for key, value in WORKER_MALLOC.items():
+            os.environ.setdefault(key, value)
+    elif where.kind is cluster.MasterKind.LOCAL_CLUSTER:  # its executors' files, else in pyspark's install
+        os.environ.setdefault("SPARK_WORKER_DIR", str(scratch_dir() / "work"))
 
 
 class ParserExtensionWarning(UserWarning):

@@ -68,7 +68,8 @@ def test_workers_import_sparkseq_from_the_shipped_zip(cluster_run: dict) -> None
     assert cluster_run["executors"] == 2
     assert paths["executable"] == cluster_run["workers_python"]
     assert ".zip/udafs/__init__.py" in paths["udafs"] and str(ROOT) not in paths["udafs"]
-    assert str(ROOT) not in paths["pythonpath"] and not paths["cwd"].startswith(str(ROOT) + "/sparkseq")
+    assert all(Path(p).resolve() != ROOT for p in paths["pythonpath"].split(os.pathsep) if p)
+    assert Path(paths["cwd"]).resolve() != ROOT and not (Path(paths["cwd"]) / "sparkseq").exists()
 
 
 @pytest.mark.parametrize("case", sorted(cluster_cases.CASES))
