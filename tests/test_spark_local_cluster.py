@@ -44,11 +44,11 @@ def cluster_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
     base = tmp_path_factory.mktemp("local_cluster")
     workers = _venv(base / "workers", sysconfig.get_paths()["purelib"])
     bare = _venv(base / "bare", None)
-    probe = subprocess.run([workers, "-c", "import sparkseq"], cwd=base, capture_output=True, text=True)
-    assert "No module named 'sparkseq'" in probe.stderr  # the workers' Python cannot import it by itself
-    env = {**os.environ, "PYSPARK_PYTHON": workers}
+    env = {**os.environ, "PYSPARK_PYTHON": workers}  # without the checkout the tests' session put on PYTHONPATH
     env["PYTHONPATH"] = os.pathsep.join(p for p in env.get("PYTHONPATH", "").split(os.pathsep)
                                         if p and Path(p).resolve() != ROOT)
+    probe = subprocess.run([workers, "-c", "import sparkseq"], cwd=base, env=env, capture_output=True, text=True)
+    assert "No module named 'sparkseq'" in probe.stderr  # the workers' Python cannot import it by itself
     out = base / "report.json"
     done = subprocess.run([sys.executable, "-m", "tests.local_cluster_driver", str(out), str(base / "kill"), bare],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=DRIVER_TIMEOUT_S)
