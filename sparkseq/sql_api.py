@@ -42,6 +42,7 @@ from sqlglot.errors import SqlglotError
 from sparkseq.catalog import PendingRelation, SessionSchemas
 from sparkseq.explaining import describe_statement
 from sparkseq import hierarchies as registry
+from sparkseq import live
 from sparkseq.functions import check_calls
 from sparkseq.registration import engine_function, engine_function_name
 from sql_rewrites.dialect import parse_statement, SparkSeq
@@ -53,7 +54,7 @@ from sql_rewrites.hierarchy_statements import (
     HierarchyStatement,
     parse_hierarchy_statement,
 )
-from sql_rewrites.rewriter import Statement, StatementExplanation, explain_statement, split_statements
+from sql_rewrites.rewriter import Replacement, Statement, StatementExplanation, explain_statement, split_statements
 from sql_rewrites.schema import Catalog, SchemaProvider, table_name
 from udafs.plan import Plan
 
@@ -124,7 +125,7 @@ def run_statements(spark: SparkSession, text: str, *, hierarchies: HierarchyReso
         # analysed again: earlier statements may have changed the catalog and the hierarchies
         resolver = registry.resolver(spark, hierarchies)
         rewritten = _explained(text, statement, SessionSchemas(spark, cache=schemas), resolver,
-                               _registering(spark)).rewritten
+                               _registering(spark), replace=live.replacer(spark, text)).rewritten
         frame = spark.sql(rewritten, args=args) if args is not None else spark.sql(rewritten)
         evict_changed(schemas, statement)
         yield statement.text, frame
@@ -250,7 +251,7 @@ def _check_all(spark: SparkSession, text: str, statements: list[Statement],
         resolver = registry.resolver(spark, hierarchies, overlay)
         try:
             result = _explained(text, statement, SessionSchemas(spark, pending=created, cache=schemas), resolver,
-                                engine_function_name)
+                                engine_function_name, replace=live.replacer(spark, text, register=False))
         except PendingRelation:
             pass  # analysed when it runs, after the statement creating the relation (or hierarchy)
         else:
@@ -304,10 +305,13 @@ def run_hierarchy_statement(spark: SparkSession, kind: HierarchyStatement,
 
 
 def _explained(text: str, statement: Statement, schemas: SchemaProvider, hierarchies: HierarchyResolver | None,
-               name_for: Callable[[Plan], str], pretty: bool = False) -> StatementExplanation:
-    """:func:`explain_statement`, with a friendlier message for relations Spark does not know."""
+               name_for: Callable[[Plan], str], pretty: bool = False,
+               replace: Replacement | None = None) -> StatementExplanation:
+    """:func:`explain_statement`, with a friendlier message for relations Spark does not
+    know; ``replace`` turns operators over streaming sources into live ones (:mod:`sparkseq.live`)."""
     try:
-        explained = explain_statement(statement, text, schemas, name_for, hierarchies=hierarchies, pretty=pretty)
+        explained = explain_statement(statement, text, schemas, name_for, hierarchies=hierarchies, pretty=pretty,
+                                      replace=replace)
     except UnknownTableError as exc:
         if not isinstance(schemas, SessionSchemas) or not schemas.missing:
             raise

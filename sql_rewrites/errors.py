@@ -221,3 +221,8 @@ class PredicateError(SqlRewriteError):
 
 class StrategyError(SqlRewriteError):
     """STRATEGY (or WHERE) is used where it is not supported (e.g. with CUBE / PATTERNS)."""
+
+
+class StreamingError(SqlRewriteError):
+    """A MATCH_AGGREGATE reads a streaming source in a way a live stream cannot answer
+    (no watermark on the event time, a feature that would need unbounded state, ...)."""

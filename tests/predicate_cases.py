@@ -82,12 +82,13 @@ def where_sql(plan: Plan, seed: int = 0) -> str:
     return " AND ".join(conds)
 
 
-def match_aggregate(plan: Plan, source: str = "pcases", seed: int = 0) -> str:
+def match_aggregate(plan: Plan, source: str = "pcases", seed: int = 0, **options: object) -> str:
     """``<source> MATCH_AGGREGATE (...) AS m`` computing ``plan`` per ``g``, with its WHERE and
-    (always when not the default, else on odd seeds) its STRATEGY clause."""
+    (always when not the default, else on odd seeds) its STRATEGY clause; ``options`` go to
+    :func:`tests.sql_cases.match_aggregate`."""
     spelled = plan.strategy is not Strategy.SKIP_TILL_ANY_MATCH or seed % 2
     return sql_cases.match_aggregate(plan, source, where=where_sql(plan, seed), columns=COLUMNS,
-                                     strategy=STRATEGY_SQL[plan.strategy] if spelled else "")
+                                     strategy=STRATEGY_SQL[plan.strategy] if spelled else "", **options)
 
 
 def select_sql(plan: Plan, seed: int = 0) -> str:

@@ -100,6 +100,11 @@ def column_arrays(arr: pa.Array, vt: ValueType) -> Column:
     return pc.fill_null(arr, 0).to_numpy(zero_copy_only=False).astype(dtype, copy=False), valid
 
 
+def arrow_type(sql: str) -> pa.DataType:
+    """The Arrow type of a result field's SQL type (:mod:`udafs.contract`)."""
+    return _ARROW[sql]
+
+
 def _int64(arr: pa.Array) -> np.ndarray:
     return arr.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
 
