@@ -142,20 +142,20 @@ def check_keys(live: LiveQuery, events: DataFrame, sql: str | None) -> None:
     StreamingError
         Naming the key and its type (arrays, maps, structs, intervals, ...).
     """
-    for name in live.keys:
-        dtype = events.schema[name].dataType
+    for key in live.query.partition_keys:
+        dtype = events.schema[key.name].dataType
         if not isinstance(dtype, (T.StringType, T.TimestampType, T.BinaryType, *_AS_TEXT)):
             raise StreamingError(
-                f"PARTITION BY {name} is {dtype.simpleString().upper()}; over a streaming source partition keys must "
-                "be strings, numbers, booleans, dates, timestamps or binary — compute such a key in the source "
-                "(e.g. to_json(...))", node_position(live.query.node.args["partition_by"], sql))
+                f"PARTITION BY {key.name} is {dtype.simpleString().upper()}; over a streaming source partition keys "
+                "must be strings, numbers, booleans, dates, timestamps or binary — compute such a key in the source "
+                "(e.g. to_json(...))", node_position(key.expression, sql))
 
 
 def frame(spark: SparkSession, live: LiveQuery, events: DataFrame) -> DataFrame:
     """The live operator's streaming DataFrame over its ``events``: partition keys by name
     and the engine's result fields named :attr:`LiveQuery.fields` (module docstring,
     steps 2-4)."""
-    buckets = int(spark.conf.get(BUCKETS_CONF, str(DEFAULT_BUCKETS)))
+    buckets = bucket_count(spark)
     types = {k: events.schema[k].dataType for k in live.keys}
     key = F.to_json(F.array(*(encode_key(events[k], types[k]) for k in live.keys))) if live.keys else F.lit("[]")
     values = []
@@ -200,11 +200,44 @@ def decode_key(text: Column, dtype: T.DataType) -> Column:
     return text.cast(dtype)
 
 
-def progress(query: object) -> dict[str, object] | None:
-    """The last micro-batch of a started query, summed over its stateful operators: batch,
-    input rows, rows per second, watermark, late rows dropped, state rows and bytes.
-    None before the first batch."""
-    last = getattr(query, "lastProgress", None)
+def bucket_count(spark: SparkSession) -> int:
+    """The number of buckets live operators spread partition keys over (:data:`BUCKETS_CONF`)."""
+    return int(spark.conf.get(BUCKETS_CONF, str(DEFAULT_BUCKETS)))
+
+
+def check_checkpoint(spark: SparkSession, checkpoint: str, plans: list[str]) -> None:
+    """Refuse, before a query starts, a checkpoint whose live-operator state was written
+    for other plans than ``plans`` (``Plan.to_json()`` of the statement's live operators).
+    Reads one stored state per stateful operator with Spark's ``statestore`` source (a
+    small job); a checkpoint without state passes.
+
+    Raises
+    ------
+    StreamingError
+        Naming the digests found and expected.
+    """
+    buckets = bucket_count(spark)
+    expected = {spark_live.state_digest(p, buckets) for p in plans}
+    try:
+        operators = [r.operatorId for r in spark.read.format("state-metadata").load(checkpoint).collect()]
+    except AnalysisException:
+        return  # no checkpoint, or no state in it yet
+    for op in operators:
+        rows = (spark.read.format("statestore").option("operatorId", op).load(checkpoint)
+                .select("value.groupState.state").limit(1).collect())
+        found = spark_live.stored_digest(rows[0][0]) if rows and rows[0][0] is not None else None
+        if found is not None and found not in expected:
+            raise StreamingError(
+                f"the checkpoint {checkpoint} holds state written by a different MATCH_AGGREGATE (state digest "
+                f"{found}; this statement's: {', '.join(sorted(expected))}); a query restarted from a checkpoint "
+                "must be the same statement (and bucket count) — start a changed query with a new checkpoint location")
+
+
+def progress(last: dict | None) -> dict[str, object] | None:
+    """A micro-batch's progress (``query.lastProgress``, or an item of
+    ``query.recentProgress``) in brief, summed over the stateful operators: batch, input
+    rows, rows per second, watermark, late rows dropped, state rows and bytes, rows
+    emitted, duration. None for None (no batch yet)."""
     if not last:
         return None
     ops = last.get("stateOperators", [])
@@ -222,4 +255,4 @@ def progress(query: object) -> dict[str, object] | None:
 
 
 __all__ = ["replacer", "source_frame", "check_watermark", "check_keys", "frame", "view_name", "encode_key", "decode_key",
-           "progress", "BUCKETS_CONF", "DEFAULT_BUCKETS"]
+           "progress", "bucket_count", "check_checkpoint", "BUCKETS_CONF", "DEFAULT_BUCKETS"]

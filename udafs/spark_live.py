@@ -52,6 +52,12 @@ def state_digest(plan_json: str, buckets: int) -> str:
     return hashlib.sha1(f"{plan_json}|buckets={buckets}".encode()).hexdigest()[:16]
 
 
+def stored_digest(blob: bytes) -> str | None:
+    """The plan digest a stored bucket state was written for (None if it has none)."""
+    stored = state_codec.decode(blob)
+    return stored.get("digest") if isinstance(stored, dict) else None
+
+
 def output_ddl(plan: Plan) -> str:
     """The function's output schema: the key, then the engine contract's result fields."""
     fields = [(KEY, contract.STRING), *result_fields(plan), (contract.ERROR, contract.STRING)]
@@ -178,4 +184,4 @@ def _pandas(array: pa.Array) -> pd.api.extensions.ExtensionArray | np.ndarray:
     return np.array(array.to_pylist(), dtype=object)
 
 
-__all__ = ["live_function", "output_ddl", "state_digest", "KEY", "STATE_DDL"]
+__all__ = ["live_function", "output_ddl", "state_digest", "stored_digest", "KEY", "STATE_DDL"]
