@@ -23,9 +23,9 @@ from tests.test_kernel_predicates import ext_events, ext_plans
 from tests.test_kernel_predicates import to_arrays as ext_arrays
 from tests.test_kernel_streaming import assert_results_close
 from udafs import state_codec
-from udafs.errors import InputDataError, PlanError, StateError
+from udafs.errors import CountOverflowError, InputDataError, PlanError, StateError
 from udafs.kernels import GroupResult, evaluate_group
-from udafs.kernels.live import LiveEvaluator
+from udafs.kernels.live import LiveEvaluator, advance_all
 from udafs.plan import CountType, Element, Measure, MeasureKind, Plan, Strategy
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -200,3 +200,35 @@ def test_codec_refuses_foreign_bytes() -> None:
         state_codec.decode(bytes(data))
     with pytest.raises(StateError, match="does not store"):
         state_codec.encode({1: 2})
+
+
+@SETTINGS
+@given(st.data())
+def test_advance_all_equals_advance_one_by_one(data: st.DataObject) -> None:
+    """Several partitions advanced together (one kernel call for all their windows) give
+    what each gives alone, also with a count too large for BIGINT in one of them."""
+    plan = data.draw(plans(window=data.draw(st.sampled_from(["slide", "slide", "within"])),
+                           middle_negation=data.draw(st.booleans())))
+    n_keys = data.draw(st.integers(1, 6))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    together = [LiveEvaluator(plan) for _ in range(n_keys)]
+    alone = [LiveEvaluator(plan) for _ in range(n_keys)]
+    for step in range(data.draw(st.integers(1, 6))):
+        wm = step * 7
+        for a, b in zip(together, alone):
+            n = int(rng.integers(0, 25))
+            ts = wm + 1 + rng.integers(0, 12, n)
+            mask = rng.integers(0, 1 << len(plan.symbols), n)
+            cols = [(rng.integers(-9, 9, n), rng.random(n) < 0.8), (rng.normal(size=n), rng.random(n) < 0.8)]
+            a.add(ts, mask, cols)
+            b.add(ts, mask, cols)
+        got = advance_all(together, wm + 1)
+        for g, b in zip(got, alone):
+            try:
+                want = b.advance(wm + 1)
+            except CountOverflowError as exc:
+                assert isinstance(g, CountOverflowError) and str(g) == str(exc)
+                continue
+            assert (g is None) == (want is None)
+            if want is not None:
+                assert_results_close(g, want)

@@ -37,7 +37,7 @@ import pyarrow as pa
 from udafs import contract, state_codec
 from udafs.errors import CountOverflowError, StateError
 from udafs.kernels import GroupResult
-from udafs.kernels.live import LiveEvaluator
+from udafs.kernels.live import LiveEvaluator, advance_all
 from udafs.plan import Plan
 from udafs.spark_udfs import (PARTITION_SLOT, Verbatim, arrow_type, parse_plan, result_arrays, result_fields,
                               result_rows)
@@ -118,22 +118,18 @@ def _add_rows(plan: Plan, keys: dict[str, LiveEvaluator], frames: Iterator[pd.Da
 
 def _advance(plan: Plan, keys: dict[str, LiveEvaluator], touched: set[str], complete_before: int
              ) -> list[tuple[str, GroupResult | str]]:
-    """Advance every key that got rows or whose wake-up time has come; drop idle keys.
-    Returns per key what is final (a result, or an error message)."""
+    """Advance every key that got rows or whose wake-up time has come (all together:
+    :func:`advance_all`); drop idle keys. Returns per key what is final (a result, or an
+    error message)."""
+    due = [name for name, live in keys.items()
+           if name in touched or ((t := live.wakeup()) is not None and t <= complete_before)]
     out: list[tuple[str, GroupResult | str]] = []
-    for name in list(keys):
-        live = keys[name]
-        due = live.wakeup()
-        if name not in touched and (due is None or due > complete_before):
-            continue
-        try:
-            res = live.advance(complete_before)
-        except CountOverflowError as exc:
-            out.append((name, str(exc.with_partition(Verbatim(PARTITION_SLOT)))))
-            continue
-        if res is not None and result_rows(res):
+    for name, res in zip(due, advance_all([keys[name] for name in due], complete_before)):
+        if isinstance(res, CountOverflowError):
+            out.append((name, str(res.with_partition(Verbatim(PARTITION_SLOT)))))
+        elif res is not None and result_rows(res):
             out.append((name, res))
-        if live.idle:
+        if keys[name].idle:
             del keys[name]
     return out
 

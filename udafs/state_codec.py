@@ -41,9 +41,9 @@ def encode(value: object) -> bytes:
     >>> decode(encode({"n": 2**70, "a": np.arange(3)}))["n"] == 2**70
     True
     """
-    buffers: list[bytes] = []
+    buffers = _Buffers()
     header = json.dumps(_to_json(value, buffers), separators=(",", ":"), allow_nan=False).encode()
-    return _HEAD.pack(MAGIC, VERSION, len(header)) + header + b"".join(buffers)
+    return _HEAD.pack(MAGIC, VERSION, len(header)) + header + b"".join(buffers.parts)
 
 
 def decode(data: bytes) -> object:
@@ -70,7 +70,7 @@ def decode(data: bytes) -> object:
     return _from_json(header, memoryview(data)[start:])
 
 
-def _to_json(v: object, buffers: list[bytes]) -> object:
+def _to_json(v: object, buffers: _Buffers) -> object:
     if v is None or isinstance(v, (bool, str)):
         return v
     if isinstance(v, (int, np.integer)):
@@ -93,13 +93,22 @@ def _float(x: float) -> object:
     return x if math.isfinite(x) else {"f": repr(x)}
 
 
-def _buffer(raw: bytes, buffers: list[bytes]) -> list[int]:
-    offset = sum(len(b) for b in buffers)
-    buffers.append(raw)
-    return [offset, len(raw)]
+class _Buffers:
+    """The raw data section being written, and its length so far."""
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+        self.size = 0
 
 
-def _array(a: np.ndarray, buffers: list[bytes]) -> dict[str, object]:
+def _buffer(raw: bytes, buffers: _Buffers) -> list[int]:
+    at = [buffers.size, len(raw)]
+    buffers.parts.append(raw)
+    buffers.size += len(raw)
+    return at
+
+
+def _array(a: np.ndarray, buffers: _Buffers) -> dict[str, object]:
     if a.ndim != 1:
         raise StateError(f"the state codec stores 1-D arrays, got shape {a.shape}")
     if a.dtype.kind == "O":

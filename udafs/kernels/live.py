@@ -23,14 +23,16 @@ state store can hold it between micro-batches and across restarts.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Sequence
 
 import numpy as np
 
-from udafs.errors import InputDataError, PlanError
-from udafs.kernels.evaluate import GroupResult, evaluate_group, validate
-from udafs.kernels.measures import Column
-from udafs.kernels.streaming import _Buffer, _CarryMode, _SlideMode, _WithinMode, _result_slice
+from udafs.errors import CountOverflowError, InputDataError, PlanError
+from udafs.kernels.evaluate import GroupResult, evaluate_group, validate, with_fallback
+from udafs.kernels.measures import Column, Partial
+from udafs.kernels.paths import window_partials
+from udafs.kernels.streaming import DueWindows, _Buffer, _CarryMode, _result, _result_slice, _SlideMode, _WithinMode
 from udafs.plan import Plan, ValueType
 
 Rows = tuple[np.ndarray, np.ndarray, list[Column]]
@@ -185,6 +187,58 @@ class LiveEvaluator:
         return live
 
 
+def advance_all(evaluators: Sequence[LiveEvaluator], complete_before: int
+                ) -> list[GroupResult | CountOverflowError | None]:
+    """:meth:`LiveEvaluator.advance` of each evaluator (all of one plan), the final
+    windows of a plain SLIDE plan evaluated in one kernel call for all partitions (a call
+    per partition costs numpy's fixed overhead per partition and micro-batch). A result
+    too large for its count type comes back as the error, for its partition only."""
+    if not evaluators:
+        return []
+    plan = evaluators[0].plan
+    if plan.slide is None or plan.extended:
+        return [_guarded(live.advance, complete_before) for live in evaluators]
+    k_end = (complete_before - plan.within) // plan.slide + 1
+    out: list[GroupResult | CountOverflowError | None] = [None] * len(evaluators)
+    dues: list[tuple[int, DueWindows]] = []
+    for i, live in enumerate(evaluators):
+        if live.complete_before is not None and complete_before <= live.complete_before:
+            continue
+        live.complete_before = complete_before
+        live.mode.buf.append(*live._complete_rows(complete_before))
+        due = live.mode.due(k_end)
+        if due is not None:
+            dues.append((i, due))
+    for (i, due), parts in zip(dues, _window_parts(plan, [d for _, d in dues])):
+        if len(due.k):
+            out[i] = _guarded(_result, plan, parts, due.k * plan.slide)
+        evaluators[i].mode.done(due)
+    return out
+
+
+def _window_parts(plan: Plan, dues: list[DueWindows]) -> list[list[Partial]]:
+    """Per due, the partials of its windows — from one kernel call over all of them."""
+    if not dues:
+        return []
+    offsets = np.cumsum([0] + [len(d.rows[0]) for d in dues])
+    ts = np.concatenate([d.rows[0] for d in dues])
+    mask = np.concatenate([d.rows[1] for d in dues])
+    cols = [(np.concatenate([d.rows[2][j][0] for d in dues]), np.concatenate([d.rows[2][j][1] for d in dues]))
+            for j in range(len(plan.columns))]
+    starts = np.concatenate([d.starts + o for d, o in zip(dues, offsets)])
+    ends = np.concatenate([d.ends + o for d, o in zip(dues, offsets)])
+    parts = with_fallback(plan, lambda ar: window_partials(plan, ts, mask, cols, ar, starts, ends))
+    bounds = np.cumsum([0] + [len(d.k) for d in dues])
+    return [[Partial(p.value[a:b], p.nn[a:b]) for p in parts] for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def _guarded(step: Callable[..., GroupResult | None], *args: object) -> GroupResult | CountOverflowError | None:
+    try:
+        return step(*args)
+    except CountOverflowError as exc:
+        return exc
+
+
 def _same(a: list[np.ndarray], b: list[np.ndarray]) -> bool:
     """Equal values where valid, and equal validity."""
     (va, oka), (vb, okb) = a, b
@@ -230,4 +284,4 @@ class _WindowsMode:
         self.k_next = state["k"]
 
 
-__all__ = ["LiveEvaluator"]
+__all__ = ["LiveEvaluator", "advance_all"]

@@ -18,7 +18,7 @@ until a later one arrives (more rows at that time may still come). Per mode:
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 
@@ -174,6 +174,17 @@ def _result(plan: Plan, parts: Sequence[Partial], starts: np.ndarray | None = No
     return GroupResult(starts, ends, tuple(values), tuple(valid))
 
 
+class DueWindows(NamedTuple):
+    """Final windows of one partition: numbers ``k`` before ``k_end`` holding a row, and
+    each window's rows as the range ``[starts, ends)`` of ``rows`` (ts, mask, columns)."""
+
+    k_end: int
+    rows: tuple[np.ndarray, np.ndarray, list[Column]]
+    k: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+
+
 class _SlideMode:
     """SLIDE: evaluate each window once rows are complete up to its end."""
 
@@ -193,17 +204,31 @@ class _SlideMode:
 
     def _emit(self, k_end: int) -> GroupResult | None:
         """Windows ``k_next <= k < k_end`` (all final), then forget rows before ``k_end``."""
+        due = self.due(k_end)
+        if due is None:
+            return None
+        plan = self.plan
+        parts = with_fallback(plan, lambda ar: paths.window_partials(plan, *due.rows, ar, due.starts, due.ends))
+        self.done(due)
+        return _result(plan, parts, due.k * plan.slide) if len(due.k) else None
+
+    def due(self, k_end: int) -> DueWindows | None:
+        """The windows ``k_next <= k < k_end`` that hold a row, with the rows they need
+        (None when there is none to evaluate); :meth:`done` forgets them afterwards."""
         ts, mask, cols = self.buf.view()
         if not len(ts) or k_end <= self.k_next:
             return None
-        plan, k_range = self.plan, (self.k_next, k_end)
+        plan = self.plan
         # only the rows of the finished windows: each row is then looked at once per window
         cut = int(np.searchsorted(ts, (k_end - 1) * plan.slide + plan.within, "left"))
-        ts, mask, cols = ts[:cut], mask[:cut], [(v[:cut], ok[:cut]) for v, ok in cols]
-        parts, starts = with_fallback(plan, lambda ar: paths.sliding(plan, ts, mask, cols, ar, k_range))
-        self.k_next = k_end
-        self.buf.drop_before(k_end * plan.slide)
-        return _result(plan, parts, starts) if len(starts) else None
+        rows = (ts[:cut], mask[:cut], [(v[:cut], ok[:cut]) for v, ok in cols])
+        k, starts, ends = paths.window_ranges(plan, rows[0], (self.k_next, k_end))
+        return DueWindows(k_end, rows, k, starts, ends)
+
+    def done(self, due: DueWindows) -> None:
+        """The windows of ``due`` were returned: forget the rows no later window needs."""
+        self.k_next = due.k_end
+        self.buf.drop_before(due.k_end * self.plan.slide)
 
     def to_state(self) -> dict[str, object]:
         return {"buf": self.buf.to_state(), "k": self.k_next}
