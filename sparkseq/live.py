@@ -40,6 +40,7 @@ from pyspark.sql import types as T
 from pyspark.sql.streaming.state import GroupStateTimeout
 from sqlglot import exp
 
+from sparkseq.explaining import LIVE_VIEW_PREFIX
 from sql_rewrites.dialect import SparkSeq
 from sql_rewrites.errors import StreamingError
 from sql_rewrites.live import LiveQuery, live_query
@@ -53,7 +54,7 @@ BUCKETS_CONF = "sparkseq.streaming.buckets"
 #: keeps the count it was started with (its state records it).
 DEFAULT_BUCKETS = 32
 WATERMARK_DELAY = "spark.watermarkDelayMs"  # the metadata Spark's withWatermark puts on the column
-VIEW_PREFIX = "__sparkseq_live_"
+VIEW_PREFIX = LIVE_VIEW_PREFIX
 #: Spark's grouping folds -0.0 into 0.0; the key text must too.
 _FLOATING = (T.FloatType, T.DoubleType)
 _AS_TEXT = (T.BooleanType, T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.DecimalType, T.DateType,

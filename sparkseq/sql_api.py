@@ -188,8 +188,10 @@ def explain(text: str, source: Source = None, *, hierarchies: HierarchyResolver 
             continue
         schemas = _pending_aware(source, created)
         resolver = registry.resolver(session, hierarchies, overlay)
+        replace = live.replacer(session, text, register=False) if session is not None else None
         try:
-            explained = _explained(text, statement, schemas, resolver, engine_function_name, pretty=True)
+            explained = _explained(text, statement, schemas, resolver, engine_function_name, pretty=True,
+                                   replace=replace)
             parts.append(describe_statement(explained, number, len(statements)))
         except PendingRelation as pending:
             parts.append(f"-- statement {number} of {len(statements)}\n{statement.text}\n\n(reads {pending.name}, "

@@ -185,3 +185,20 @@ def test_streaming_mistakes_are_errors_before_any_job(spark, tmp_path: Path, sta
     with pytest.raises(StreamingError, match=re.escape(message)) as info:
         sparkseq.sql(spark, f"SELECT 1; {statement}")
     assert "line 1" in str(info.value)
+
+
+def test_explain_and_workload_over_a_stream(spark, tmp_path: Path) -> None:
+    """EXPLAIN names the live operator; a workload runs statements over a stream as live
+    operators of their own, not in a shared, cached pass."""
+    write_json_files(tmp_path / "src", files=1, keys=2, seconds_per_file=5)
+    spark.readStream.schema(SCHEMA).json(str(tmp_path / "src")).withWatermark("ts", "3 seconds") \
+        .createOrReplaceTempView("clicks_live")
+    spark.read.schema(SCHEMA).json(str(tmp_path / "src")).createOrReplaceTempView("clicks_rest")
+    text = FUNNEL.format(source="clicks_live")
+    shown = sparkseq.explain(text, spark)
+    assert "streaming source: state per partition key" in shown and "append mode" in shown
+    batch = FUNNEL.format(source="clicks_rest")
+    script = f"{batch}; {text}; {text.replace('funnels, revenue', 'funnels')}"
+    assert sparkseq.plan_workload(spark, script).groups == ()  # the two live ones do not share a cached pass
+    frames = sparkseq.workload(spark, script)
+    assert [f.isStreaming for f in frames] == [False, True, True]
