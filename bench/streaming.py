@@ -25,8 +25,16 @@ live operator (``applyInPandasWithState`` per bucket of keys), ``applyInPandasWi
 per key and ``transformWithStateInPandas`` per key (both with a function that only
 counts rows; the latter needs ``protobuf``). Ratios are to the floor.
 
+Last, a summary: the highest rate sustained (backlog of at most the file in flight)
+against the targets (0.5 M events/s, p95 latency < 2 s) and its ratio to the batch
+events/s; with ``--flink PYTHON`` (an interpreter with ``apache-flink``, e.g. a
+bench-only venv; not a sparkseq dependency) also Flink SQL's MATCH_RECOGNIZE over the
+first ``--flink-files`` files (bench/flink_match_recognize.py: what it computes and
+why that is less than sparkseq computes) and the ratio to it.
+
 Usage: .venv/bin/python bench/streaming.py [--keys K] [--rates R1,R2,...] [--seconds S]
-       [--speedup X] [--operators [--events N] [--files F] [--repeat R]]
+       [--speedup X] [--flink PYTHON [--flink-files N]]
+       [--operators [--events N] [--files F] [--repeat R]]
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ import argparse
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -108,22 +117,61 @@ def run_rates(spark: SparkSession, args: argparse.Namespace, work: Path) -> None
              .option("path", str(work / "out")).option("checkpointLocation", str(work / "ck")).start())
     print(f"{'rate ev/s':>10} {'processed ev/s':>15} {'p50 s':>6} {'p95 s':>6} {'backlog files':>14} "
           f"{'state rows':>11} {'state MB':>9}", flush=True)
-    released = 0
+    released, phases_seen = 0, []
     for rate, files in zip(rates, phases):
         started, first_batch = time.monotonic(), len(query.recentProgress)
         for k, path in enumerate(files):
             os.replace(path, source / path.name)
             released += 1
             time.sleep(max(0.0, started + k + 1 - time.monotonic()))
-        report_phase(rate, query, first_batch, time.monotonic() - started, released)
+        phases_seen.append(report_phase(rate, query, first_batch, time.monotonic() - started, released))
     query.processAllAvailable()
     progress = [live.progress(p) for p in query.recentProgress]
     query.stop()
     report_state(progress)
-    reference(spark, work, source, sum(rates) * args.seconds)
+    batch_rate = reference(spark, work, source, sum(rates) * args.seconds)
+    summary(phases_seen, batch_rate, flink(args, work, source) if args.flink else None)
 
 
-def report_phase(rate: int, query: object, first_batch: int, wall: float, released: int) -> None:
+def summary(phases: list[dict], batch_rate: float, flink_rate: float | None) -> None:
+    """The highest rate sustained (all released files read by the phase's end, give or
+    take the one in flight) against the targets, and the ratios."""
+    kept = [p for p in phases if p["backlog"] <= 1]
+    best = max(kept, key=lambda p: p["processed"]) if kept else None
+    if best is None:
+        print("sustained: no phase kept up with its input rate")
+        return
+    print(f"sustained: {best['rate']:,} ev/s offered, {best['processed']:,.0f} ev/s processed "
+          f"(target 500,000: {best['processed'] / 500_000:.2f}x); micro-batch latency p50 {best['p50']:.2f} s, "
+          f"p95 {best['p95']:.2f} s (target < 2 s)")
+    print(f"ratio live sustained / batch MATCH_AGGREGATE events/s: {best['processed'] / batch_rate:.2f}")
+    if flink_rate:
+        print(f"ratio live sustained / Flink MATCH_RECOGNIZE events/s: {best['processed'] / flink_rate:.1f} (target 20)")
+
+
+def flink(args: argparse.Namespace, work: Path, source: Path) -> float | None:
+    """Flink's MATCH_RECOGNIZE events/s over the first ``--flink-files`` files, as CSV
+    (bench/flink_match_recognize.py, run by the ``--flink`` interpreter)."""
+    csv_dir = work / "flink_csv"
+    csv_dir.mkdir()
+    events = 0
+    for path in sorted(source.glob("*.parquet"))[:args.flink_files]:
+        table = pq.read_table(path).to_pandas()
+        table["ts"] = table["ts"].dt.strftime("%Y-%m-%d %H:%M:%S.%f").str[:-3]  # TIMESTAMP(3) for Flink's rowtime
+        table.to_csv(csv_dir / (path.stem + ".csv"), header=False, index=False)
+        events += len(table)
+    script = Path(__file__).with_name("flink_match_recognize.py")
+    done = subprocess.run([args.flink, str(script), str(csv_dir), str(events)], capture_output=True, text=True,
+                          cwd=work)
+    lines = done.stdout.splitlines()
+    if done.returncode or not lines:
+        print(f"flink run failed (exit {done.returncode}): {done.stderr.strip().splitlines()[-1:]}")
+        return None
+    print(lines[0])
+    return float(lines[-1].split()[-1])
+
+
+def report_phase(rate: int, query: object, first_batch: int, wall: float, released: int) -> dict:
     batches = [live.progress(p) for p in query.recentProgress[first_batch:]]  # type: ignore[attr-defined]
     data = [b for b in batches if b["input_rows"]]
     latency = sorted(b["duration_ms"] / 1000 for b in data) or [float("nan")]
@@ -133,6 +181,8 @@ def report_phase(rate: int, query: object, first_batch: int, wall: float, releas
     last = batches[-1] if batches else {"state_rows": 0, "state_bytes": 0}
     print(f"{rate:>10,} {rows / wall:>15,.0f} {_pct(latency, 50):>6.2f} {_pct(latency, 95):>6.2f} "
           f"{released - files_read:>14} {last['state_rows']:>11,} {last['state_bytes'] / 1e6:>9.1f}", flush=True)
+    return {"rate": rate, "processed": rows / wall, "p50": _pct(latency, 50), "p95": _pct(latency, 95),
+            "backlog": released - files_read}
 
 
 def _pct(values: list[float], q: int) -> float:
@@ -148,7 +198,7 @@ def report_state(progress: list[dict]) -> None:
     print("state MB over the run (tenths):", " ".join(f"{s:.1f}" for s in tenths))
 
 
-def reference(spark: SparkSession, work: Path, source: Path, events: int) -> None:
+def reference(spark: SparkSession, work: Path, source: Path, events: int) -> float:
     """The batch MATCH_AGGREGATE over the same files, and the stream's windows checked against it."""
     spark.read.schema(SCHEMA).parquet(str(source)).createOrReplaceTempView("clicks_batch")
     text = FUNNEL.format(source="clicks_batch")
@@ -162,6 +212,7 @@ def reference(spark: SparkSession, work: Path, source: Path, events: int) -> Non
     bad = s.join(b, ["k", "window_start"], "left").where(
         "b.funnels IS NULL OR s.funnels <> b.funnels OR NOT (s.revenue <=> b.revenue)").count()
     print(f"windows the stream emitted: {s.count():,}; differing from the batch answer: {bad}")
+    return events / seconds
 
 
 def run_operators(spark: SparkSession, args: argparse.Namespace, work: Path) -> None:
@@ -253,6 +304,9 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=2_000_000, help="--operators: events in all")
     parser.add_argument("--files", type=int, default=10, help="--operators: files = micro-batches")
     parser.add_argument("--repeat", type=int, default=3, help="--operators: runs per shape")
+    parser.add_argument("--flink", metavar="PYTHON", help="an interpreter with apache-flink: also run "
+                        "bench/flink_match_recognize.py over the first --flink-files files")
+    parser.add_argument("--flink-files", type=int, default=10)
     args = parser.parse_args()
     work = scratch_dir() / "bench-streaming"
     shutil.rmtree(work, ignore_errors=True)
