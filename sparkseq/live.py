@@ -45,6 +45,7 @@ from sql_rewrites.dialect import SparkSeq
 from sql_rewrites.errors import StreamingError
 from sql_rewrites.live import LiveQuery, live_query
 from sql_rewrites.logical import MatchAggregateQuery
+from sql_rewrites.sources import visible_ctes
 from sql_rewrites.symbols import node_position
 from udafs import spark_live
 from udafs.plan import ValueType
@@ -73,7 +74,7 @@ def replacer(spark: SparkSession, sql: str, *, register: bool = True) -> Replace
             return None
         live = live_query(query, sql)
         check_watermark(live, source, sql)
-        events = spark.sql(live.events.sql(dialect=SparkSeq))
+        events = spark.sql(in_scope(live.events, query).sql(dialect=SparkSeq))
         check_keys(live, events, sql)
         view = view_name(live)
         if register:
@@ -86,22 +87,26 @@ def replacer(spark: SparkSession, sql: str, *, register: bool = True) -> Replace
 def source_frame(spark: SparkSession, query: MatchAggregateQuery) -> DataFrame | None:
     """The operator's source as a DataFrame (an analysis, no job), with the CTEs of the
     statement in scope; None when Spark cannot analyse it on its own."""
-    select = exp.select("*").from_(query.node.this.copy())
-    ctes = [cte.copy() for node in _ancestors(query.node) if (w := node.args.get("with")) for cte in w.expressions]
-    if ctes:
-        select.set("with", exp.With(expressions=ctes))
+    select = in_scope(exp.select("*").from_(query.node.this.copy()), query)
     try:
         return spark.sql(select.sql(dialect=SparkSeq))
     except AnalysisException:
         return None
 
 
-def _ancestors(node: exp.Expr) -> list[exp.Expr]:
-    out, parent = [], node.parent
-    while parent is not None:
-        out.append(parent)
-        parent = parent.parent
-    return out
+def in_scope(select: exp.Select, query: MatchAggregateQuery) -> exp.Select:
+    """``select`` (over the operator's source) with the CTEs visible at the operator, so
+    that Spark can analyse it on its own: outer WITH clauses first (an inner CTE may
+    read an outer one), each in its order of definition."""
+    levels: dict[int, list[exp.CTE]] = {}
+    for cte in visible_ctes(query.node).values():  # innermost WITH first
+        levels.setdefault(id(cte.parent), []).append(cte)
+    ctes = [cte.copy() for level in reversed(list(levels.values())) for cte in level]
+    if not ctes:
+        return select
+    scoped = select.copy()
+    scoped.set("with_", exp.With(expressions=ctes))
+    return scoped
 
 
 def check_watermark(live: LiveQuery, source: DataFrame, sql: str | None) -> None:
@@ -255,5 +260,5 @@ def progress(last: dict | None) -> dict[str, object] | None:
     }
 
 
-__all__ = ["replacer", "source_frame", "check_watermark", "check_keys", "frame", "view_name", "encode_key", "decode_key",
+__all__ = ["replacer", "source_frame", "in_scope", "check_watermark", "check_keys", "frame", "view_name", "encode_key", "decode_key",
            "progress", "bucket_count", "check_checkpoint", "BUCKETS_CONF", "DEFAULT_BUCKETS"]

@@ -188,3 +188,27 @@ SELECT g, sk, dk, tk, window_start, window_end, n, lo, hi, total FROM {source}_t
         assert run_case(spark, tmp_path, plan, groups, seed, text, every_row_passes=True) > 0
 
     check()
+
+
+def test_live_source_in_a_cte_and_a_subquery_inside_a_larger_statement(spark, tmp_path: Path) -> None:
+    """The stream reaches the operator through CTEs of two nested WITH clauses and a
+    subquery, and a filter and a computed column stand around the operator's result:
+    the same rows as in batch."""
+    @settings(SETTINGS, max_examples=1)
+    @given(cases(window="slide"))
+    def check(case: tuple[Plan, list[oracle.Events], int]) -> None:
+        plan, groups, seed = case
+        measures = ", ".join(f"`{m.name}`" for m in plan.measures)
+
+        def text(source: str) -> str:
+            body = sql_cases.match_aggregate(plan, "(SELECT * FROM kept)", timestamp=True, unit="SECONDS")
+            return f"""
+WITH rows_of AS (SELECT g, ts, mask, i, f, s FROM {source})
+SELECT g, window_start, window_end, {measures}
+FROM (WITH kept AS (SELECT * FROM rows_of WHERE g <> {live_cases.FLUSH - 1})
+      SELECT *, n + 1 AS n_plus_one FROM {body})
+WHERE n_plus_one > 0"""
+
+        run_case(spark, tmp_path, plan, groups, seed, text)
+
+    check()
