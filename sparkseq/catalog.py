@@ -64,7 +64,7 @@ class SessionSchemas:
         several statements of one script while the relations they read do not change
         (each lookup is a round trip to the JVM and an analysis there). The caller
         clears it when a statement may have changed a relation
-        (:func:`sparkseq.sql_api.evict_changed`).
+        (:func:`sparkseq.scripts.evict_changed`).
 
     ``missing`` lists the names looked up in vain, for error messages.
     """

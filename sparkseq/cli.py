@@ -7,15 +7,21 @@ name to a help text, an argument declaration and that function.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
+import re
 import runpy
 import sys
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-T = TypeVar("T")
+#: The line of a Python traceback naming the exception: ``sql_rewrites.errors.SqlParseError: ...``.
+PYTHON_ERROR_LINE = re.compile(r"^((?:\w+\.)*)(\w+(?:Error|Exception|Warning|Exit)\b.*)")
+#: Exit code after the reader of stdout went away (``... | head``): as if killed by SIGPIPE.
+BROKEN_PIPE = 128 + 13
 
 
 def _demo_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,13 +41,19 @@ def _text_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("text", nargs="?", help="SQL statements separated by ';' (or use --file)")
     parser.add_argument("--file", "-f", type=Path, help="read the statements from this file")
     parser.add_argument("--table", "-t", action="append", default=[], metavar="NAME=PATH",
-                        help="register a CSV (header row, types inferred), Parquet or JSON file as temporary view "
-                             "NAME before running; may be repeated")
+                        help="register a CSV (header row), Parquet or JSON file as temporary view NAME before "
+                             "running; may be repeated. Column types come from --schema NAME=..., else they are "
+                             "inferred from the data")
+
+
+TABLE_SCHEMA_HELP = ("NAME='col TYPE, ...': the columns of --table NAME as a Spark DDL schema, e.g. "
+                     "clicks='customer_id INT, ts TIMESTAMP, action STRING, price DECIMAL(10,2)'; may be repeated")
 
 
 def _sql_arguments(parser: argparse.ArgumentParser) -> None:
     _text_arguments(parser)
     _demo_arguments(parser)
+    parser.add_argument("--schema", "-s", action="append", default=[], metavar="NAME=DDL", help=TABLE_SCHEMA_HELP)
     parser.add_argument("--limit", type=int, default=20, help="rows to print per query result (default 20)")
     parser.add_argument("--share", action="store_true",
                         help="run the statements as one workload: operators over the same source, PARTITION BY "
@@ -51,8 +63,9 @@ def _sql_arguments(parser: argparse.ArgumentParser) -> None:
 def _explain_arguments(parser: argparse.ArgumentParser) -> None:
     _text_arguments(parser)
     _demo_arguments(parser)
-    parser.add_argument("--schema", help="relation schemas as JSON, {\"clicks\": {\"ts\": \"timestamp\", ...}}, "
-                                         "or @file.json; explains without starting Spark")
+    parser.add_argument("--schema", "-s", action="append", default=[], metavar="JSON|NAME=DDL",
+                        help="relation schemas as JSON, {\"clicks\": {\"ts\": \"timestamp\", ...}}, or @file.json: "
+                             "explains without starting Spark; or, with --table, " + TABLE_SCHEMA_HELP)
     parser.add_argument("--share", action="store_true",
                         help="explain the statements as one workload: sharing groups, statistics, the sharing "
                              "optimizer's plan (needs --table: statistics come from the data)")
@@ -65,51 +78,92 @@ def _read_text(args: argparse.Namespace) -> str:
     return args.file.read_text() if args.file is not None else args.text
 
 
-def _register_tables(spark: object, specs: Sequence[str]) -> None:
-    """``NAME=PATH`` pairs as temporary views (the reader chosen by the file suffix)."""
-    for spec in specs:
+@dataclass(frozen=True)
+class TableSpec:
+    """A ``--table NAME=PATH`` and the ``--schema NAME=DDL`` that goes with it (if any)."""
+
+    name: str
+    path: str
+    schema: str | None = None
+
+
+def _table_specs(tables: Sequence[str], schemas: Sequence[str]) -> list[TableSpec]:
+    """Parse ``--table`` and ``--schema NAME=DDL`` values (before Spark starts)."""
+    ddl: dict[str, str] = {}
+    for spec in schemas:
+        name, sep, text = spec.partition("=")
+        if not sep or not name.strip() or not text.strip():
+            raise SystemExit(f"--schema takes NAME='col TYPE, ...', got {spec!r}")
+        ddl[name.strip().casefold()] = text
+    parsed = []
+    for spec in tables:
         name, sep, path = spec.partition("=")
         if not sep or not name or not path:
             raise SystemExit(f"--table takes NAME=PATH, got {spec!r}")
+        parsed.append(TableSpec(name, path, ddl.pop(name.casefold(), None)))
+    if ddl:
+        raise SystemExit(f"--schema names no --table: {', '.join(sorted(ddl))}")
+    return parsed
+
+
+def _register_tables(spark: object, tables: Sequence[TableSpec]) -> None:
+    """Each table as a temporary view (the reader chosen by the file suffix)."""
+    from pyspark.errors import ParseException
+
+    for table in tables:
         reader = spark.read  # type: ignore[attr-defined]
-        suffix = Path(path).suffix.lower()
+        if table.schema is not None:
+            try:
+                reader = reader.schema(table.schema)
+            except ParseException as exc:
+                raise _Failure(f"--schema {table.name}: {_spark_message(exc)}") from None
+        suffix = Path(table.path).suffix.lower()
         if suffix == ".parquet":
-            frame = reader.parquet(path)
+            frame = reader.parquet(table.path)
         elif suffix in (".json", ".jsonl"):
-            frame = reader.json(path)
+            frame = reader.json(table.path)
         else:
-            frame = reader.csv(path, header=True, inferSchema=True)
-        frame.createOrReplaceTempView(name)
+            frame = reader.csv(table.path, header=True, inferSchema=table.schema is None)
+        frame.createOrReplaceTempView(table.name)
 
 
 def _session(args: argparse.Namespace) -> object:
     import sparkseq
 
     # the console progress bar shows long stages on stderr; results go to stdout
-    return sparkseq.session(args.master, app_name="sparkseq-cli", conf={"spark.ui.showConsoleProgress": "true"})
+    spark = sparkseq.session(args.master, app_name="sparkseq-cli", conf={"spark.ui.showConsoleProgress": "true"})
+    _quiet_error_loggers()
+    return spark
+
+
+def _quiet_error_loggers() -> None:
+    """PySpark logs every SQL error as a JSON line on stderr before raising it; the command
+    reports each error once, itself."""
+    from pyspark.logger import PySparkLogger
+
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        PySparkLogger.getLogger(name).disabled = True
 
 
 def _sql(args: argparse.Namespace) -> int:
-    from sparkseq.sql_api import run_statements
-
     text = _read_text(args)
+    tables = _table_specs(args.table, args.schema)
     spark = _session(args)
-    _register_tables(spark, args.table)
-    if args.share:
-        from sparkseq.workloads import workload
+    with _reporting():
+        _register_tables(spark, tables)
+        if args.share:
+            from sparkseq.workloads import run_workload
 
-        from sql_rewrites.rewriter import split_statements
+            statements = ((s.text, frame) for s, frame in run_workload(spark, text))
+        else:
+            from sparkseq.sql_api import run_statements
 
-        frames = _reporting(lambda: workload(spark, text))
-        for statement, frame in zip(split_statements(text), frames):
+            statements = run_statements(spark, text)
+        for statement, frame in statements:  # each runs when its turn comes: results in order, as in a shell
             if frame.columns:
-                print(f"-- {_first_line(statement.text)}")
+                print(f"-- {_first_line(statement)}")
                 frame.show(args.limit, truncate=False)
-        return 0
-    for statement, frame in _reporting(lambda: run_statements(spark, text)):
-        if frame.columns:
-            print(f"-- {_first_line(statement)}")
-            frame.show(args.limit, truncate=False)
+                sys.stdout.flush()
     return 0
 
 
@@ -117,45 +171,77 @@ def _explain(args: argparse.Namespace) -> int:
     from sparkseq.sql_api import explain
 
     text = _read_text(args)
-    if args.schema is not None and args.table:
-        raise SystemExit("give either --schema (no Spark) or --table, not both")
+    json_schemas = [s for s in args.schema if s.lstrip().startswith(("{", "@"))]
+    if json_schemas and args.table:
+        raise SystemExit("give either a JSON --schema (no Spark) or --table, not both")
+    if len(json_schemas) > 1 or (json_schemas and len(args.schema) > 1):
+        raise SystemExit("give one JSON --schema")
+    tables = _table_specs(args.table, [s for s in args.schema if s not in json_schemas])
     if args.share:
-        if not args.table:
+        if not tables:
             raise SystemExit("explain --share reads statistics from the data: give the relations with --table")
         from sparkseq.workloads import explain_workload
 
         spark = _session(args)
-        _register_tables(spark, args.table)
-        print(_reporting(lambda: explain_workload(spark, text, dot=args.dot)))
+        with _reporting():
+            _register_tables(spark, tables)
+            print(explain_workload(spark, text, dot=args.dot))
         return 0
-    if args.table:
+    if tables:
         source = _session(args)
-        _register_tables(source, args.table)
+        with _reporting():
+            _register_tables(source, tables)
     else:
-        raw = args.schema or "{}"
-        source = json.loads(Path(raw[1:]).read_text() if raw.startswith("@") else raw)
+        raw = json_schemas[0] if json_schemas else "{}"
+        source = json.loads(Path(raw.lstrip()[1:]).read_text() if raw.lstrip().startswith("@") else raw)
     try:
-        shown = _reporting(lambda: explain(text, source))
+        with _reporting():
+            shown = explain(text, source)
     except SystemExit:
-        if not args.table and args.schema is None:
+        if not tables and not json_schemas:
             print("(explain reads relation schemas from --schema JSON or --table NAME=PATH files)", file=sys.stderr)
         raise
     print(shown)
     return 0
 
 
-def _reporting(run: Callable[[], T]) -> T:
-    """Run ``run``; a sparkseq or Spark analysis error ends the command with its message."""
-    from pyspark.errors import AnalysisException
+class _Failure(Exception):
+    """A mistake in the command's arguments found once Spark runs (a bad --schema)."""
+
+
+@contextlib.contextmanager
+def _reporting() -> Iterator[None]:
+    """End the command with one line (plus the excerpt of a SQL error) on stderr for any
+    sparkseq or Spark error, instead of a traceback."""
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
 
     from udafs.errors import SparkSeqError
 
     try:
-        result = run()
-        return list(result) if isinstance(result, Iterator) else result  # type: ignore[return-value]
-    except (SparkSeqError, AnalysisException) as exc:
-        print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
+        yield
+    except (SparkSeqError, _Failure) as exc:
+        print(f"{type(exc).__name__}: {exc}" if isinstance(exc, SparkSeqError) else str(exc), file=sys.stderr)
         raise SystemExit(1) from None
+    except (PySparkException, Py4JJavaError) as exc:
+        print(f"{type(exc).__name__}: {_spark_message(exc)}", file=sys.stderr)
+        raise SystemExit(1) from None
+
+
+def _spark_message(exc: BaseException) -> str:
+    """Spark's message on one line: for a Python worker's error its last line (the exception),
+    for a JVM error without a PySpark class the Java exception's message."""
+    from sparkseq.spark_errors import message_of
+
+    java = getattr(exc, "java_exception", None)
+    if java is not None:
+        return str(java.toString()).strip().splitlines()[0]
+    if type(exc).__name__ == "PythonException":
+        lines = str(exc).rstrip().splitlines()
+        raised = [i for i, line in enumerate(lines) if PYTHON_ERROR_LINE.match(line)]
+        if raised:  # the worker's exception (a sparkseq error keeps its excerpt), without module path
+            return "\n".join([PYTHON_ERROR_LINE.sub(r"\2", lines[raised[-1]]), *lines[raised[-1] + 1:]])
+    return message_of(exc)
 
 
 def _first_line(statement: str) -> str:
@@ -187,6 +273,18 @@ def _thriftserver(args: argparse.Namespace) -> int:
     return thrift.main(args)
 
 
+def _connect_arguments(parser: argparse.ArgumentParser) -> None:
+    from sparkseq import connect_server
+
+    connect_server.add_arguments(parser)
+
+
+def _connect_server(args: argparse.Namespace) -> int:
+    from sparkseq import connect_server
+
+    return connect_server.main(args)
+
+
 COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]] = {
     "demo": ("run the e-commerce funnel example on the bundled sample data", _demo_arguments, _demo),
     "sql": ("run SQL with MATCH_AGGREGATE in a local Spark session and print the results",
@@ -197,6 +295,8 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callab
                "results as parquet, printing progress per micro-batch", _stream_arguments, _stream),
     "thriftserver": ("serve a Spark session with sparkseq's functions and views to JDBC/ODBC clients "
                      "(Spark's Thrift server, in-process)", _thrift_arguments, _thriftserver),
+    "connect-server": ("serve a Spark session to Spark Connect clients, whose spark.sql then takes "
+                       "MATCH_AGGREGATE (Spark's Connect plugin, in-process)", _connect_arguments, _connect_server),
 }
 
 
@@ -210,4 +310,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         declare(sub)
         sub.set_defaults(run=run)
     args = parser.parse_args(argv)
-    return args.run(args)
+    try:
+        return args.run(args)
+    except BrokenPipeError:
+        # the reader of stdout is gone (``| head``): stop quietly, and keep Python from
+        # reporting the failed flush of stdout at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return BROKEN_PIPE

@@ -25,6 +25,7 @@ In SQL the same navigation is a filter on the cube's view:
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 
 from pyspark.sql import DataFrame, SparkSession
@@ -32,7 +33,8 @@ from pyspark.sql import functions as F
 
 from sparkseq import hierarchies as registry
 from sparkseq.catalog import SessionSchemas
-from sparkseq.sql_api import _explained, _registering
+from sparkseq.registration import engine_function
+from sparkseq.scripts import compile_statement, run_checked_sql
 from sql_rewrites.cube import CubeElement, Cuboid
 from sql_rewrites.dialect import SparkSeq, parse_statement
 from sql_rewrites.errors import CubeError
@@ -107,11 +109,12 @@ def cube(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver | Non
     if len(statements) != 1:
         raise CubeError(f"sparkseq.cube takes one statement, got {len(statements)}")
     resolver = registry.resolver(spark, hierarchies)
-    explained = _explained(text, statements[0], SessionSchemas(spark), resolver, _registering(spark))
+    explained = compile_statement(text, statements[0], SessionSchemas(spark), resolver,
+                                  functools.partial(engine_function, spark))
     cubes = [op.query for op in explained.operators if op.query.cube is not None]
     if len(cubes) != 1:
         raise CubeError(f"sparkseq.cube needs exactly one E-Cube MATCH_AGGREGATE (CUBE or PATTERNS), found {len(cubes)}")
-    df = spark.sql(explained.rewritten)
+    df = run_checked_sql(spark, text, statements[0], explained)
     if "pattern" not in df.columns:
         raise CubeError("the statement's result must keep the cube's pattern column to navigate it")
     name = cubes[0].node.args.get("hierarchy")

@@ -47,7 +47,7 @@ from sql_rewrites.live import LiveQuery, live_query
 from sql_rewrites.logical import MatchAggregateQuery
 from sql_rewrites.sources import visible_ctes
 from sql_rewrites.symbols import node_position
-from udafs import spark_live
+from udafs import spark_live, spark_udfs
 from udafs.plan import ValueType
 
 BUCKETS_CONF = "sparkseq.streaming.buckets"
@@ -166,8 +166,8 @@ def frame(spark: SparkSession, live: LiveQuery, events: DataFrame) -> DataFrame:
     key = F.to_json(F.array(*(encode_key(events[k], types[k]) for k in live.keys))) if live.keys else F.lit("[]")
     values = []
     for j, (name, vt) in enumerate(zip(live.values, live.plan.columns)):
-        zero = F.lit(0).cast("bigint") if vt is ValueType.INT else F.lit(0.0)
-        values += [F.coalesce(events[name], zero).alias(f"v{j}"), events[name].isNotNull().alias(f"ok{j}")]
+        values += [engine_value(events[name], vt, events.schema[name].dataType).alias(f"v{j}"),
+                   events[name].isNotNull().alias(f"ok{j}")]
     rows = events.select(F.pmod(F.xxhash64(key), F.lit(buckets)).cast("int").alias("bucket"), key.alias("key"),
                          events[live.event_time], events[live.ts].alias("ts"), events[live.mask].alias("mask"), *values)
     plan_json = live.plan.to_json()
@@ -179,6 +179,22 @@ def frame(spark: SparkSession, live: LiveQuery, events: DataFrame) -> DataFrame:
     keys = [decode_key(parsed[i], types[k]).alias(k) for i, k in enumerate(live.keys)]
     fields = [c for c in result.columns if c != spark_live.KEY]
     return result.select(*keys, *(result[c].alias(name) for c, name in zip(fields, live.fields)))
+
+
+def engine_value(column: Column, vt: ValueType, dtype: T.DataType) -> Column:
+    """A value column as the live operator's function reads it, NULL as 0 (its validity
+    travels beside it): integers as BIGINT, doubles, and a DECIMAL as its exact unscaled
+    integer (:class:`~udafs.plan.ValueType`) — a BIGINT up to 18 digits, else the digits
+    of its plain text form (``CAST(d AS STRING)``: no exponent, all ``s`` decimals),
+    which the function reads as a Python int."""
+    if isinstance(dtype, T.DecimalType):
+        plain = F.coalesce(column, F.lit(0).cast(dtype))
+        if dtype.precision <= spark_udfs.MAX_INT64_DIGITS:  # DECIMAL(p + 11, s): exact, fits int64
+            return (plain * F.lit(10 ** dtype.scale)).cast("bigint")
+        return plain.cast("string")
+    if vt is ValueType.INT:
+        return F.coalesce(column, F.lit(0)).cast("bigint")
+    return F.coalesce(column.cast("double"), F.lit(0.0))
 
 
 def encode_key(column: Column, dtype: T.DataType) -> Column:
@@ -260,5 +276,5 @@ def progress(last: dict | None) -> dict[str, object] | None:
     }
 
 
-__all__ = ["replacer", "source_frame", "in_scope", "check_watermark", "check_keys", "frame", "view_name", "encode_key", "decode_key",
+__all__ = ["replacer", "source_frame", "in_scope", "engine_value", "check_watermark", "check_keys", "frame", "view_name", "encode_key", "decode_key",
            "progress", "bucket_count", "check_checkpoint", "BUCKETS_CONF", "DEFAULT_BUCKETS"]

@@ -22,13 +22,15 @@ import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import pyarrow as pa
 from pyspark.sql import SparkSession
 from pyspark.sql.functions import arrow_udf, arrow_udtf
 
 from sparkseq import functions
+from sql_rewrites.aggregates import OnEmpty, PythonAggregate
 from udafs import contract, spark_udfs, spark_udtf
 from udafs.multiplan import MultiPlan
-from udafs.plan import Plan
+from udafs.plan import MeasureKind, Plan
 
 
 @dataclass(frozen=True)
@@ -49,7 +51,33 @@ FUNCTIONS: list[FunctionSpec] = [
     *(FunctionSpec(sig.name, body, sig.return_type) for sig, body in functions.FUNCTIONS),
 ]
 
-_registered: weakref.WeakKeyDictionary[SparkSession, set[str]] = weakref.WeakKeyDictionary()
+
+def _on_empty(sig: functions.Signature) -> OnEmpty:
+    if sig.windows:
+        return OnEmpty.EMPTY
+    return OnEmpty.ZERO if sig.kind is MeasureKind.COUNT_STAR else OnEmpty.NULL
+
+
+#: The grouped-aggregate Python functions of :data:`FUNCTIONS` as the compiler sees them
+#: (:mod:`sql_rewrites.aggregates`): a SELECT calling them beside Spark's own aggregates,
+#: with FILTER, in HAVING / ORDER BY or without GROUP BY is split before it runs.
+PYTHON_AGGREGATES: dict[str, PythonAggregate] = {
+    "sparkseq_count": PythonAggregate("sparkseq_count", 1, OnEmpty.ZERO),
+    "sparkseq_count_windows": PythonAggregate("sparkseq_count_windows", 1, OnEmpty.EMPTY),
+    **{sig.name: PythonAggregate(sig.name, sig.params.index("ts"), _on_empty(sig)) for sig, _ in functions.FUNCTIONS},
+}
+
+
+@dataclass(frozen=True)
+class Registered:
+    """A function sparkseq registered in a session: the UDF (or UDTF) object, reusable in another."""
+
+    function: object
+    table: bool = False  # registered with spark.udtf
+
+
+#: Per session, what sparkseq registered there by name (the latest registration).
+_registered: weakref.WeakKeyDictionary[SparkSession, dict[str, Registered]] = weakref.WeakKeyDictionary()
 
 
 def register(spark: SparkSession) -> None:
@@ -61,7 +89,7 @@ def register(spark: SparkSession) -> None:
     >>> spark.sql("SELECT k, sparkseq_count(:plan, ts, mask) FROM t GROUP BY k", args={"plan": p})  # doctest: +SKIP
     """
     for spec in FUNCTIONS:
-        _once(spark, spec.name, lambda s=spec: spark.udf.register(s.name, arrow_udf(s.func, s.return_type)))
+        _once(spark, spec.name, lambda s=spec: arrow_udf(s.func, s.return_type))
 
 
 def register_hierarchy_functions(spark: SparkSession, hierarchies: functions.Hierarchies) -> None:
@@ -69,7 +97,7 @@ def register_hierarchy_functions(spark: SparkSession, hierarchies: functions.Hie
     such as ``'SEQ(DELL, Finance) HIERARCHY sectors'`` resolve in the Python workers.
     Called whenever the session's concept hierarchies change."""
     for sig, body in functions.bodies(hierarchies):
-        spark.udf.register(sig.name, arrow_udf(body, sig.return_type))
+        _register(spark, sig.name, Registered(arrow_udf(body, sig.return_type)))
 
 
 def engine_function(spark: SparkSession, plan: Plan | MultiPlan) -> str:
@@ -86,8 +114,43 @@ def engine_function(spark: SparkSession, plan: Plan | MultiPlan) -> str:
         body, ddl = spark_udfs.multi_aggregate(plan.to_json()), contract.multi_result_type(plan)
     else:
         body, ddl = spark_udfs.plan_aggregate(plan.to_json()), spark_udfs.output_ddl(plan)
-    _once(spark, name, lambda: spark.udf.register(name, arrow_udf(body, ddl)))
+    _once(spark, name, lambda: arrow_udf(body, ddl))
     return name
+
+
+def stand_in_function(spark: SparkSession, plan: Plan | MultiPlan) -> str:
+    """Name of a function with the result type of ``plan``'s engine function that is never
+    called, registered in ``spark`` (once per result type): what a statement is analysed
+    with when it must not run (:mod:`sparkseq.scripts` checks in a scratch session), so
+    that checking registers no engine function per plan."""
+    ddl = contract.multi_result_type(plan) if isinstance(plan, MultiPlan) else spark_udfs.output_ddl(plan)
+    name = "sparkseq_check_" + _digest(ddl)
+    registered = _stand_ins_registered.setdefault(spark, set())
+    if name not in registered:
+        _register_stand_in(spark, name, ddl)
+        registered.add(name)
+    return name
+
+
+#: The JVM function object of each stand-in, per SparkContext: every check uses a fresh
+#: scratch session, and building the object (pickling, a JVM call) costs more than the check
+#: of a small statement; registering a built one is one JVM call.
+_stand_ins: weakref.WeakKeyDictionary[object, dict[str, object]] = weakref.WeakKeyDictionary()
+#: Per session, the stand-ins registered there (kept apart from :data:`_registered`: a
+#: stand-in is never copied into another session).
+_stand_ins_registered: weakref.WeakKeyDictionary[SparkSession, set[str]] = weakref.WeakKeyDictionary()
+
+
+def _register_stand_in(spark: SparkSession, name: str, ddl: str) -> None:
+    built = _stand_ins.setdefault(spark.sparkContext, {})
+    if name in built:
+        spark._jsparkSession.udf().registerPython(name, built[name])
+    else:
+        built[name] = spark.udf.register(name, arrow_udf(_never_called, ddl))._judf
+
+
+def _never_called(ts: pa.Array, mask: pa.Array, *values: pa.Array) -> pa.Scalar:
+    raise AssertionError("a stand-in engine function is analysed, never called")
 
 
 def engine_function_name(plan: Plan | MultiPlan) -> str:
@@ -103,15 +166,30 @@ def stream_function(spark: SparkSession, plan: Plan, key_types: Sequence[str]) -
     """
     ddl = spark_udtf.stream_ddl(plan, key_types)
     name = "sparkseq_stream_" + _digest(ddl)
-    _once(spark, name, lambda: spark.udtf.register(name, arrow_udtf(spark_udtf.MatchStream, returnType=ddl)))
+    _once(spark, name, lambda: arrow_udtf(spark_udtf.MatchStream, returnType=ddl), table=True)
     return name
 
 
-def _once(spark: SparkSession, name: str, do: Callable[[], object]) -> None:
-    done = _registered.setdefault(spark, set())
-    if name not in done:
-        do()
-        done.add(name)
+def sessions() -> list[SparkSession]:
+    """The sessions sparkseq registered functions in (still alive)."""
+    return [spark for spark in (ref() for ref in _registered.keyrefs()) if spark is not None]
+
+
+def copy_functions(source: SparkSession, target: SparkSession) -> None:
+    """Register in ``target`` every function sparkseq registered in ``source``, as it is
+    there now (``seq_*`` with ``source``'s concept hierarchies bound in)."""
+    for name, registered in list(_registered.get(source, {}).items()):
+        _register(target, name, registered)
+
+
+def _once(spark: SparkSession, name: str, make: Callable[[], object], table: bool = False) -> None:
+    if name not in _registered.get(spark, {}):
+        _register(spark, name, Registered(make(), table))
+
+
+def _register(spark: SparkSession, name: str, registered: Registered) -> None:
+    (spark.udtf if registered.table else spark.udf).register(name, registered.function)  # type: ignore[arg-type]
+    _registered.setdefault(spark, {})[name] = registered
 
 
 def _digest(text: str) -> str:

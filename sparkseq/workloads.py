@@ -27,28 +27,22 @@ from __future__ import annotations
 
 import functools
 import hashlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
-from sparkseq import hierarchies as registry
 from sparkseq import live
-from sparkseq.catalog import SessionSchemas
+from sparkseq.scripts import Checked, check_script, created_relations, run_script
 from udafs import contract
 from udafs.spark_shared import shared_pass
-from sparkseq.sql_api import (
-    _check_all,
-    _registering,
-    created_relations,
-    evict_changed,
-    run_hierarchy_statement,
-)
 from sql_rewrites.hierarchy import HierarchyResolver
-from sql_rewrites.hierarchy_statements import parse_hierarchy_statement
-from sql_rewrites.rewriter import Statement, StatementExplanation, explain_statement, split_statements
+from sql_rewrites.rewriter import Replacement, Statement
 from sql_rewrites.shared import Member, SharedGroup, group_members, sharing_key
 from sql_rewrites.dialect import SparkSeq
+from sql_rewrites.sharing import Units
+from sql_rewrites.windows import describe_length
 
 
 @dataclass(frozen=True)
@@ -58,6 +52,7 @@ class WorkloadPlan:
     text: str
     statements: tuple[Statement, ...]
     groups: tuple[SharedGroup, ...]
+    checked: tuple[Checked, ...] = ()
 
     def table(self, group: int) -> str:
         """The cached shared result of group ``group``."""
@@ -85,24 +80,20 @@ def plan_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyResol
     SqlRewriteError
         Any statement's parse or analysis error.
     """
-    statements = split_statements(text)
-    if not statements:
-        raise ValueError("no SQL statement to run")
-    kinds = [parse_hierarchy_statement(s, text) for s in statements]
-    explained: dict[int, StatementExplanation] = {}
-    _check_all(spark, text, statements, kinds, hierarchies, explained)
+    checked = check_script(spark, text, hierarchies=hierarchies)
+    statements = [c.statement for c in checked]
     created = set().union(*(created_relations(s) for s in statements))
     members: list[Member] = []
-    # hierarchy statements and those reading what an earlier statement creates are not
-    # explained yet: they run on their own
-    for number, explanation in sorted(explained.items()):
-        for ordinal, operator in enumerate(explanation.operators):
+    # hierarchy statements and those the check deferred (reading what an earlier statement
+    # creates) have no explanation yet: they run on their own
+    for item in checked:
+        for ordinal, operator in enumerate(item.explanation.operators if item.explanation else ()):
             key = sharing_key(operator.query)
             if operator.function_name.startswith(live.VIEW_PREFIX):
                 continue  # over a stream: a live operator of its own
             if key is not None and _relation(key[0]) not in created:
-                members.append(Member(number, ordinal, operator.query))
-    return WorkloadPlan(text, tuple(statements), tuple(group_members(members)))
+                members.append(Member(item.number, ordinal, operator.query))
+    return WorkloadPlan(text, tuple(statements), tuple(group_members(members)), tuple(checked))
 
 
 def _relation(source_sql: str) -> str:
@@ -118,20 +109,21 @@ def workload(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver |
     SqlRewriteError
         Any statement's error, before any statement runs.
     """
+    return [frame for _, frame in run_workload(spark, text, hierarchies=hierarchies)]
+
+
+def run_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver | None = None
+                 ) -> Iterator[tuple[Statement, DataFrame]]:
+    """:func:`workload` statement by statement, lazily: every statement is checked before the
+    first is yielded, and each runs when the iteration reaches it (a group's shared pass
+    with the first statement that reads it)."""
     plan = plan_workload(spark, text, hierarchies=hierarchies)
     cached: set[int] = set()
-    results = []
-    schemas: dict = {}  # read once while no statement changes the relation (evict_changed)
-    for number, statement in enumerate(plan.statements):
-        kind = parse_hierarchy_statement(statement, text)
-        if kind is not None:
-            run_hierarchy_statement(spark, kind, None)
-            results.append(spark.createDataFrame([], T.StructType([])))
-            continue
 
-        streams = live.replacer(spark, text)
+    streams = live.replacer(spark, text)  # operators over streaming sources run as live operators alone
 
-        def replace(ordinal: int, query: object, number: int = number) -> tuple | None:
+    def replace_for(number: int) -> Replacement:
+        def replace(ordinal: int, query: object) -> tuple | None:
             found = plan.member_of(number, ordinal)
             if found is None:
                 return streams(ordinal, query)  # type: ignore[arg-type]
@@ -142,12 +134,9 @@ def workload(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver |
             table = plan.table(group)
             return plan.groups[group].replacement(index, table), table
 
-        resolver = registry.resolver(spark, hierarchies)
-        explained = explain_statement(statement, text, SessionSchemas(spark, cache=schemas), _registering(spark),
-                                      hierarchies=resolver, replace=replace)
-        results.append(spark.sql(explained.rewritten))
-        evict_changed(schemas, statement)
-    return results
+        return replace
+
+    yield from run_script(spark, text, list(plan.checked), hierarchies=hierarchies, replace_for=replace_for)
 
 
 def release_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver | None = None
@@ -188,9 +177,11 @@ def explain_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyRe
         keys = ", ".join(k.name for k in first.partition_keys) or "(none)"
         lines += ["", f"group {g + 1}: {len(group.members)} operators over {first.node.this.sql(dialect=SparkSeq)}, "
                       f"PARTITION BY {keys}, ORDER BY {first.order.name}; cached as {plan.table(g)}"]
+        units = _units(first)
         for i, member in enumerate(group.members):
             p = member.query.plan
-            window = "" if p.within is None else f" WITHIN {p.within}" + ("" if p.slide is None else f" SLIDE {p.slide}")
+            window = "" if p.within is None else f" WITHIN {units.length(p.within)}" + (
+                "" if p.slide is None else f" SLIDE {units.length(p.slide)}")
             lines.append(f"  member {i}: statement {member.statement + 1}, {group.plan.plans[i].describe()}{window}")
         keys_of = statistics.symbol_keys(group)
         for k, (name, condition) in enumerate(group.symbols):
@@ -199,8 +190,8 @@ def explain_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyRe
         queries = [sharing.query_from_plan(f"m{i}", p, keys_of) for i, p in enumerate(group.plan.plans)]
         chosen = sharing.optimize(queries, stats)
         lines += ["", "  sharing optimizer (Sharon): statistics from the data, "
-                      f"{stats.partitions:,} partitions over {stats.span:,.0f} time units"]
-        lines += ["  " + line for line in sharing.explain(chosen).splitlines()]
+                      f"{stats.partitions:,} partitions over {_span(stats.span, units)} of event time"]
+        lines += ["  " + line for line in sharing.explain(chosen, units=units).splitlines()]
         lines += ["", "  execution: one scan, one shuffle and one engine call per partition for all members"]
         lines += ["  " + line for line in _engine_sharing(group.plan.plans)]
         if dot:
@@ -210,6 +201,17 @@ def explain_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyRe
                       f"udafs.spark_shared, cached as {plan.table(g)}):",
                   "  " + events.sql(dialect=SparkSeq, pretty=True).replace("\n", "\n  ")]
     return "\n".join(lines)
+
+
+def _units(query: object) -> Units:
+    """How a group's windows and costs read: minutes and operations per second for a
+    timestamp event time (engine time is microseconds), the column's units otherwise."""
+    clock = query.order.kind.takes_intervals  # type: ignore[attr-defined]
+    return Units(length=lambda value: describe_length(value, clock), per_second=1e6 if clock else None)
+
+
+def _span(span: float | None, units: Units) -> str:
+    return "an unknown span" if span is None else units.length(span)
 
 
 def _engine_sharing(plans: tuple) -> list[str]:
@@ -271,4 +273,4 @@ def _cache_group(spark: SparkSession, plan: WorkloadPlan, group: int) -> None:
               f"WHERE CASE WHEN `{error}` IS NULL THEN TRUE ELSE raise_error(`{error}`) END")
 
 
-__all__ = ["WorkloadPlan", "explain_workload", "plan_workload", "release_workload", "workload"]
+__all__ = ["WorkloadPlan", "explain_workload", "plan_workload", "release_workload", "run_workload", "workload"]

@@ -18,7 +18,7 @@ import re
 from sqlglot import exp
 from sqlglot.dialects.spark import Spark
 from sqlglot.errors import ErrorLevel, ParseError, TokenError
-from sqlglot.tokens import Token
+from sqlglot.tokens import Token, TokenType
 
 from sql_rewrites.errors import SqlParseError, position_of
 from sql_rewrites.generator import SparkSeqGenerator
@@ -80,15 +80,47 @@ def parse_statement(sql: str) -> exp.Expr:
 
 def parse_into(into: type[exp.Expr], sql: str) -> exp.Expr:
     """Parse ``sql`` as one ``into`` node (e.g. a :class:`MatchPattern`)."""
-    tokens = tokenize(sql)
+    return _tokens_into(into, tokenize(sql), sql, f"a {into.__name__}", 0)
+
+
+def _tokens_into(into: type[exp.Expr], tokens: list[Token], sql: str, what: str, start: int) -> exp.Expr:
     parser = SparkSeq().parser(error_level=ErrorLevel.IMMEDIATE)
     try:
         tree = parser.parse_into(into, tokens, sql)[0]
     except ParseError as exc:
         raise to_sql_parse_error(exc, sql, tokens) from None
     if tree is None:
-        raise SqlParseError(f"expected a {into.__name__}", position_of(sql, 0, 0))
+        raise SqlParseError(f"expected {what}", position_of(sql, start, start))
     return tree
+
+
+def parse_fragment(into: type[exp.Expr], document: str, start: int, end: int, what: str,
+                   lead: TokenType | None = None) -> exp.Expr:
+    """Parse ``document[start:end]`` as exactly one ``into`` node (``what`` names it in errors).
+
+    Token positions, and so every later error position, are offsets in ``document``:
+    a caller may assemble a statement's tree from fragments written apart (the
+    DataFrame API's arguments, laid out one after another in one document). ``lead``:
+    a keyword the fragment may leave out (``INTERVAL`` before ``10 minutes``), read as if
+    written at its start.
+
+    Raises
+    ------
+    SqlParseError
+        The fragment is empty, holds a ``;``, or is not one ``into``.
+    """
+    hidden = "".join(c if c == "\n" else " " for c in document[:start])  # keeps positions absolute
+    tokens = tokenize(hidden + document[start:end])
+    if not tokens:
+        raise SqlParseError(f"expected {what}, got nothing", position_of(document, start, start))
+    for token in tokens:
+        if token.token_type == TokenType.SEMICOLON:
+            raise SqlParseError(f"expected {what}, not several statements", position_of(document, token.start,
+                                                                                          token.end))
+    first = tokens[0]
+    if lead is not None and first.token_type != lead:
+        tokens = [Token(lead, lead.name, first.line, first.col, first.start, first.start), *tokens]
+    return _tokens_into(into, tokens, document, what, start)
 
 
 def to_sql_parse_error(exc: ParseError, sql: str, tokens: list[Token]) -> SqlParseError:

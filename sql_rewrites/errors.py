@@ -15,6 +15,7 @@ offending line with the bad text underlined::
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 from udafs.errors import SparkSeqError
@@ -25,19 +26,31 @@ class SourcePosition:
     """Where something stands in the SQL text (1-based line and column).
 
     ``excerpt`` is the line of text followed by a line that underlines the span.
+    ``start`` and ``end`` are the 0-based inclusive character offsets of the span in
+    the text the position was computed on (when known), so that a caller who changed
+    the text before compiling it (``{name}`` placeholders, the DataFrame API's
+    arguments) can point back into what the user wrote. ``origin`` names that text
+    when it is not a SQL statement (``define['A']``).
     """
 
     line: int
     column: int
     excerpt: str = ""
+    start: int | None = None
+    end: int | None = None
+    origin: str = ""
 
     def describe(self) -> str:
-        """``at line L, column C`` followed by the underlined excerpt, if known."""
-        text = f"at line {self.line}, column {self.column}"
+        """``at line L, column C`` (or ``at <origin>, column C``) followed by the underlined excerpt, if known."""
+        if self.origin:
+            where = f"at {self.origin}, " + (f"line {self.line}, " if self.line != 1 else "")
+            text = f"{where}column {self.column}"
+        else:
+            text = f"at line {self.line}, column {self.column}"
         return f"{text}\n{self.excerpt}" if self.excerpt else text
 
 
-def position_of(sql: str | None, start: int, end: int) -> SourcePosition:
+def position_of(sql: str | None, start: int, end: int, origin: str = "") -> SourcePosition:
     """Build the position of ``sql[start:end + 1]`` with an underlined excerpt.
 
     Parameters
@@ -46,6 +59,9 @@ def position_of(sql: str | None, start: int, end: int) -> SourcePosition:
         The whole statement text; ``None`` gives a position without excerpt.
     start, end : int
         0-based inclusive character offsets, as sqlglot tokens store them.
+    origin : str, optional
+        What ``sql`` is when it is not the statement (see :class:`SourcePosition`); it
+        then labels the excerpt instead of the line number.
     """
     text = sql or ""
     start = max(0, min(start, len(text)))
@@ -54,16 +70,16 @@ def position_of(sql: str | None, start: int, end: int) -> SourcePosition:
     line_start = text.rfind("\n", 0, start) + 1
     column = start - line_start + 1
     if sql is None:
-        return SourcePosition(line, column)
+        return SourcePosition(line, column, origin=origin)
     line_end = text.find("\n", start)
     line_end = len(text) if line_end < 0 else line_end
     width = max(1, min(end, line_end - 1) - start + 1)
-    gutter = f"{line:>4} | "
+    gutter = f"{origin} | " if origin else f"{line:>4} | "
     excerpt = (
         f"{gutter}{text[line_start:line_end].expandtabs(1)}\n"
         f"{' ' * (len(gutter) - 2)}| {' ' * (column - 1)}{'^' * width}"
     )
-    return SourcePosition(line, column, excerpt)
+    return SourcePosition(line, column, excerpt, start, end, origin)
 
 
 class SqlRewriteError(SparkSeqError, ValueError):
@@ -73,6 +89,14 @@ class SqlRewriteError(SparkSeqError, ValueError):
         self.message = message
         self.position = position
         super().__init__(f"{message} {position.describe()}" if position else message)
+
+    def relocated(self, position: SourcePosition | None, message: str | None = None) -> SqlRewriteError:
+        """The same error (same class) at ``position``, optionally with ``message`` instead
+        of its own: how a caller that compiled a text derived from the user's points back
+        into the user's text."""
+        clone = copy.copy(self)
+        SqlRewriteError.__init__(clone, self.message if message is None else message, position)
+        return clone
 
 
 class SqlParseError(SqlRewriteError):
@@ -94,6 +118,27 @@ class SqlParseError(SqlRewriteError):
         self.col = position.column
         self.excerpt = position.excerpt
         super().__init__(description, position)
+
+    def relocated(self, position: SourcePosition | None, message: str | None = None) -> SqlRewriteError:
+        if position is None:  # a parse error always has a position
+            return self
+        return type(self)(self.description if message is None else message, position)
+
+
+class SparkAnalysisError(SqlRewriteError):
+    """Spark's own parser or analyser refused a statement (an unknown function or column,
+    arguments of the wrong type ...): Spark's message, placed in the user's text.
+
+    Raised by the Spark layer (``sparkseq.sql`` and the script runner), which checks
+    every statement with Spark's analyser before any runs. ``condition`` is Spark's
+    error class (``UNRESOLVED_ROUTINE``); ``parameters`` its message parameters.
+    """
+
+    def __init__(self, message: str, position: SourcePosition | None = None, condition: str = "",
+                 parameters: dict[str, str] | None = None) -> None:
+        self.condition = condition
+        self.parameters = dict(parameters or {})
+        super().__init__(message, position)
 
 
 class SchemaProviderError(SqlRewriteError):
@@ -168,6 +213,10 @@ class SlideWithoutWithinError(WindowSpecError):
     """SLIDE is given without WITHIN."""
 
 
+class SlideLongerThanWithinError(WindowSpecError):
+    """SLIDE is longer than WITHIN (Spark's ``window()`` refuses such a slide too)."""
+
+
 class WindowTypeMismatchError(WindowSpecError):
     """An interval on a numeric ORDER BY column, or a number on a timestamp one."""
 
@@ -226,3 +275,15 @@ class StrategyError(SqlRewriteError):
 class StreamingError(SqlRewriteError):
     """A MATCH_AGGREGATE reads a streaming source in a way a live stream cannot answer
     (no watermark on the event time, a feature that would need unbounded state, ...)."""
+
+
+class ParameterMarkerError(SqlRewriteError):
+    """Positional parameter markers (``?``) that the rewritten statement would bind to
+    other values than the statement as written: it holds them in another order, or
+    one of them twice (named markers, ``:name``, have no order)."""
+
+
+class AggregatePlacementError(SqlRewriteError):
+    """A ``seq_*`` function (a grouped-aggregate Python UDF) stands where the compiler
+    cannot place it: with DISTINCT, inside another aggregate, or beside other aggregates
+    in a SELECT with GROUPING SETS / ROLLUP / CUBE or ``*`` (:mod:`sql_rewrites.aggregates`)."""

@@ -118,7 +118,10 @@ def spark_string_tokens(tokens: list[Token], sql: str) -> list[Token]:
     """
     out: list[Token] = []
     for token in tokens:
-        if token.token_type not in _QUOTED:
+        # after a command keyword (EXPLAIN, ...) sqlglot gives the rest of the statement as
+        # one STRING token of the raw text: not a quoted literal
+        command_body = bool(out) and out[-1].token_type == TokenType.COMMAND
+        if token.token_type not in _QUOTED or command_body:
             out.append(token)
             continue
         previous = out[-1] if out else None

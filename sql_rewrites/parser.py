@@ -9,6 +9,13 @@ INSERT ... SELECT.
 Sub-clauses may come in any order, each at most once; :attr:`SparkSeqParser.
 MATCH_AGGREGATE_CLAUSE_PARSERS` is the registry of them (keyword -> parser
 returning ``(arg name, value)``), like sqlglot's ``QUERY_MODIFIER_PARSERS``.
+
+Besides sqlglot's token positions, the parser records where user text stands that
+Spark will analyse (the Spark layer analyses it again there to place Spark's own
+errors, :mod:`sparkseq.spark_errors`): a :class:`MatchAggregate`'s ``meta`` holds
+``source_start`` (offset of its source's first character) and ``clause_end`` (of its
+closing parenthesis); each DEFINE entry's ``meta`` holds ``condition_start`` and
+``condition_end`` (its condition's first and last character).
 """
 
 from __future__ import annotations
@@ -33,6 +40,8 @@ COUNT_TYPES = ("BIGINT", "DECIMAL", "DOUBLE")
 #: ``STRATEGY <words>``: the event selection strategies (docs/predicates-and-strategies.md)
 STRATEGIES = ("SKIP TILL ANY MATCH", "SKIP TILL NEXT MATCH", "STRICT CONTIGUITY", "PARTITION CONTIGUITY")
 
+#: ``Placeholder.meta`` key: the character offset of a positional marker (``?``) in the text.
+MARKER_OFFSET = "sparkseq_marker_offset"
 ClauseParser = t.Callable[["SparkSeqParser"], tuple[str, t.Any]]
 
 
@@ -66,8 +75,21 @@ class SparkSeqParser(Spark.Parser):
     EXPRESSION_PARSERS: t.ClassVar = {
         **Spark.Parser.EXPRESSION_PARSERS,
         MatchPattern: lambda self: self._parse_match_pattern(),
+        MatchRollup: lambda self: self._parse_match_rollup(),
         exp.Interval: lambda self: self._parse_match_duration("WITHIN"),  # WITHIN / SLIDE values
     }
+
+    # A positional marker remembers where it stood, so that the rewrite can keep the
+    # order in which Spark binds `?` values (sql_rewrites.markers)
+    PLACEHOLDER_PARSERS: t.ClassVar = {
+        **Spark.Parser.PLACEHOLDER_PARSERS,
+        TokenType.PLACEHOLDER: lambda self: self._parse_positional_marker(),
+    }
+
+    def _parse_positional_marker(self) -> exp.Expr:
+        marker = self.expression(exp.Placeholder())
+        marker.meta[MARKER_OFFSET] = self._prev.start
+        return marker
 
     # --- Spark's literals -----------------------------------------------------------------
 
@@ -94,6 +116,7 @@ class SparkSeqParser(Spark.Parser):
         parse_partition: bool = False,
         consume_pipe: bool = False,
     ) -> exp.Expr | None:
+        start = self._curr
         this = super()._parse_table(
             schema=schema,
             joins=joins,
@@ -105,7 +128,7 @@ class SparkSeqParser(Spark.Parser):
         )
         if this is None or schema or is_db_reference:
             return this
-        return self._parse_table_operators(this, joins=joins)
+        return self._parse_table_operators(this, joins=joins, start=start)
 
     def _parse_table_alias(
         self, alias_tokens: t.Collection[TokenType] | None = None
@@ -123,10 +146,12 @@ class SparkSeqParser(Spark.Parser):
                 return keyword
         return None
 
-    def _parse_table_operators(self, this: exp.Expr, joins: bool = False) -> exp.Expr:
+    def _parse_table_operators(self, this: exp.Expr, joins: bool = False, start: t.Any = None) -> exp.Expr:
         applied = False
         while keyword := self._table_operator_ahead():
             this = self.TABLE_OPERATOR_PARSERS[keyword](self, this)
+            if start is not None:
+                this.meta["source_start"] = start.start
             applied = True
         if applied and joins:
             for join in self._parse_joins():
@@ -156,8 +181,11 @@ class SparkSeqParser(Spark.Parser):
         elif args.get("cube") and not args.get("pattern"):
             self.raise_error("CUBE rolls up the positions of PATTERN SEQ(...); with PATTERNS list the cuboids "
                              "themselves", start)
+        close = self._prev
         args["alias"] = self._parse_table_alias()
-        return self.expression(MatchAggregate(**args), start)
+        node = self.expression(MatchAggregate(**args), start)
+        node.meta["clause_end"] = close.end
+        return node
 
     def _parse_match_aggregate_clause(self, seen: dict[str, t.Any]) -> tuple[str, t.Any]:
         token = self._curr
@@ -248,10 +276,14 @@ class SparkSeqParser(Spark.Parser):
             self.raise_error("Expecting a symbol name in DEFINE")
         if not self._match(TokenType.ALIAS):
             self.raise_error("Expecting AS after the symbol name in DEFINE")
+        first = self._curr
         condition = self._parse_disjunction()
         if condition is None:
             self.raise_error("Expecting a condition after AS in DEFINE")
-        return self.expression(exp.Alias(this=condition, alias=name))
+        definition = self.expression(exp.Alias(this=condition, alias=name))
+        if first is not None and self._prev is not None:
+            definition.meta.update(condition_start=first.start, condition_end=self._prev.end)
+        return definition
 
     def _parse_match_measure(self) -> exp.Expr | None:
         this = self._parse_disjunction()

@@ -19,14 +19,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sqlglot import exp
+from sqlglot.tokens import TokenType
 
-from sql_rewrites.dialect import parse_into, SparkSeq
+from sql_rewrites.dialect import parse_fragment, parse_into, SparkSeq
 from sql_rewrites.errors import NonPositiveWindowError, SlideWithoutWithinError
 from sql_rewrites.expressions import MatchPattern
 from sql_rewrites.generate import mask_expression
 from sql_rewrites.sql_types import OrderKind
 from sql_rewrites.symbols import check_edge_negation, check_spelling, compile_pattern
-from sql_rewrites.windows import window_length
+from sql_rewrites.windows import check_slide_length, window_length
 from udafs.plan import CountType, Measure, MeasureKind, Plan
 
 
@@ -118,9 +119,8 @@ def window_micros(text: str, clause: str = "WITHIN") -> int:
     ------
     SqlParseError, BadIntervalError, NonPositiveWindowError, WindowTypeMismatchError
     """
-    source = text if text.strip().upper().startswith("INTERVAL") else f"INTERVAL {text}"
-    value = parse_into(exp.Interval, source)
-    return window_length(value, clause, "the event time", OrderKind.TIMESTAMP, source)
+    value = parse_fragment(exp.Interval, text, 0, len(text), "an interval", lead=TokenType.INTERVAL)
+    return window_length(value, clause, "the event time", OrderKind.TIMESTAMP, text)
 
 
 def _check_window(within: int | None, slide: int | None) -> None:
@@ -131,3 +131,5 @@ def _check_window(within: int | None, slide: int | None) -> None:
             )
     if slide is not None and within is None:
         raise SlideWithoutWithinError("slide needs within: windows are [k*slide, k*slide + within)")
+    if slide is not None and within is not None:
+        check_slide_length(within, slide)

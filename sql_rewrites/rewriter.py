@@ -11,21 +11,24 @@
 >>> rewrite("SELECT 1; select  2", schema, lambda plan: "f")  # passes through verbatim
 'SELECT 1;\\nselect  2'
 
-Statements are split at top-level semicolons; those without MATCH_AGGREGATE are
+Statements are split at top-level semicolons; those without MATCH_AGGREGATE (and
+without calls of the ``python_aggregates`` given, :mod:`sql_rewrites.aggregates`) are
 returned verbatim (so Spark syntax sqlglot does not know still works), the others are
-parsed, analysed, rewritten and printed by sqlglot's Spark generator.
+parsed, analysed, rewritten and printed by sqlglot's Spark generator; a statement whose
+aggregates need no split also comes back verbatim.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
 
+from sql_rewrites.aggregates import PythonAggregate, split_python_aggregates
 from sql_rewrites.analysis import Analyzer
-from sql_rewrites.dialect import parse_tokens, tokenize, SparkSeq
+from sql_rewrites.dialect import parse_tokens, tokenize
 from sql_rewrites.engine_contract import engine_result_type
 from sql_rewrites.errors import SqlParseError, position_of
 from sql_rewrites.expressions import MatchAggregate
@@ -33,14 +36,20 @@ from sql_rewrites.generate import generate
 from sql_rewrites.hierarchy import HierarchyResolver
 from sql_rewrites.hierarchy_statements import parse_hierarchy_statement
 from sql_rewrites.logical import MatchAggregateQuery
+from sql_rewrites.markers import print_statement, print_tree
 from sql_rewrites.parser import SparkSeqParser
 from sql_rewrites.schema import SchemaProvider
 from udafs.plan import Plan
 
 EngineFunction = Callable[[Plan], str]
+#: Lower-case name -> the grouped-aggregate Python functions of the session (``seq_*``).
+PythonAggregates = Mapping[str, PythonAggregate]
 #: ``(ordinal, query) -> (replacement, name) | None`` (see :func:`explain_statement`).
 Replacement = Callable[[int, MatchAggregateQuery], "tuple[exp.Expr, str] | None"]
 EXPLAIN_MODES = ("EXTENDED", "CODEGEN", "COST", "FORMATTED")
+#: First tokens of statements that are queries (``WITH ... INSERT`` and ``FROM ... INSERT``
+#: write rows, but change no relation's columns either).
+QUERY_KEYWORDS = frozenset({"SELECT", "WITH", "FROM", "VALUES", "TABLE", "("})
 
 
 @dataclass(frozen=True)
@@ -48,12 +57,28 @@ class Statement:
     """One statement of the input: its text and tokens (positions in the whole input).
 
     For ``EXPLAIN [mode] <query>`` the tokens are those of ``<query>`` and ``prefix``
-    is ``"EXPLAIN [mode] "`` (sqlglot reads EXPLAIN as an opaque command).
+    is ``"EXPLAIN [mode] "`` (sqlglot reads EXPLAIN as an opaque command). ``start`` is
+    the offset of ``text`` in the whole input.
     """
 
     text: str
     tokens: list[Token]
     prefix: str = ""
+    start: int = 0
+
+    @property
+    def keyword(self) -> str:
+        """The statement's first token, upper-cased (``SELECT``, ``CREATE``, ``EXPLAIN``, ``(`` ...):
+        what kind of statement it is. Comments before it are not tokens, so they never count."""
+        if self.prefix:
+            return "EXPLAIN"
+        return self.tokens[0].text.upper() if self.tokens else ""
+
+    @property
+    def is_query(self) -> bool:
+        """True for a statement that only reads (``SELECT``, ``WITH``, ``FROM``, ``VALUES``,
+        ``TABLE``, a parenthesized query): running it changes no relation."""
+        return self.keyword in QUERY_KEYWORDS
 
     @property
     def has_match_aggregate(self) -> bool:
@@ -67,6 +92,12 @@ class Statement:
                 return True
         return False
 
+    def calls(self, functions: PythonAggregates | None) -> bool:
+        """True when one of ``functions`` is called (a name followed by ``(``, not in strings)."""
+        return bool(functions) and any(
+            token.text.casefold() in functions and following.token_type == TokenType.L_PAREN  # type: ignore[operator]
+            for token, following in zip(self.tokens, self.tokens[1:]))
+
 
 @dataclass(frozen=True)
 class OperatorExplanation:
@@ -75,6 +106,13 @@ class OperatorExplanation:
     query: MatchAggregateQuery
     function_name: str
     generated_sql: str
+    replacement: exp.Expr | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def relation_sql(self) -> str:
+        """``SELECT * FROM <the replacement>``: the operator's output on its own, as Spark SQL."""
+        assert self.replacement is not None
+        return print_tree(exp.select("*").from_(self.replacement.copy()))
 
     @property
     def plan(self) -> Plan:
@@ -118,7 +156,9 @@ def split_statements(sql: str) -> list[Statement]:
         if token is None or token.token_type == TokenType.SEMICOLON:
             end = len(sql) if token is None else token.start
             if chunk:
-                statements.append(_explained(Statement(sql[start:end].strip(), chunk), sql, end))
+                piece = sql[start:end]
+                offset = start + len(piece) - len(piece.lstrip())
+                statements.append(_explained(Statement(piece.strip(), chunk, start=offset), sql, end))
             start, chunk = (token.end + 1 if token else end), []
         else:
             chunk.append(token)
@@ -135,7 +175,7 @@ def _explained(statement: Statement, sql: str, end: int) -> Statement:
     tokens = tokenize(hidden + sql[offset:end])
     skip = 1 if tokens and tokens[0].text.upper() in EXPLAIN_MODES else 0
     prefix = " ".join(["EXPLAIN", *(t.text.upper() for t in tokens[:skip])]) + " "
-    return Statement(statement.text, tokens[skip:], prefix) if tokens[skip:] else statement
+    return Statement(statement.text, tokens[skip:], prefix, statement.start) if tokens[skip:] else statement
 
 
 def explain(
@@ -145,6 +185,7 @@ def explain(
     *,
     hierarchies: HierarchyResolver | None = None,
     pretty: bool = False,
+    python_aggregates: PythonAggregates | None = None,
 ) -> list[StatementExplanation]:
     """Rewrite every statement and report, per MATCH_AGGREGATE, its plan and SQL.
 
@@ -161,6 +202,10 @@ def explain(
         Concept hierarchies for ``HIERARCHY`` (see :mod:`sql_rewrites.hierarchy`).
     pretty : bool
         Format rewritten statements over several lines.
+    python_aggregates : mapping, optional
+        The grouped-aggregate Python functions of the session (``seq_*``): a SELECT that
+        calls them beside other aggregates, with FILTER, in HAVING / ORDER BY or without
+        GROUP BY is split (:mod:`sql_rewrites.aggregates`).
 
     Raises
     ------
@@ -168,7 +213,8 @@ def explain(
         Any parse or analysis error, before anything is rewritten.
     """
     return [
-        explain_statement(statement, sql, schema, engine_function, hierarchies=hierarchies, pretty=pretty)
+        explain_statement(statement, sql, schema, engine_function, hierarchies=hierarchies, pretty=pretty,
+                          python_aggregates=python_aggregates)
         for statement in split_statements(sql)
     ]
 
@@ -182,6 +228,7 @@ def explain_statement(
     hierarchies: HierarchyResolver | None = None,
     pretty: bool = False,
     replace: Replacement | None = None,
+    python_aggregates: PythonAggregates | None = None,
 ) -> StatementExplanation:
     """Rewrite one statement of ``sql`` (from :func:`split_statements`) on its own.
 
@@ -204,9 +251,12 @@ def explain_statement(
             "not rewritten to Spark SQL; give the compiler hierarchies through hierarchies=",
             position_of(sql, first.start, first.end),
         )
-    if not statement.has_match_aggregate:
-        return StatementExplanation(statement.text, statement.text, ())
-    return _rewrite_statement(statement, sql, schema, engine_function, hierarchies, pretty, replace)
+    if statement.has_match_aggregate:
+        return _rewrite_statement(statement, sql, schema, engine_function, hierarchies, pretty, replace,
+                                  python_aggregates)
+    if statement.calls(python_aggregates):
+        return _split_aggregates(statement, sql, python_aggregates, pretty)  # type: ignore[arg-type]
+    return StatementExplanation(statement.text, statement.text, ())
 
 
 def rewrite_statements(
@@ -216,9 +266,11 @@ def rewrite_statements(
     *,
     hierarchies: HierarchyResolver | None = None,
     pretty: bool = False,
+    python_aggregates: PythonAggregates | None = None,
 ) -> list[str]:
     """Each statement of ``sql`` as plain Spark SQL (see :func:`explain`)."""
-    return [e.rewritten for e in explain(sql, schema, engine_function, hierarchies=hierarchies, pretty=pretty)]
+    return [e.rewritten for e in explain(sql, schema, engine_function, hierarchies=hierarchies, pretty=pretty,
+                                         python_aggregates=python_aggregates)]
 
 
 def rewrite(
@@ -228,12 +280,14 @@ def rewrite(
     *,
     hierarchies: HierarchyResolver | None = None,
     pretty: bool = False,
+    python_aggregates: PythonAggregates | None = None,
 ) -> str:
     """``sql`` with every MATCH_AGGREGATE replaced by plain Spark SQL.
 
     Statements are joined by ``";\\n"``; see :func:`explain` for the parameters.
     """
-    return ";\n".join(rewrite_statements(sql, schema, engine_function, hierarchies=hierarchies, pretty=pretty))
+    return ";\n".join(rewrite_statements(sql, schema, engine_function, hierarchies=hierarchies, pretty=pretty,
+                                          python_aggregates=python_aggregates))
 
 
 def _rewrite_statement(
@@ -244,6 +298,7 @@ def _rewrite_statement(
     hierarchies: HierarchyResolver | None,
     pretty: bool,
     replace: Replacement | None = None,
+    python_aggregates: PythonAggregates | None = None,
 ) -> StatementExplanation:
     tokens = statement.tokens
     tree = parse_tokens(tokens, sql)
@@ -253,6 +308,29 @@ def _rewrite_statement(
             "MATCH_AGGREGATE (...) must follow a table, view or subquery in FROM or JOIN of a query",
             position_of(sql, keyword.start, keyword.end),
         )
+    rewritten, operators = rewrite_tree(tree, sql, schema, engine_function, hierarchies=hierarchies, pretty=pretty,
+                                        replace=replace, python_aggregates=python_aggregates)
+    return StatementExplanation(statement.text, statement.prefix + rewritten, operators)
+
+
+def rewrite_tree(
+    tree: exp.Expr,
+    sql: str | None,
+    schema: SchemaProvider,
+    engine_function: EngineFunction,
+    *,
+    hierarchies: HierarchyResolver | None = None,
+    pretty: bool = False,
+    replace: Replacement | None = None,
+    python_aggregates: PythonAggregates | None = None,
+) -> tuple[str, tuple[OperatorExplanation, ...]]:
+    """Analyse and rewrite every MATCH_AGGREGATE of a parsed ``tree`` (changed in place);
+    returns the Spark SQL and each operator's explanation, innermost first.
+
+    ``sql`` is the text the tree's token positions refer to (for error positions). This is
+    the entry for trees that were not parsed from one statement (the DataFrame API builds
+    the operator from separately parsed arguments); see :func:`explain_statement`.
+    """
     analyzer = Analyzer(schema, hierarchies=hierarchies, sql=sql)
     queries = analyzer.analyze_tree(tree)  # all errors surface before any rewriting
     operators = []
@@ -263,14 +341,26 @@ def _rewrite_statement(
         else:
             name = engine_function(query.plan)
             replacement = generate(query, name, source=query.node.this)
-        operators.append(OperatorExplanation(query, name, _print(replacement, pretty)))
+        operators.append(OperatorExplanation(query, name, print_tree(replacement, pretty), replacement))
         query.node.replace(replacement)
-    return StatementExplanation(statement.text, statement.prefix + _print(tree, pretty), tuple(operators))
+    tree, _ = split_python_aggregates(tree, python_aggregates or {}, sql)
+    printed = print_tree(tree, pretty) if sql is None else print_statement(tree, sql, pretty=pretty)
+    return printed, tuple(operators)
 
 
-def _print(tree: exp.Expr, pretty: bool) -> str:
-    # function names keep their case: the engine function is registered case-exactly
-    return tree.sql(dialect=SparkSeq, pretty=pretty, normalize_functions=False)
+def _split_aggregates(statement: Statement, sql: str, python_aggregates: PythonAggregates,
+                      pretty: bool) -> StatementExplanation:
+    """A statement without MATCH_AGGREGATE that calls Python aggregates: split the SELECTs
+    that need it (:mod:`sql_rewrites.aggregates`); any other statement comes back verbatim,
+    also one sqlglot cannot parse (Spark then reports on it)."""
+    try:
+        tree = parse_tokens(statement.tokens, sql)
+    except SqlParseError:
+        return StatementExplanation(statement.text, statement.text, ())
+    tree, changed = split_python_aggregates(tree, python_aggregates, sql)
+    if not changed:
+        return StatementExplanation(statement.text, statement.text, ())
+    return StatementExplanation(statement.text, statement.prefix + print_statement(tree, sql, pretty=pretty), ())
 
 
 __all__ = [
@@ -278,7 +368,9 @@ __all__ = [
     "rewrite_statements",
     "explain",
     "explain_statement",
+    "rewrite_tree",
     "split_statements",
+    "QUERY_KEYWORDS",
     "Statement",
     "StatementExplanation",
     "OperatorExplanation",

@@ -16,7 +16,9 @@ from sqlglot import exp
 from sql_rewrites.errors import (
     BadIntervalError,
     NonPositiveWindowError,
+    SlideLongerThanWithinError,
     SlideWithoutWithinError,
+    SourcePosition,
     WindowTypeMismatchError,
 )
 from sql_rewrites.sql_types import OrderKind
@@ -34,6 +36,27 @@ MICROS_PER_UNIT = {
 }
 INTERVAL_UNITS_HELP = "MICROSECOND(S), MILLISECOND(S), SECOND(S), MINUTE(S), HOUR(S), DAY(S), WEEK(S)"
 INT64_MAX = 2**63 - 1
+
+
+def describe_length(value: float, takes_intervals: bool) -> str:
+    """A length in engine time units in words: for a timestamp event time (microseconds)
+    exact in the largest unit that divides it, with the size in a larger unit when the
+    count runs into thousands, or about (``~1.51 hours``) when no unit divides it; for a
+    numeric event time the number in the column's own units.
+
+    >>> describe_length(600_000_000, True), describe_length(90_061_000_000, True), describe_length(600, False)
+    ('10 minutes', '90061 seconds (~1.04 days)', '600')
+    """
+    if not takes_intervals:
+        return f"{value:.0f}" if float(value).is_integer() else f"{value:.6g}"
+    units = sorted(MICROS_PER_UNIT.items(), key=lambda u: -u[1])
+    about = next((f"~{value / size:.3g} {unit.lower()}s" for unit, size in units if value >= size), None)
+    for unit, size in units:
+        if value >= size and value % size == 0:
+            count = int(value // size)
+            exact = f"{count} {unit.lower()}{'s' if count != 1 else ''}"
+            return f"{exact} ({about})" if count >= 1000 and about and not about.endswith(f" {unit.lower()}s") else exact
+    return about or f"{value:g} microseconds"
 
 
 def window_length(value: exp.Expr, clause: str, order_column: str, kind: OrderKind, sql: str | None = None) -> int:
@@ -84,6 +107,28 @@ def check_slide(within: exp.Expr | None, slide: exp.Expr | None, sql: str | None
             "WITHIN INTERVAL 10 MINUTES before SLIDE",
             node_position(slide, sql),
         )
+
+
+#: Why SLIDE may not exceed WITHIN, in the words of Spark's own check.
+SLIDE_RULE = ("as in Spark's window(), whose slide_duration must be <= window_duration: windows "
+              "[k*slide, k*slide + within) would leave gaps no window sees")
+
+
+def check_slide_length(within: int, slide: int, texts: tuple[str, str] | None = None,
+                       where: SourcePosition | None = None) -> None:
+    """SLIDE may not be longer than WITHIN (equal lengths give tumbling windows).
+
+    ``within`` and ``slide`` are engine units; ``texts`` the two values as written.
+
+    Raises
+    ------
+    SlideLongerThanWithinError
+    """
+    if slide > within:
+        shown = texts or (str(slide), str(within))
+        raise SlideLongerThanWithinError(
+            f"SLIDE {shown[0]} is longer than WITHIN {shown[1]}; the slide must be at most the window length, "
+            f"{SLIDE_RULE}", where)
 
 
 def _mismatch_message(clause: str, order_column: str, kind: OrderKind) -> str:

@@ -5,7 +5,6 @@ clear error and changes nothing")."""
 from __future__ import annotations
 
 import pytest
-from pyspark.errors import AnalysisException
 
 from sparkseq.sql_api import sql
 from sql_rewrites import errors as E
@@ -49,6 +48,8 @@ CASES = [  # (id, statement text, error class, message pattern)
      r"symbol VK is defined twice"),
     ("slide-without-within", FROM.format(FUNNEL + " SLIDE INTERVAL 1 MINUTE"), E.SlideWithoutWithinError,
      r"SLIDE needs WITHIN"),
+    ("slide-longer-than-within", FROM.format(FUNNEL + " WITHIN INTERVAL 1 MINUTE SLIDE INTERVAL 2 MINUTES"),
+     E.SlideLongerThanWithinError, r"SLIDE INTERVAL '2' MINUTES is longer than WITHIN INTERVAL '1' MINUTE"),
     ("month", FROM.format(FUNNEL + " WITHIN INTERVAL 1 MONTH"), E.BadIntervalError,
      r"months and years have no fixed length"),
     ("number-on-timestamp", FROM.format(FUNNEL + " WITHIN 600"), E.WindowTypeMismatchError,
@@ -100,11 +101,16 @@ def test_parse_error_points_into_the_script(spark, clicks: str) -> None:
 
 
 def test_spark_analysis_errors_also_come_before_any_job(spark, clicks: str) -> None:
-    """An unknown function in DEFINE is Spark's to find: it does, while analysing."""
+    """An unknown function in DEFINE is Spark's to find: it does, while the script is checked,
+    and the error points at the function in the user's text, not into the generated SQL."""
     before = jobs_started(spark)
-    with pytest.raises(AnalysisException, match="no_such_function"):
-        sql(spark, FROM.format("PATTERN SEQ(A) DEFINE A AS no_such_function(action)"))
+    with pytest.raises(E.SparkAnalysisError, match=r"^DEFINE of A: \[UNRESOLVED_ROUTINE\].*`no_such_function`") as caught:
+        sql(spark, "CREATE OR REPLACE TEMP VIEW must_not_exist AS SELECT 1 AS x;\n"
+                   + FROM.format("PATTERN SEQ(A) DEFINE A AS no_such_function(action)"))
+    assert (caught.value.position.line, caught.value.position.column) == (2, 103)
+    assert "__sparkseq" not in str(caught.value)
     assert jobs_started(spark) == before
+    assert not spark.catalog.tableExists("must_not_exist")
 
 
 def test_every_section_7_error_is_covered() -> None:

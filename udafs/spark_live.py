@@ -105,7 +105,7 @@ def _add_rows(plan: Plan, keys: dict[str, LiveEvaluator], frames: Iterator[pd.Da
     order = np.argsort(codes, kind="stable")
     cuts = np.flatnonzero(np.diff(codes[order])) + 1
     ts, mask = frame.iloc[:, 3].to_numpy(np.int64)[order], frame.iloc[:, 4].to_numpy(np.int64)[order]
-    cols = [(frame.iloc[:, FIRST_VALUE + 2 * j].to_numpy()[order], frame.iloc[:, FIRST_VALUE + 2 * j + 1].to_numpy(bool)[order])
+    cols = [(_values(frame.iloc[:, FIRST_VALUE + 2 * j])[order], frame.iloc[:, FIRST_VALUE + 2 * j + 1].to_numpy(bool)[order])
             for j in range(len(plan.columns))]
     for code, (a, b) in enumerate(zip(np.r_[0, cuts], np.r_[cuts, len(order)])):
         name = names[codes[order[a]]]
@@ -114,6 +114,14 @@ def _add_rows(plan: Plan, keys: dict[str, LiveEvaluator], frames: Iterator[pd.Da
             live = keys[name] = LiveEvaluator(plan)
         live.add(ts[a:b], mask[a:b], [(v[a:b], ok[a:b]) for v, ok in cols])
     return set(names)
+
+
+def _values(column: pd.Series) -> np.ndarray:
+    """A value column for the engine: as it is, except the plain text of a DECIMAL wider
+    than 18 digits (``sparkseq.live.engine_value``), read as exact unscaled Python ints."""
+    if column.dtype != object:
+        return column.to_numpy()
+    return np.array([int(text.replace(".", "")) for text in column], dtype=object)
 
 
 def _advance(plan: Plan, keys: dict[str, LiveEvaluator], touched: set[str], complete_before: int

@@ -12,7 +12,7 @@ from __future__ import annotations
 from sql_rewrites.sharing.benefit import CostModel
 from sql_rewrites.sharing.candidates import Candidate, Occurrence, find_candidates
 from sql_rewrites.sharing.errors import SharingError
-from sql_rewrites.sharing.explain import explain, sharon_graph_dot
+from sql_rewrites.sharing.explain import Units, explain, sharon_graph_dot
 from sql_rewrites.sharing.graph import SharonGraph, Vertex, build_graph, conflict_queries
 from sql_rewrites.sharing.optimizer import optimize
 from sql_rewrites.sharing.plan import (
@@ -27,6 +27,7 @@ from sql_rewrites.sharing.statistics import Statistics
 from sql_rewrites.sharing.workload import Query, Window, Workload, query_from_plan
 
 __all__ = [
+    "Units",
     "Candidate",
     "ClassReport",
     "CostModel",

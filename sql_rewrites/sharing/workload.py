@@ -20,7 +20,7 @@ predicates.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 
 from sql_rewrites.sharing.errors import SharingError
@@ -40,12 +40,14 @@ class Window:
         if self.slide is not None and self.within is None:
             raise SharingError("a window with SLIDE needs WITHIN")
 
-    def describe(self) -> str:
-        """The window as text, e.g. ``WITHIN 600 SLIDE 60`` or ``no window``."""
+    def describe(self, length: Callable[[float], str] | None = None) -> str:
+        """The window as text, e.g. ``WITHIN 600 SLIDE 60`` or ``no window``; ``length``
+        formats the lengths (e.g. ``10 minutes``)."""
+        show = length or _num
         if self.within is None:
             return "no window"
-        text = f"WITHIN {_num(self.within)}"
-        return text + (f" SLIDE {_num(self.slide)}" if self.slide is not None else "")
+        text = f"WITHIN {show(self.within)}"
+        return text + (f" SLIDE {show(self.slide)}" if self.slide is not None else "")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,230 @@
+"""Where in the user's text a Spark analysis error of a MATCH_AGGREGATE statement lies.
+
+Spark analyses the SQL the compiler generated, so its query context points into
+generated text. To place the error in the user's text, the user's own pieces are
+analysed again, one at a time, as *probes* whose text is the user's, so that Spark's
+indices are offsets into the user's text (plus a known prefix):
+
+1. each operator, innermost first, is analysed from its generated SQL and kept as a
+   temporary view (a *stand-in* with the operator's output columns);
+2. when an operator fails, its source is probed (``SELECT * FROM <source as written>``,
+   nested operators replaced by their stand-ins), then each DEFINE condition
+   (``SELECT CASE WHEN <condition as written> THEN 1 END FROM <source as written>``, the
+   defined symbol's own qualifier blanked: ``VK.action`` reads ``   action``);
+3. when every operator builds, the statement is probed with each outermost operator's
+   text (source to closing parenthesis) replaced by its stand-in's name, padded with
+   blanks so that every other character keeps its offset: an error in the query around
+   the operators lands where the user wrote it.
+
+A probe's error counts only when it is of the same kind (error class) as the error
+being placed. When no probe reproduces it, the error is placed by the name Spark gives
+(an unknown function or column of the operator), else at the operator's keyword. Probes
+are only analysed, never run, in a scratch session (:mod:`sparkseq.scratch`), and only
+after the statement failed; their text is the user's verbatim by design (see above).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from pyspark.errors import PySparkException
+from pyspark.sql import SparkSession
+from sqlglot import exp
+from sqlglot.tokens import TokenType
+
+from sparkseq.scratch import analyse_sql
+from sparkseq.spark_errors import parameters_of, same_condition, span_in
+from sql_rewrites.dialect import SparkSeq, tokenize
+from sql_rewrites.errors import SqlRewriteError
+from sql_rewrites.expressions import MatchAggregate
+from sql_rewrites.rewriter import OperatorExplanation, Statement
+
+STAND_IN = "__sparkseq_probe_{}"
+DEFINE_PREFIX = "SELECT CASE WHEN "
+SOURCE_PREFIX = "SELECT * FROM "
+#: Spark's message parameters that name the object an error is about.
+NAME_PARAMETERS = ("routineName", "functionName", "objectName")
+
+
+@dataclass(frozen=True)
+class Located:
+    """An error's place in the user's text (inclusive offsets), the error Spark raised there
+    (its message speaks of the user's text, not of the generated SQL) and what the place is
+    (``DEFINE of A``; empty for the statement itself)."""
+
+    start: int
+    end: int
+    error: BaseException
+    context: str = ""
+
+
+#: The FROM text a DEFINE probe reads (the source as written), or None to skip DEFINE probes.
+SourceText = Callable[[OperatorExplanation], "str | None"]
+
+
+def locate(session: SparkSession, failure: PySparkException, text: str, operators: Sequence[OperatorExplanation],
+           statement: Statement | None = None, source_text: SourceText | None = None) -> Located | None:
+    """Place ``failure`` — Spark's error on a statement of ``text`` whose operators are
+    ``operators`` (innermost first) — in ``text`` (see module docstring).
+
+    ``statement``, when given, is probed with its operators replaced (step 3);
+    ``source_text`` overrides how a DEFINE probe reads its operator's source (default:
+    the source as written in ``text``).
+    """
+    stand_ins: list[tuple[int, int, str]] = []
+    for k, operator in enumerate(operators):
+        name = STAND_IN.format(k)
+        try:
+            session.sql(operator.relation_sql).createOrReplaceTempView(name)
+        except PySparkException as exc:
+            if not same_condition(exc, failure):
+                return None
+            return _inside(session, exc, text, operator, stand_ins, source_text) or _by_name(exc, text, operator)
+        span = operator_span(operator.query.node)
+        if span is not None and span[1] - span[0] + 1 >= len(name):
+            stand_ins = [s for s in stand_ins if not span[0] <= s[0] <= span[1]] + [(*span, name)]
+    if statement is None:
+        return None
+    probe = _replaced(text, statement.start, statement.start + len(statement.text), stand_ins)
+    return _probe(session, failure, probe, "", statement.start)
+
+
+def operator_span(node: MatchAggregate) -> tuple[int, int] | None:
+    """Offsets of an operator's text from its source's first character to its closing parenthesis."""
+    start, end = node.meta.get("source_start"), node.meta.get("clause_end")
+    return (start, end) if start is not None and end is not None else None
+
+
+def _inside(session: SparkSession, failure: PySparkException, text: str, operator: OperatorExplanation,
+            stand_ins: list[tuple[int, int, str]], source_text: SourceText | None) -> Located | None:
+    """Probe a failing operator's source, then each DEFINE condition."""
+    node = operator.query.node
+    keyword = node.meta.get("start")
+    source = None
+    if node.meta.get("source_start") is not None and keyword is not None:
+        source = _replaced(text, node.meta["source_start"], keyword, stand_ins)
+        found = _probe(session, failure, SOURCE_PREFIX + source, SOURCE_PREFIX, node.meta["source_start"],
+                       context="the source of MATCH_AGGREGATE")
+        if found is not None:
+            return found
+    if source_text is not None:
+        source = source_text(operator)
+    if source is None:
+        return None
+    for definition in node.args.get("define") or []:
+        start, end = definition.meta.get("condition_start"), definition.meta.get("condition_end")
+        if start is None or end is None:
+            continue
+        condition = _unqualified(text[start:end + 1], definition.alias, _source_names(node))
+        probe = f"{DEFINE_PREFIX}{condition} THEN 1 END FROM {source}"
+        found = _probe(session, failure, probe, DEFINE_PREFIX, start, limit=len(condition),
+                       context=f"DEFINE of {definition.alias}")
+        if found is not None:
+            return found
+    return None
+
+
+def _probe(session: SparkSession, failure: PySparkException, probe: str, prefix: str, offset: int,
+           limit: int | None = None, context: str = "") -> Located | None:
+    """Analyse ``probe``; its error of ``failure``'s kind, pointing into the user's text that
+    starts at ``len(prefix)`` in the probe (``limit`` characters long, if given) and at
+    ``offset`` in the script, placed in the script. An error about an expression that
+    wraps the user's text (``CASE WHEN <condition> ...`` is not boolean) covers all of it."""
+    try:
+        analyse_sql(session, probe)
+    except PySparkException as exc:
+        span = span_in(exc, probe) if same_condition(exc, failure) else None
+        if span is None:
+            return None
+        start, end = span[0] - len(prefix), span[1] - len(prefix)
+        if end < 0 or (limit is not None and start >= limit):
+            return None  # in the probe's own text, not the user's
+        start = max(start, 0)
+        if limit is not None:
+            end = min(end, limit - 1)
+        return Located(offset + start, offset + end, exc, context)
+    return None
+
+
+def _by_name(failure: PySparkException, text: str, operator: OperatorExplanation) -> Located | None:
+    """The operator's function or column Spark names in ``failure``, else the operator's keyword."""
+    node = operator.query.node
+    wanted = {str(parameters_of(failure).get(key, "")).replace("`", "").split(".")[-1].casefold()
+              for key in NAME_PARAMETERS} - {""}
+    for part in ("define", "where", "measures"):
+        for expression in _as_list(node.args.get(part)):
+            for candidate in expression.walk():
+                if isinstance(candidate, (exp.Func, exp.Column)) and _name(candidate).casefold() in wanted:
+                    meta = candidate.meta if "start" in candidate.meta else _first_positioned(candidate)
+                    if meta:
+                        return Located(meta["start"], meta["end"], failure, f"{part.upper()} of MATCH_AGGREGATE")
+    if "start" in node.meta:
+        return Located(node.meta["start"], node.meta["end"], failure, "MATCH_AGGREGATE")
+    return None
+
+
+def _name(node: exp.Expr) -> str:
+    if isinstance(node, exp.Anonymous):
+        return str(node.this)
+    if isinstance(node, exp.Column):
+        return node.name
+    return node.sql_name() if isinstance(node, exp.Func) else ""
+
+
+def _first_positioned(node: exp.Expr) -> dict | None:
+    for candidate in node.walk():
+        if "start" in candidate.meta and "end" in candidate.meta:
+            return candidate.meta
+    return None
+
+
+def _as_list(value: object) -> list[exp.Expr]:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, list) else [value]  # type: ignore[list-item]
+
+
+def _replaced(text: str, start: int, end: int, stand_ins: list[tuple[int, int, str]]) -> str:
+    """``text[start:end]`` with each stand-in's span replaced by its name, padded with blanks
+    (line breaks kept) so that the rest keeps its offsets."""
+    chars = list(text[start:end])
+    for lo, hi, name in stand_ins:
+        if start <= lo and hi < end:
+            for i in range(lo, hi + 1):
+                offset = i - lo
+                chars[i - start] = name[offset] if offset < len(name) else ("\n" if text[i] == "\n" else " ")
+    return "".join(chars)
+
+
+def _unqualified(condition: str, symbol: str, source_names: set[str]) -> str:
+    """A DEFINE condition with the defined symbol's own qualifier blanked (``VK.action`` ->
+    ``   action``), unless the source is named like the symbol (then it is the source's)."""
+    if symbol.casefold() in source_names:
+        return condition
+    try:
+        tokens = tokenize(condition)
+    except SqlRewriteError:
+        return condition
+    chars = list(condition)
+    for before, token, after in zip([None, *tokens], tokens, [*tokens[1:], None]):
+        if (token.token_type in (TokenType.VAR, TokenType.IDENTIFIER) and token.text.casefold() == symbol.casefold()
+                and after is not None and after.token_type == TokenType.DOT
+                and (before is None or before.token_type != TokenType.DOT)):
+            for i in range(token.start, after.end + 1):
+                chars[i] = " "
+    return "".join(chars)
+
+
+def _source_names(node: MatchAggregate) -> set[str]:
+    this = node.this
+    name = this.alias_or_name if isinstance(this, (exp.Table, exp.Subquery)) else this.alias
+    return {name.casefold()} if name else set()
+
+
+def quoted(name: str) -> str:
+    """A relation name as a quoted SQL identifier (for a DEFINE probe's FROM)."""
+    return exp.to_identifier(name, quoted=True).sql(dialect=SparkSeq)
+
+
+__all__ = ["Located", "SourceText", "locate", "operator_span", "quoted"]
