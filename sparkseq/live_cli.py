@@ -63,7 +63,8 @@ def main(args: argparse.Namespace) -> int:
     spark = sparkseq.session(args.master, app_name="sparkseq-stream")
     printer = ProgressPrinter()
     spark.streams.addListener(printer)
-    query = _reporting(lambda: start(spark, text, args))
+    with _reporting():
+        query = start(spark, text, args)
     signal.signal(signal.SIGTERM, lambda *_: query.stop())
     try:
         query.awaitTermination()
