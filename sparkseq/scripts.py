@@ -18,7 +18,10 @@ catalog as the statements before it will leave it:
   TABLE (columns)``, ``CREATE VIEW``, ``CACHE TABLE … AS``) is analysed only, and an
   empty temporary view with the columns it defines stands in for it in the scratch
   copy: later statements reading it are checked against those columns;
-* concept hierarchy statements are validated (:func:`check_hierarchy_statement`).
+* concept hierarchy statements are validated (:func:`check_hierarchy_statement`);
+* a MATCH_AGGREGATE over a streaming source becomes a live operator
+  (:mod:`sparkseq.live`), registered in the scratch copy only, so that Spark analyses
+  the statement around it; its stream-specific errors come here too.
 
 What cannot be checked ahead is checked right before the statement runs (*deferred*):
 a statement whose analysis fails on an object the scratch copy cannot reproduce — a
