@@ -22,6 +22,11 @@ between two positive non-Kleene elements, by element *position*) and
 Plans that use none of them serialise exactly as before (version 1); plans that do
 are written as version 2, so that an older engine refuses them instead of ignoring
 the new keys.
+
+``uncertain`` (imprecise timestamps, ``docs/sql-reference.md`` section 15): when set,
+every event carries an interval of possible times ``lo, lo + uncertain, ...,  <= hi``
+(uniform, independent between events) and every measure is an expectation over the
+possible worlds. Such plans are written as version 3.
 """
 
 from __future__ import annotations
@@ -34,6 +39,9 @@ from udafs.errors import PlanError
 
 PLAN_VERSION = 1  # plans without the issue-7 extensions
 PLAN_VERSION_EXTENDED = 2  # plans with a strategy, predicates or iterator predicates
+PLAN_VERSION_UNCERTAIN = 3  # plans over events with imprecise timestamps (expected aggregates)
+#: Measures that are expectations (linear in the matches) and so defined under imprecise timestamps.
+UNCERTAIN_MEASURES = frozenset({"count_star", "count", "sum"})
 MAX_SYMBOLS = 63  # one int64 bitmask per row; bit 63 is the sign bit, left unused
 
 
@@ -163,6 +171,7 @@ class Plan:
     strategy: Strategy = Strategy.SKIP_TILL_ANY_MATCH
     predicates: tuple[Predicate, ...] = ()
     iterator_predicates: tuple[IteratorPredicate, ...] = ()
+    uncertain: int | None = None
     positions_of: dict[int, tuple[int, ...]] = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
@@ -244,6 +253,9 @@ class Plan:
                              for p in self.predicates]
             if self.iterator_predicates:
                 doc["ip"] = [[q.element, q.column, q.op.value, q.offset] for q in self.iterator_predicates]
+        if self.uncertain is not None:
+            doc["v"] = PLAN_VERSION_UNCERTAIN
+            doc["un"] = self.uncertain
         return json.dumps(doc, separators=(",", ":"))
 
     @staticmethod
@@ -254,12 +266,15 @@ class Plan:
         except (TypeError, ValueError) as exc:
             raise PlanError(f"plan is not valid JSON: {exc}") from None
         version = doc.get("v") if isinstance(doc, dict) else None
-        if version not in (PLAN_VERSION, PLAN_VERSION_EXTENDED) or isinstance(version, bool):
+        versions = (PLAN_VERSION, PLAN_VERSION_EXTENDED, PLAN_VERSION_UNCERTAIN)
+        if version not in versions or isinstance(version, bool):
             raise PlanError(f"unsupported plan version {version!r}; "
-                            f"this engine reads versions {PLAN_VERSION} and {PLAN_VERSION_EXTENDED}")
+                            f"this engine reads versions {', '.join(map(str, versions))}")
         new_keys = sorted(k for k in ("st", "pr", "ip") if k in doc)
         if version == PLAN_VERSION and new_keys:
             raise PlanError(f"plan version 1 cannot carry the keys {new_keys}; they need version 2")
+        if ("un" in doc) != (version == PLAN_VERSION_UNCERTAIN):
+            raise PlanError("the key 'un' (imprecise timestamps) is written exactly in plans of version 3")
         try:
             plan = Plan(
                 symbols=tuple(doc["sym"]),
@@ -275,12 +290,13 @@ class Plan:
                                  for l, lc, op, r, rc, c in doc.get("pr", ())),
                 iterator_predicates=tuple(IteratorPredicate(int(e), int(c), CmpOp(op), _number(off))
                                           for e, c, op, off in doc.get("ip", ())),
+                uncertain=doc.get("un"),
             )
         except (KeyError, TypeError, ValueError) as exc:
             if isinstance(exc, PlanError):
                 raise
             raise PlanError(f"malformed plan field: {exc}") from None
-        if version == PLAN_VERSION_EXTENDED and not plan.extended:
+        if version == PLAN_VERSION_EXTENDED and (not plan.extended or plan.uncertain is not None):
             raise PlanError("plan version 2 without a strategy, predicate or iterator predicate; write version 1")
         return plan
 
@@ -308,6 +324,7 @@ def _validate(p: Plan) -> None:
     _validate_window(p)
     _validate_measures(p)
     _validate_extensions(p)
+    _validate_uncertain(p)
 
 
 def _validate_window(p: Plan) -> None:
@@ -361,6 +378,24 @@ def _validate_extensions(p: Plan) -> None:
                             "Kleene; b[i] OP b[i-1] needs a Kleene element X+")
         _check_column(what, "", ip.column, n_col)
         _check_offset(what, ip.offset, (p.columns[ip.column],))
+
+
+def _validate_uncertain(p: Plan) -> None:
+    """Imprecise timestamps: expectations of linear measures, skip-till-any-match only."""
+    if p.uncertain is None:
+        return
+    if not _is_int(p.uncertain) or p.uncertain <= 0:
+        raise PlanError(f"uncertain (the step between possible times) must be a positive integer, got {p.uncertain!r}")
+    if p.count_type is not CountType.DOUBLE:
+        raise PlanError("a plan over imprecise timestamps computes expected values: its count type must be DOUBLE")
+    for m in p.measures:
+        if m.kind.value not in UNCERTAIN_MEASURES:
+            raise PlanError(f"measure {m.kind.value.upper()} is not an expectation over possible worlds; "
+                            "imprecise timestamps support COUNT(*), COUNT(X) and SUM(X.col)")
+    if p.strategy is not Strategy.SKIP_TILL_ANY_MATCH:
+        raise PlanError("imprecise timestamps are evaluated under skip-till-any-match only")
+    if p.predicates:
+        raise PlanError("cross-event predicates are not supported with imprecise timestamps")
 
 
 def _is_int(x: object) -> bool:
