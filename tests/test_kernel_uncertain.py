@@ -26,7 +26,7 @@ from tests.test_kernel_oracle import COLUMNS, plans, to_arrays
 from udafs.errors import PlanError, UncertainTimeError
 from udafs.kernels import evaluate_group, uncertain
 from udafs.kernels.arith import Arith, Kind
-from udafs.plan import CountType, Element, Measure, MeasureKind, Plan, ValueType
+from udafs.plan import CmpOp, CountType, Element, IteratorPredicate, Measure, MeasureKind, Plan, ValueType
 
 LINEAR = (MeasureKind.COUNT_STAR, MeasureKind.COUNT, MeasureKind.SUM)
 SETTINGS = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow,
@@ -116,7 +116,8 @@ def check(plan: Plan, ev: oracle.Events, lo: list, hi: list) -> None:
         edge = any(ev.mask[r] & (plan.negations[0] | plan.negations[-1]) for r in wide)
         kleene = any(ev.mask[r] & (1 << el.symbol) for r in wide for el in plan.elements if el.kleene)
         for name, hit in (("imprecise middle negation", negated), ("imprecise edge negation", edge),
-                          ("imprecise Kleene instance", kleene), ("imprecise rows", bool(wide))):
+                          ("imprecise Kleene instance", kleene), ("imprecise rows", bool(wide)),
+                          ("iterator predicate", kleene and bool(plan.iterator_predicates))):
             if hit:
                 event(name)
     if bad:
@@ -184,17 +185,23 @@ def distinct_plans(draw: st.DrawFn, window: str) -> Plan:
     sym = draw(st.integers(0, length - 1))
     measures = [Measure(MeasureKind.COUNT_STAR, name="n"), Measure(MeasureKind.COUNT, sym, None, "c"),
                 Measure(MeasureKind.SUM, sym, draw(st.integers(0, 1)), "s")]
+    iterators = ()
+    if kleene >= 0 and draw(st.booleans()):  # b[i].c OP b[i-1].c + offset (SASE++ Q6 option 1)
+        column = draw(st.integers(0, 1))
+        offset = draw(st.sampled_from([0, 0, 1, -2]))
+        iterators = (IteratorPredicate(kleene, column, draw(st.sampled_from(list(CmpOp))), offset),)
     return Plan(symbols=tuple(f"S{i}" for i in range(n_sym)),
                 elements=tuple(Element(i, i == kleene) for i in range(length)), negations=tuple(negs),
                 within=within, slide=slide, measures=tuple(measures), columns=COLUMNS,
-                count_type=CountType.DOUBLE, uncertain=draw(st.sampled_from([1, 1, 2])))
+                count_type=CountType.DOUBLE, uncertain=draw(st.sampled_from([1, 1, 2])),
+                iterator_predicates=iterators)
 
 
 @st.composite
-def wide_events(draw: st.DrawFn, plan: Plan, max_rows: int = 6) -> tuple[oracle.Events, list, list]:
-    """Single-symbol events, most with imprecise times of 2..4 possible times."""
+def wide_events(draw: st.DrawFn, plan: Plan, max_rows: int = 6, last: int = 12) -> tuple[oracle.Events, list, list]:
+    """Single-symbol events starting in 0..last, most with 2..4 possible times."""
     n = draw(st.integers(1, max_rows))
-    lo = [draw(st.integers(0, 12)) for _ in range(n)]
+    lo = [draw(st.integers(0, last)) for _ in range(n)]
     hi = [x + draw(st.sampled_from([0, 1, 2, 3])) * plan.uncertain for x in lo]
     mask = [1 << draw(st.integers(0, len(plan.symbols) - 1)) for _ in range(n)]
     ints = [draw(st.one_of(st.none(), st.integers(-50, 50))) for _ in range(n)]
@@ -244,14 +251,16 @@ def test_blocks_equal_anchored_on_larger_groups(data: st.DataObject) -> None:
     groups too large for the possible-worlds oracle."""
     plan = data.draw(distinct_plans("within"))
     plan = dataclasses.replace(plan, negations=(0,) + plan.negations[1:-1] + (0,))
-    ev, lo, hi = data.draw(wide_events(plan, max_rows=40))
+    ev, lo, hi = data.draw(wide_events(plan, max_rows=40, last=200))
     ar = Arith(Kind.FLOAT, prune=False)
     try:
         events, ex = _prepared(plan, ev, lo, hi, ar)
     except UncertainTimeError:
         assume(False)
     assume(uncertain._blocks_apply(plan, events))
-    a, b = uncertain._blocks(plan, events, ex, ar), uncertain._anchored(plan, events, ex, ar)
+    _, _, cols = to_arrays(ev)
+    runner = uncertain.Runner(plan, [(v[events.row][ex.event], ok[events.row][ex.event]) for v, ok in cols])
+    a, b = uncertain._blocks(plan, events, ex, ar), uncertain._anchored(plan, events, ex, ar, runner)
     assert math.isclose(float(a.counts[0]), float(b.counts[0]), rel_tol=1e-9, abs_tol=1e-9)
     for sym in a.pairs:
         assert np.allclose(a.pairs[sym], b.pairs[sym], rtol=1e-9, atol=1e-9)

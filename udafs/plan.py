@@ -396,6 +396,9 @@ def _validate_uncertain(p: Plan) -> None:
         raise PlanError("imprecise timestamps are evaluated under skip-till-any-match only")
     if p.predicates:
         raise PlanError("cross-event predicates are not supported with imprecise timestamps")
+    elements = [q.element for q in p.iterator_predicates]
+    if len(set(elements)) < len(elements):
+        raise PlanError("with imprecise timestamps a Kleene element takes one iterator predicate at most")
 
 
 def _is_int(x: object) -> bool:

@@ -41,10 +41,12 @@ from typing import NamedTuple, Sequence
 import numpy as np
 
 from udafs.errors import UncertainTimeError
+from udafs.kernels import predpass
 from udafs.kernels import within as within_path
 from udafs.kernels.arith import Arith, Kind
 from udafs.kernels.measures import Column, Partial, Tally, measure_symbols, partials
-from udafs.kernels.passes import run
+from udafs.kernels.passes import Run, run
+from udafs.kernels.predpass import PredPattern
 from udafs.kernels.paths import add_pairs, new_acc
 from udafs.kernels.pattern import Pattern
 from udafs.kernels.segments import batches, concat_ranges, sliding_windows
@@ -113,15 +115,33 @@ def evaluate_uncertain(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: Seque
     check_exact(plan, ev)
     ex = expand(plan, ev, ar)
     cols = [(v[ev.row], ok[ev.row]) for v, ok in cols]
+    runner = Runner(plan, [(v[ex.event], ok[ex.event]) for v, ok in cols])
     if plan.slide is not None:
-        return sliding(plan, ev, ex, cols, ar)
+        return sliding(plan, ev, ex, cols, ar, runner)
     if plan.within is None:
-        tally = _whole(plan, ev, ex, ar)
+        tally = _whole(plan, ev, ex, ar, runner)
     elif _blocks_apply(plan, ev):
         tally = _blocks(plan, ev, ex, ar)
     else:
-        tally = _anchored(plan, ev, ex, ar)
+        tally = _anchored(plan, ev, ex, ar, runner)
     return partials(plan, tally, cols, ar), None
+
+
+class Runner:
+    """One weighted run of the plan's pattern on a timeline of expanded rows: the plain
+    passes, or with Kleene iterator predicates the passes of :mod:`udafs.kernels.predpass`
+    (values per expanded row in ``cols``)."""
+
+    def __init__(self, plan: Plan, cols: list[Column]) -> None:
+        self.pat = Pattern.of(plan)
+        self.chains = PredPattern.of(plan, None) if plan.iterator_predicates else None
+        self.cols = cols
+
+    def __call__(self, tl: GapTimeline, ar: Arith, start: np.ndarray | None = None, end: np.ndarray | None = None,
+                 need_pairs: bool = False) -> Run:
+        if self.chains is None:
+            return run(tl, self.pat, ar, start, end, need_pairs)
+        return predpass.run(tl, self.chains, self.cols, ar, start, end, need_pairs)
 
 
 # -- the group's events ------------------------------------------------------------------
@@ -311,7 +331,7 @@ def _tally(plan: Plan, ex: Expanded, counts: np.ndarray, acc: dict[int, np.ndarr
 
 # -- paths -------------------------------------------------------------------------------
 
-def _whole(plan: Plan, ev: Events, ex: Expanded, ar: Arith) -> Tally:
+def _whole(plan: Plan, ev: Events, ex: Expanded, ar: Arith, runner: Runner) -> Tally:
     """No WITHIN: the group is one segment."""
     n = len(ex.ts)
     symbols = measure_symbols(plan)
@@ -319,8 +339,8 @@ def _whole(plan: Plan, ev: Events, ex: Expanded, ar: Arith) -> Tally:
     if not n:
         return _tally(plan, ex, ar.zeros(1), acc)
     tl = timeline(ex, np.arange(n), np.array([0, n]), _gap_events(plan, ev), False)
-    pat = Pattern.of(plan)
-    r = run(tl, pat, ar, need_pairs=bool(symbols))
+    pat = runner.pat
+    r = runner(tl, ar, need_pairs=bool(symbols))
     if symbols:
         add_pairs(acc, tl, pat, r.pairs, ar)
     return _tally(plan, ex, r.totals, acc)
@@ -328,8 +348,9 @@ def _whole(plan: Plan, ev: Events, ex: Expanded, ar: Arith) -> Tally:
 
 def _blocks_apply(plan: Plan, ev: Events) -> bool:
     """The block decomposition is exact: point negation only, no imprecise Kleene event
-    straddling a block boundary (its halves would be counted as two events)."""
-    if plan.has_edge_negation or any(g and (ev.n[(ev.mask & g) != 0] > 1).any() for g in plan.negations):
+    straddling a block boundary (its halves would be counted as two events), no
+    iterator predicates (the block passes have no chain step)."""
+    if plan.iterator_predicates or plan.has_edge_negation or any(g and (ev.n[(ev.mask & g) != 0] > 1).any() for g in plan.negations):
         return False
     for sym in {el.symbol for el in plan.elements if el.kleene}:
         k = np.flatnonzero(((ev.mask & (1 << sym)) != 0) & (ev.n > 1))
@@ -354,7 +375,7 @@ def _blocks(plan: Plan, ev: Events, ex: Expanded, ar: Arith) -> Tally:
     return _tally(plan, ex, counts, acc)
 
 
-def _anchored(plan: Plan, ev: Events, ex: Expanded, ar: Arith) -> Tally:
+def _anchored(plan: Plan, ev: Events, ex: Expanded, ar: Arith, runner: Runner) -> Tally:
     """WITHIN w: one segment ``[x, x + w)`` per distinct time x of a first-element row,
     holding the matches whose first row is at x; edge negation as end weights."""
     n, w = len(ex.ts), plan.within
@@ -374,7 +395,7 @@ def _anchored(plan: Plan, ev: Events, ex: Expanded, ar: Arith) -> Tally:
         rows0 = tl.rows(pat.symbols[0])
         start = ar.asarray((tl.ts[rows0] == x[tl.seg_of(pat.symbols[0])]).astype(np.int64))
         end = _edge_weights(plan, tl, pat, edges, x, ar)
-        r = run(tl, pat, ar, start, end, need_pairs=bool(symbols))
+        r = runner(tl, ar, start, end, need_pairs=bool(symbols))
         total[0] = total[0] + ar.total(r.totals)
         if symbols:
             add_pairs(acc, tl, pat, r.pairs, ar, to_base=True)
@@ -405,8 +426,8 @@ def _edge_weights(plan: Plan, tl: GapTimeline, pat: Pattern, edges: tuple[Negate
     return out
 
 
-def sliding(plan: Plan, ev: Events, ex: Expanded, cols: Sequence[Column],
-            ar: Arith) -> tuple[list[Partial], np.ndarray]:
+def sliding(plan: Plan, ev: Events, ex: Expanded, cols: Sequence[Column], ar: Arith,
+            runner: Runner) -> tuple[list[Partial], np.ndarray]:
     """WITHIN w SLIDE s: each window that may hold an instance, on its own rows.
 
     Window-local leading / trailing negation: no negated event in ``[ws, first)`` /
@@ -436,7 +457,7 @@ def sliding(plan: Plan, ev: Events, ex: Expanded, cols: Sequence[Column],
             last = tl.rows(pat.symbols[-1])
             seg = tl.seg_of(pat.symbols[-1])
             end = outside(trail, tl.ts[last], ws[seg] + w, ar)
-        r = run(tl, pat, ar, start, end, need_pairs=bool(symbols))
+        r = runner(tl, ar, start, end, need_pairs=bool(symbols))
         counts[win] = r.totals
         acc = new_acc(symbols, tl.n, ar)
         if symbols:
