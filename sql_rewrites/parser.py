@@ -26,6 +26,7 @@ from sql_rewrites.expressions import (
     MatchPatternElement,
     MatchPatterns,
     MatchRollup,
+    MatchUncertain,
 )
 
 MATCH_AGGREGATE = "MATCH_AGGREGATE"
@@ -54,6 +55,7 @@ class SparkSeqParser(Spark.Parser):
         "COUNT TYPE": lambda self: ("count_type", self._parse_match_count_type()),
         "WHERE": lambda self: ("where", self._parse_match_where()),
         "STRATEGY": lambda self: ("strategy", self._parse_match_strategy()),
+        "UNCERTAIN": lambda self: ("uncertain", self._parse_match_uncertain()),
     }
 
     TABLE_OPERATOR_PARSERS: t.ClassVar[dict[str, t.Callable[..., exp.Expr]]] = {
@@ -308,3 +310,17 @@ class SparkSeqParser(Spark.Parser):
                 return self.expression(exp.var(words), token)
         self.raise_error(f"Expecting one of {', '.join(STRATEGIES)} after STRATEGY", token)
         return exp.var(STRATEGIES[0])
+
+    def _parse_match_uncertain(self) -> MatchUncertain:
+        """``UNCERTAIN BETWEEN lo AND hi [STEP length]`` (imprecise timestamps)."""
+        start = self._curr
+        if not self._match(TokenType.BETWEEN):
+            self.raise_error("Expecting BETWEEN after UNCERTAIN, e.g. UNCERTAIN BETWEEN ts_lo AND ts_hi")
+        lo = self._parse_column()
+        if lo is None or not self._match(TokenType.AND):
+            self.raise_error("Expecting UNCERTAIN BETWEEN <column> AND <column>")
+        hi = self._parse_column()
+        if hi is None:
+            self.raise_error("Expecting a column after UNCERTAIN BETWEEN ... AND")
+        step = self._parse_match_duration("STEP") if self._match_text_seq("STEP") else None
+        return self.expression(MatchUncertain(this=lo, expression=hi, step=step), start)

@@ -321,3 +321,13 @@ def test_plan_refuses_non_linear_measures_and_other_strategies() -> None:
             dataclasses.replace(base, **change)
     assert Plan.from_json(base.to_json()) == base
     assert '"v":3' in base.to_json()
+
+
+def test_windows_holding_only_imprecise_negated_events_report_zero() -> None:
+    """The last windows hold only a negated event's possible times (no timeline rows):
+    they report 0 and the windows before them keep all their pairs."""
+    plan = dataclasses.replace(_plan((Element(0),), (4, 0), within=6), slide=4,
+                               measures=(Measure(MeasureKind.COUNT_STAR, name="n"),
+                                         Measure(MeasureKind.COUNT, 0, None, "c")))
+    ev, lo, hi = oracle.Events([10, 0], [4, 1], ()), [10, 0], [13, 2]
+    assert kernel(plan, ev, lo, hi, Arith(Kind.RATIONAL)) == possible_worlds.expected(plan, ev, lo, hi)
