@@ -125,13 +125,16 @@ class Predicate:
 class IteratorPredicate:
     """Kleene iterator predicate ``b[i].col OP b[i-1].col + offset`` on element ``element``.
 
-    ``b[i-1]``, ``b[i]`` are consecutive rows of the Kleene set in time order.
+    ``b[i-1]``, ``b[i]`` are consecutive rows of the Kleene set in time order. With
+    ``first`` the predicate is ``b[i].col OP b[1].col + offset``: every row of the set
+    after its first compares with the first (``docs/predicates-and-strategies.md``).
     """
 
     element: int
     column: int
     op: CmpOp
     offset: int | float = 0
+    first: bool = False
 
 
 @dataclass(frozen=True)
@@ -223,7 +226,7 @@ class Plan:
         ``Ek`` is element position k, ``cj`` column j."""
         conds = [f"E{p.left}.c{p.left_column} {p.op.value} E{p.right}.c{p.right_column}"
                  + (f" {'+' if p.offset >= 0 else '-'} {abs(p.offset)}" if p.offset else "") for p in self.predicates]
-        conds += [f"E{q.element}[i].c{q.column} {q.op.value} E{q.element}[i-1].c{q.column}"
+        conds += [f"E{q.element}[i].c{q.column} {q.op.value} E{q.element}[{1 if q.first else 'i-1'}].c{q.column}"
                   + (f" {'+' if q.offset >= 0 else '-'} {abs(q.offset)}" if q.offset else "")
                   for q in self.iterator_predicates]
         parts = [("WHERE " + " AND ".join(conds)) if conds else ""]
@@ -252,7 +255,8 @@ class Plan:
                 doc["pr"] = [[p.left, p.left_column, p.op.value, p.right, p.right_column, p.offset]
                              for p in self.predicates]
             if self.iterator_predicates:
-                doc["ip"] = [[q.element, q.column, q.op.value, q.offset] for q in self.iterator_predicates]
+                doc["ip"] = [[q.element, q.column, q.op.value, q.offset] + ([1] if q.first else [])
+                             for q in self.iterator_predicates]
         if self.uncertain is not None:
             doc["v"] = PLAN_VERSION_UNCERTAIN
             doc["un"] = self.uncertain
@@ -288,8 +292,7 @@ class Plan:
                 strategy=Strategy(doc.get("st", Strategy.SKIP_TILL_ANY_MATCH.value)),
                 predicates=tuple(Predicate(int(l), int(lc), CmpOp(op), int(r), int(rc), _number(c))
                                  for l, lc, op, r, rc, c in doc.get("pr", ())),
-                iterator_predicates=tuple(IteratorPredicate(int(e), int(c), CmpOp(op), _number(off))
-                                          for e, c, op, off in doc.get("ip", ())),
+                iterator_predicates=tuple(_iterator_predicate(*q) for q in doc.get("ip", ())),
                 uncertain=doc.get("un"),
             )
         except (KeyError, TypeError, ValueError) as exc:
@@ -299,6 +302,13 @@ class Plan:
         if version == PLAN_VERSION_EXTENDED and (not plan.extended or plan.uncertain is not None):
             raise PlanError("plan version 2 without a strategy, predicate or iterator predicate; write version 1")
         return plan
+
+
+def _iterator_predicate(e: object, c: object, op: str, off: object, *first: object) -> IteratorPredicate:
+    """One ``ip`` entry: ``[element, column, op, offset]``, then ``1`` for a first-element form."""
+    if len(first) > 1 or (first and first[0] != 1):
+        raise PlanError(f"malformed iterator predicate {[e, c, op, off, *first]!r}")
+    return IteratorPredicate(int(e), int(c), CmpOp(op), _number(off), bool(first))
 
 
 def _number(x: object) -> int | float:
@@ -399,6 +409,9 @@ def _validate_uncertain(p: Plan) -> None:
     elements = [q.element for q in p.iterator_predicates]
     if len(set(elements)) < len(elements):
         raise PlanError("with imprecise timestamps a Kleene element takes one iterator predicate at most")
+    if any(q.first for q in p.iterator_predicates):
+        raise PlanError("first-element iterator predicates (b[i] OP b[1]) are not supported with imprecise "
+                        "timestamps")
 
 
 def _is_int(x: object) -> bool:
