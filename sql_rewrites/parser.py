@@ -293,10 +293,24 @@ class SparkSeqParser(Spark.Parser):
             self.raise_error(f"Expecting one of {', '.join(COUNT_TYPES)} after COUNT TYPE")
         return exp.var(self._prev.text.upper())
 
+    #: True while parsing MATCH_AGGREGATE's WHERE, where ``B[]`` (SASE++: the whole Kleene set) is read
+    _kleene_where = False
+
+    def _parse_bracket(self, this: exp.Expr | None = None) -> exp.Expr | None:
+        if (self._kleene_where and this is not None and self._curr and self._next
+                and self._curr.token_type == TokenType.L_BRACKET and self._next.token_type == TokenType.R_BRACKET):
+            self._advance(2)  # B[] becomes B[*]: analysis reports what it cannot count
+            return super()._parse_bracket(self.expression(exp.Bracket(this=this, expressions=[exp.Star()])))
+        return super()._parse_bracket(this)
+
     def _parse_match_where(self) -> exp.Expr:
         """``WHERE <condition>``: cross-event, iterator and local predicates (checked by analysis)."""
         token = self._curr
-        condition = self._parse_disjunction()
+        self._kleene_where = True
+        try:
+            condition = self._parse_disjunction()
+        finally:
+            self._kleene_where = False
         if condition is None:
             self.raise_error("Expecting a condition after WHERE, e.g. A.price < B.price", token)
             return exp.true()
