@@ -104,7 +104,7 @@ class PredicateResolver:
     # --- classification ---------------------------------------------------------------
 
     def _conjunct(self, node: exp.Expr, out: WhereClause) -> None:
-        if any(isinstance(n, SET_AGGREGATES) for n in node.walk()):
+        if any(isinstance(n, SET_AGGREGATES) and self._over_set(n.this) for n in node.walk()):
             out.iterators.append(self._running_aggregate(node))
             return
         if any(self._lagged(b) is not None for b in node.find_all(exp.Bracket)):
@@ -206,7 +206,7 @@ class PredicateResolver:
         predicate where that is equivalent (docs/predicates-and-strategies.md section 7);
         every other aggregate over a Kleene set is refused with the reason."""
         text = node.sql(dialect=SparkSeq)
-        aggregate = next(n for n in node.walk() if isinstance(n, SET_AGGREGATES))
+        aggregate = next(n for n in node.walk() if isinstance(n, SET_AGGREGATES) and self._over_set(n.this))
         name = SET_AGGREGATES_NAMES[type(aggregate)]
         if name in ("AVG", "SUM", "COUNT"):
             self._fail(f"WHERE condition {text} compares with {name} over a Kleene set: which subsets of the "
@@ -234,6 +234,18 @@ class PredicateResolver:
                        "with B[i-1] nor with B[1] (docs/predicates-and-strategies.md section 7 lists the forms "
                        "that are)", node)
         return self._iterator_of(node, text, op, current, dataclasses.replace(previous, lag=lag))
+
+    def _over_set(self, argument: exp.Expr) -> bool:
+        """An aggregate's argument reads several rows of a Kleene set: ``B.c``, ``B[].c`` or
+        ``B[1..i-1].c`` with B+ in the pattern."""
+        if isinstance(argument, exp.Column):
+            symbol = self._symbol(argument)
+        elif isinstance(argument, exp.Dot) and isinstance(argument.this, exp.Bracket):
+            found = self._lagged(argument.this)
+            symbol = found[0] if found is not None and found[1] not in (0, 1, FIRST) else None
+        else:
+            return False
+        return symbol is not None and any(e.kleene for e in self.pattern.elements if e.symbol == symbol.index)
 
     def _aggregate_operand(self, node: exp.Expr, text: str) -> tuple[_Operand, str] | None:
         """``MAX|MIN(B[1..i-1].c) [± k]`` as (operand of B's column with constant k, name), or None."""

@@ -173,7 +173,7 @@ ERRORS = [
     ("SEQ(A, B)", "A.price < B.qty", PredicateError, "different decimal scales"),
     ("SEQ(A, B)", "A.price < B.px", PredicateError, "different decimal scales"),
     ("SEQ(A, B)", "A.price = B.price + 0.001", PredicateError, "can never hold"),
-    ("SEQ(A, B+)", "B[i].qty > B[i-2].qty", PredicateError, "only B\\[i\\] and B\\[i-1\\]"),
+    ("SEQ(A, B+)", "B[i].qty > B[i-2].qty", PredicateError, "only B\\[i\\], B\\[i-1\\] and B\\[1\\]"),
     ("SEQ(A, B+)", "B[i].qty > B[i-1].vol", PredicateError, "one column"),
     ("SEQ(A, B+)", "B[i].qty > A.qty", PredicateError, "compares B\\[i\\] with B\\[i-1\\]"),
     ("SEQ(A, B)", "B[i].qty > B[i-1].qty", PredicateError, "Kleene symbol"),
