@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from tests import oracle, possible_worlds
 from tests.test_kernel_oracle import COLUMNS, plans, to_arrays
 from udafs.errors import PlanError, UncertainTimeError
-from udafs.kernels import evaluate_group, uncertain
+from udafs.kernels import evaluate_group, possible_times, uncertain
 from udafs.kernels.arith import Arith, Kind
 from udafs.plan import CmpOp, CountType, Element, IteratorPredicate, Measure, MeasureKind, Plan, ValueType
 
@@ -259,7 +259,8 @@ def test_blocks_equal_anchored_on_larger_groups(data: st.DataObject) -> None:
         assume(False)
     assume(uncertain._blocks_apply(plan, events))
     _, _, cols = to_arrays(ev)
-    runner = uncertain.Runner(plan, [(v[events.row][ex.event], ok[events.row][ex.event]) for v, ok in cols])
+    per_event = [(v[events.row], ok[events.row]) for v, ok in cols]
+    runner = uncertain.Runner(plan, per_event if ex.event is None else [(v[ex.event], ok[ex.event]) for v, ok in per_event])
     a, b = uncertain._blocks(plan, events, ex, ar), uncertain._anchored(plan, events, ex, ar, runner)
     assert math.isclose(float(a.counts[0]), float(b.counts[0]), rel_tol=1e-9, abs_tol=1e-9)
     for sym in a.pairs:
@@ -306,9 +307,11 @@ def test_an_event_between_repeated_positions_that_cannot_fit_is_accepted() -> No
 
 
 def test_too_many_possible_times_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(uncertain, "MAX_ROWS", 100)
+    """Copies beyond MAX_ROWS are refused; merged rows (no Kleene) take a compact grid of any width."""
+    monkeypatch.setattr(possible_times, "MAX_ROWS", 1500)
     with pytest.raises(UncertainTimeError, match="coarser STEP"):
-        _evaluate(_plan((Element(0),), (0, 0)), [(1, 0, 100)])
+        _evaluate(_plan((Element(0, True),), (0, 0)), [(1, 0, 2000)])
+    assert math.isclose(float(_evaluate(_plan((Element(0),), (0, 0)), [(1, 0, 1000)]).values[0][0]), 1.0)
 
 
 def test_plan_refuses_non_linear_measures_and_other_strategies() -> None:
@@ -331,3 +334,29 @@ def test_windows_holding_only_imprecise_negated_events_report_zero() -> None:
                                          Measure(MeasureKind.COUNT, 0, None, "c")))
     ev, lo, hi = oracle.Events([10, 0], [4, 1], ()), [10, 0], [13, 2]
     assert kernel(plan, ev, lo, hi, Arith(Kind.RATIONAL)) == possible_worlds.expected(plan, ev, lo, hi)
+
+
+@SETTINGS
+@given(data=st.data())
+def test_merged_rows_equal_copies_on_larger_groups(data: st.DataObject) -> None:
+    """Rows merged by (time, mask) give the counts and per-event pair counts of one row per
+    (event, possible time), with several interval widths and steps in one group."""
+    plan = data.draw(distinct_plans(data.draw(st.sampled_from(["none", "within"]))))
+    plan = dataclasses.replace(plan, elements=tuple(Element(e.symbol) for e in plan.elements), iterator_predicates=())
+    ev, lo, hi = data.draw(wide_events(plan, max_rows=60, last=80))
+    ts, mask, cols = to_arrays(ev)
+    lo_a, hi_a = np.array(lo, dtype=np.int64), np.array(hi, dtype=np.int64)
+    ar = Arith(Kind.FLOAT, prune=False)
+    try:
+        merged = uncertain.evaluate_uncertain(plan, ts, mask, cols, lo_a, hi_a, ar)[0]
+    except UncertainTimeError:
+        assume(False)
+    saved = possible_times.mergeable
+    possible_times.mergeable = lambda p: False
+    try:
+        copied = uncertain.evaluate_uncertain(plan, ts, mask, cols, lo_a, hi_a, ar)[0]
+    finally:
+        possible_times.mergeable = saved
+    for a, b in zip(merged, copied):
+        assert np.allclose(a.value.astype(float), b.value.astype(float), rtol=1e-9, atol=1e-9)
+        assert np.allclose(a.nn.astype(float), b.nn.astype(float), rtol=1e-9, atol=1e-9)

@@ -35,8 +35,7 @@ anchored and sliding paths.
 
 from __future__ import annotations
 
-from fractions import Fraction
-from typing import NamedTuple, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -50,35 +49,9 @@ from udafs.kernels.predpass import PredPattern
 from udafs.kernels.paths import add_pairs, new_acc
 from udafs.kernels.pattern import Pattern
 from udafs.kernels.segments import batches, concat_ranges, sliding_windows
+from udafs.kernels.possible_times import (Events, Expanded, attribute, expand, group_events, positive_mask)
 from udafs.kernels.uncertain_gaps import GapTimeline, Negated, outside
 from udafs.plan import Plan
-
-#: (event, possible time) rows one group may expand into: a row costs ~100 bytes in the
-#: passes, so this keeps a group near a few GB at most; coarser steps go further.
-MAX_ROWS = 1 << 25
-
-
-class Events(NamedTuple):
-    """One group's pattern instances: input row, first possible time, number of possible
-    times (``n``), symbol mask (pattern symbols only)."""
-
-    row: np.ndarray
-    lo: np.ndarray
-    n: np.ndarray
-    mask: np.ndarray
-
-
-class Expanded(NamedTuple):
-    """The weighted timeline rows, sorted by time: one per (event, possible time) of every
-    instance of a positive symbol and every point instance of a negated one."""
-
-    ts: np.ndarray
-    mask: np.ndarray
-    event: np.ndarray  # index into Events
-    weight: np.ndarray  # probability of the row (ar's dtype)
-    inv: np.ndarray  # 1 / weight, the number of possible times of its event
-    group: np.ndarray  # Kleene group key
-
 
 def evaluate_uncertain(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: Sequence[Column], lo: np.ndarray,
                        hi: np.ndarray, ar: Arith | None = None) -> tuple[list[Partial], np.ndarray | None]:
@@ -115,7 +88,7 @@ def evaluate_uncertain(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: Seque
     check_exact(plan, ev)
     ex = expand(plan, ev, ar)
     cols = [(v[ev.row], ok[ev.row]) for v, ok in cols]
-    runner = Runner(plan, [(v[ex.event], ok[ex.event]) for v, ok in cols])
+    runner = Runner(plan, cols if ex.event is None else [(v[ex.event], ok[ex.event]) for v, ok in cols])
     if plan.slide is not None:
         return sliding(plan, ev, ex, cols, ar, runner)
     if plan.within is None:
@@ -144,29 +117,6 @@ class Runner:
         return predpass.run(tl, self.chains, self.cols, ar, start, end, need_pairs)
 
 
-# -- the group's events ------------------------------------------------------------------
-
-def group_events(plan: Plan, mask: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> Events:
-    """Instances of pattern symbols with their possible times, checked."""
-    m = mask & plan.pattern_symbols_mask
-    keep = np.flatnonzero(m != 0)
-    lo, hi, m = lo[keep], hi[keep], m[keep]
-    bad = np.flatnonzero(lo > hi)
-    if len(bad):
-        raise UncertainTimeError(f"an event's possible times run from {int(lo[bad[0]])} to {int(hi[bad[0]])}: "
-                                 "the lower bound is above the upper bound")
-    n = (hi - lo) // plan.uncertain + 1
-    total = int(n.sum())
-    if total > MAX_ROWS:
-        raise UncertainTimeError(f"the events expand into {total} (event, possible time) pairs, more than "
-                                 f"{MAX_ROWS} per partition; use a coarser STEP or narrower intervals")
-    return Events(keep, lo, n, m)
-
-
-def _positive_mask(plan: Plan) -> int:
-    return sum({1 << el.symbol for el in plan.elements})
-
-
 def _negated_mask(plan: Plan) -> int:
     out = 0
     for g in plan.negations:
@@ -183,7 +133,7 @@ def check_exact(plan: Plan, ev: Events) -> None:
         Naming the events and the rule (module docstring).
     """
     imprecise = ev.n > 1
-    pos, neg = _positive_mask(plan), _negated_mask(plan)
+    pos, neg = positive_mask(plan), _negated_mask(plan)
     both = np.flatnonzero(imprecise & ((ev.mask & pos) != 0) & ((ev.mask & neg) != 0))
     if len(both):
         raise UncertainTimeError(
@@ -227,7 +177,7 @@ def _check_kleene_groups(plan: Plan, ev: Events) -> None:
 
 def _check_positions(plan: Plan, ev: Events) -> None:
     """An imprecise event instantiating positions i < j must be unable to take both."""
-    times = _instance_times(plan, ev)
+    times: dict[int, np.ndarray] = {}
     for i in range(plan.length):
         for j in range(i + 1, plan.length):
             bits = (1 << plan.elements[i].symbol) | (1 << plan.elements[j].symbol)
@@ -237,7 +187,8 @@ def _check_positions(plan: Plan, ev: Events) -> None:
             lo, hi = ev.lo[k], ev.lo[k] + (ev.n[k] - 1) * plan.uncertain
             possible = np.ones(len(k), dtype=bool)
             for between in range(i + 1, j):
-                t = times[plan.elements[between].symbol]
+                sym = plan.elements[between].symbol
+                t = times[sym] if sym in times else times.setdefault(sym, _instance_times(plan, ev, sym))
                 possible &= np.searchsorted(t, hi, "left") > np.searchsorted(t, lo, "right")
             if possible.any():
                 e = k[np.flatnonzero(possible)[0]]
@@ -248,58 +199,11 @@ def _check_positions(plan: Plan, ev: Events) -> None:
                     "make sure a position between them has no instance inside such a range")
 
 
-def _instance_times(plan: Plan, ev: Events) -> dict[int, np.ndarray]:
-    """Sorted possible times of the instances of each positive symbol."""
-    out = {}
-    for sym in {el.symbol for el in plan.elements}:
-        k = np.flatnonzero(ev.mask & (1 << sym))
-        idx, _ = concat_ranges(np.zeros(len(k), dtype=np.int64), ev.n[k])
-        t = np.repeat(ev.lo[k], ev.n[k]) + idx * plan.uncertain
-        out[sym] = np.sort(t)
-    return out
-
-
-# -- the expanded timeline ---------------------------------------------------------------
-
-def expand(plan: Plan, ev: Events, ar: Arith) -> Expanded:
-    """One row per possible time of each event that is bound or a point negated instance.
-
-    Imprecise instances of negated symbols are left out: their gaps use
-    :mod:`udafs.kernels.uncertain_gaps`, which reads them from :func:`negated_events`.
-    """
-    pos = _positive_mask(plan)
-    take = np.flatnonzero((ev.n == 1) | ((ev.mask & pos) != 0))
-    take = take[np.argsort(ev.lo[take], kind="stable")]
-    event, ts = _rows_by_offset(take, ev.lo[take], ev.n[take], plan.uncertain)
-    order = np.argsort(ts, kind="stable")  # merges the sorted runs of _rows_by_offset
-    ts, event = ts[order], event[order]
-    inv = ev.n[event]
-    mask = np.where(inv > 1, ev.mask[event] & pos, ev.mask[event])
-    new_time = np.concatenate(([True], ts[1:] != ts[:-1])) if len(ts) else np.zeros(0, dtype=bool)
-    group = np.where(inv > 1, len(ts) + event, np.cumsum(new_time) - 1)
-    return Expanded(ts, mask, event, _weights(inv, ar), inv if ar.dtype is not object else inv.astype(object), group)
-
-
-def _rows_by_offset(events: np.ndarray, lo: np.ndarray, n: np.ndarray, step: int) -> tuple[np.ndarray, np.ndarray]:
-    """(event, time) of every possible time, offset-major: all first times (in ``lo``
-    order, so sorted), then all second times, ...; a stable sort then only merges runs."""
-    if not len(events) or int(n.max()) > 64:  # few huge ranges: event-major is as good
-        idx, _ = concat_ranges(np.zeros(len(events), dtype=np.int64), n)
-        ev = np.repeat(events, n)
-        return ev, np.repeat(lo, n) + idx * step
-    parts_e, parts_t = [], []
-    for k in range(int(n.max())):
-        sel = n > k
-        parts_e.append(events[sel])
-        parts_t.append(lo[sel] + k * step)
-    return np.concatenate(parts_e), np.concatenate(parts_t)
-
-
-def _weights(inv: np.ndarray, ar: Arith) -> np.ndarray:
-    if ar.dtype is object:
-        cache: dict[int, Fraction] = {}
-        return np.array([cache.setdefault(int(u), Fraction(1, int(u))) for u in inv] + [None], dtype=object)[:-1]
-    return ar.asarray(1.0 / inv)
+def _instance_times(plan: Plan, ev: Events, sym: int) -> np.ndarray:
+    """Sorted possible times of the instances of symbol ``sym``."""
+    k = np.flatnonzero(ev.mask & (1 << sym))
+    idx, _ = concat_ranges(np.zeros(len(k), dtype=np.int64), ev.n[k])
+    return np.sort(np.repeat(ev.lo[k], ev.n[k]) + idx * plan.uncertain)
 
 
 def negated_events(plan: Plan, ev: Events, neg: int) -> Negated:
@@ -324,8 +228,12 @@ def timeline(ex: Expanded, idx: np.ndarray, bounds: np.ndarray, negated: dict[in
                        ex.group[idx], negated=negated)
 
 
-def _tally(plan: Plan, ex: Expanded, counts: np.ndarray, acc: dict[int, np.ndarray]) -> Tally:
-    """One output row over the expanded rows (pairs per row; ``rows`` = their event)."""
+def _tally(plan: Plan, ev: Events, ex: Expanded, counts: np.ndarray, acc: dict[int, np.ndarray],
+           ar: Arith) -> Tally:
+    """One output row: pairs per copy (``rows`` = their event), or per event for merged rows."""
+    if ex.event is None:
+        pairs = {sym: attribute(plan, ev, ex, p, ar) for sym, p in acc.items()}
+        return Tally(counts, np.arange(len(ev.lo)), np.array([0, len(ev.lo)]), pairs)
     return Tally(counts, ex.event, np.array([0, len(ex.ts)]), acc)
 
 
@@ -337,13 +245,13 @@ def _whole(plan: Plan, ev: Events, ex: Expanded, ar: Arith, runner: Runner) -> T
     symbols = measure_symbols(plan)
     acc = new_acc(symbols, n, ar)
     if not n:
-        return _tally(plan, ex, ar.zeros(1), acc)
+        return _tally(plan, ev, ex, ar.zeros(1), acc, ar)
     tl = timeline(ex, np.arange(n), np.array([0, n]), _gap_events(plan, ev), False)
     pat = runner.pat
     r = runner(tl, ar, need_pairs=bool(symbols))
     if symbols:
         add_pairs(acc, tl, pat, r.pairs, ar)
-    return _tally(plan, ex, r.totals, acc)
+    return _tally(plan, ev, ex, r.totals, acc, ar)
 
 
 def _blocks_apply(plan: Plan, ev: Events) -> bool:
@@ -365,14 +273,14 @@ def _blocks(plan: Plan, ev: Events, ex: Expanded, ar: Arith) -> Tally:
     n = len(ex.ts)
     acc = new_acc(measure_symbols(plan), n, ar)
     if not n:
-        return _tally(plan, ex, ar.zeros(1), acc)
+        return _tally(plan, ev, ex, ar.zeros(1), acc, ar)
     blk = ex.ts // plan.within
     cuts = np.flatnonzero(blk[1:] != blk[:-1]) + 1
     tl = timeline(ex, np.arange(n), np.concatenate(([0], cuts, [n])), {}, False)
     count = within_path.positive_count(tl, Pattern.of(plan), plan.within, ar, acc)
     counts = ar.zeros(1)
     counts[0] = count
-    return _tally(plan, ex, counts, acc)
+    return _tally(plan, ev, ex, counts, acc, ar)
 
 
 def _anchored(plan: Plan, ev: Events, ex: Expanded, ar: Arith, runner: Runner) -> Tally:
@@ -399,7 +307,7 @@ def _anchored(plan: Plan, ev: Events, ex: Expanded, ar: Arith, runner: Runner) -
         total[0] = total[0] + ar.total(r.totals)
         if symbols:
             add_pairs(acc, tl, pat, r.pairs, ar, to_base=True)
-    return _tally(plan, ex, total, acc)
+    return _tally(plan, ev, ex, total, acc, ar)
 
 
 def _edge_events(plan: Plan, ev: Events) -> tuple[Negated | None, Negated | None]:
