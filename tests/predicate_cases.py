@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pyspark.sql import DataFrame, SparkSession
 
 from tests import oracle, sql_cases
-from udafs.plan import CmpOp, Plan, Strategy
+from udafs.plan import CmpOp, IteratorPredicate, Plan, Strategy
 
 COLUMNS = ("i", "f", "s")
 SCHEMA = "g int, ts bigint, mask bigint, i bigint, f double, s double"
@@ -75,11 +75,30 @@ def where_sql(plan: Plan, seed: int = 0) -> str:
             conds.append(f"{right}{_plus(p.offset)} {_op(p.op.mirrored(), rnd)} {left}")
     for q in plan.iterator_predicates:
         s, c = sym(q.element), COLUMNS[q.column]
+        other = f"{s}[1].{c}" if q.first else f"{s}[i-1].{c}"
+        running = _running_extreme(q)  # the equivalent MAX / MIN(B[1..i-1]) form, if any
+        if running and rnd.randrange(2):
+            other = f"{running}({s}[1..i-1].{c})"
         if rnd.randrange(2):
-            conds.append(f"{s}[i].{c} {_op(q.op, rnd)} {s}[i-1].{c}{_plus(q.offset)}")
+            conds.append(f"{s}[i].{c} {_op(q.op, rnd)} {other}{_plus(q.offset)}")
         else:
-            conds.append(f"{s}[i-1].{c}{_plus(q.offset)} {_op(q.op.mirrored(), rnd)} {s}[i].{c}")
+            conds.append(f"{other}{_plus(q.offset)} {_op(q.op.mirrored(), rnd)} {s}[i].{c}")
     return " AND ".join(conds)
+
+
+def _running_extreme(q: IteratorPredicate) -> str | None:
+    """MAX or MIN when ``B[i] OP agg(B[1..i-1]) + k`` is equivalent to ``q``
+    (docs/predicates-and-strategies.md section 7), else None."""
+    k, op = q.offset, q.op
+    if not q.first:
+        if op in (CmpOp.GE, CmpOp.GT) and k >= 0:
+            return "MAX"
+        if op in (CmpOp.LE, CmpOp.LT) and k <= 0:
+            return "MIN"
+        return "MAX" if op is CmpOp.EQ and k >= 0 else None
+    if op in (CmpOp.GE, CmpOp.GT) and k >= 0:
+        return "MIN"
+    return "MAX" if op in (CmpOp.LE, CmpOp.LT) and k <= 0 else None
 
 
 def match_aggregate(plan: Plan, source: str = "pcases", seed: int = 0) -> str:
