@@ -25,12 +25,14 @@ provided three things that the expansion would get wrong cannot happen:
   (else the error).
 
 Point events (lo = hi) take part as one row of weight 1, so point-time input gives
-exactly today's answers. Paths, by plan: no WITHIN — one segment; WITHIN without SLIDE
-— the time blocks of :mod:`udafs.kernels.within` when no gap or edge needs the general
-negation step and no imprecise Kleene instance straddles a block boundary, else one
-segment per distinct time of the first element ("anchored": its matches start there);
-SLIDE — one segment per window. Cost O(events · U) rows, times the window for the
-anchored and sliding paths.
+exactly today's answers. The rows (:mod:`udafs.kernels.possible_times`) are one per
+(event, possible time), or merged per (time, symbol mask) where no row must stay one
+event's. Paths, by plan: no WITHIN — one segment; WITHIN without SLIDE — the time
+blocks of :mod:`udafs.kernels.within` when no gap or edge needs the general negation
+step and no imprecise Kleene instance straddles a block boundary, else one segment per
+distinct time of the first element ("anchored": its matches start there); SLIDE — one
+segment per window. Cost O(rows), times the rows per window for the anchored and
+sliding paths.
 """
 
 from __future__ import annotations
@@ -49,9 +51,10 @@ from udafs.kernels.predpass import PredPattern
 from udafs.kernels.paths import add_pairs, new_acc
 from udafs.kernels.pattern import Pattern
 from udafs.kernels.segments import batches, concat_ranges, sliding_windows
-from udafs.kernels.possible_times import (Events, Expanded, attribute, expand, group_events, positive_mask)
+from udafs.kernels.possible_times import Events, Expanded, attribute, expand, group_events, positive_mask
 from udafs.kernels.uncertain_gaps import GapTimeline, Negated, outside
 from udafs.plan import Plan
+
 
 def evaluate_uncertain(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: Sequence[Column], lo: np.ndarray,
                        hi: np.ndarray, ar: Arith | None = None) -> tuple[list[Partial], np.ndarray | None]:
@@ -118,6 +121,7 @@ class Runner:
 
 
 def _negated_mask(plan: Plan) -> int:
+    """Bits of every negated symbol (any gap)."""
     out = 0
     for g in plan.negations:
         out |= g
