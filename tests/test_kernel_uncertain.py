@@ -29,7 +29,7 @@ from udafs.kernels.arith import Arith, Kind
 from udafs.plan import CmpOp, CountType, Element, IteratorPredicate, Measure, MeasureKind, Plan, ValueType
 
 LINEAR = (MeasureKind.COUNT_STAR, MeasureKind.COUNT, MeasureKind.SUM)
-SETTINGS = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                            HealthCheck.filter_too_much])
 
 

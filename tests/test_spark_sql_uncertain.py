@@ -4,6 +4,7 @@ answers, TIMESTAMP bounds with STEP, errors naming the partition."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -16,14 +17,14 @@ import sparkseq
 from tests import possible_worlds
 from tests.sql_cases import match_aggregate
 from tests.test_kernel_uncertain import distinct_plans, violates, wide_events
-from udafs.plan import MeasureKind, Plan
+from udafs.plan import Plan
 
 SCHEMA = "g int, ts bigint, lo bigint, hi bigint, mask bigint, i bigint, f double"
 
 
 def uncertain_sql(plan: Plan, bounds: str = "lo AND hi") -> str:
     """``plan`` as MATCH_AGGREGATE over ``cases`` with UNCERTAIN BETWEEN (and its STEP)."""
-    text = match_aggregate(plan.__class__(**{**plan.__dict__, "uncertain": None, "positions_of": None}))
+    text = match_aggregate(dataclasses.replace(plan, uncertain=None))
     step = f" STEP {plan.uncertain}" if plan.uncertain != 1 else ""
     iterators = " AND ".join(
         f"{plan.symbols[plan.elements[q.element].symbol]}[i].{('i', 'f')[q.column]} {q.op.value} "
