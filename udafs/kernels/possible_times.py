@@ -161,13 +161,13 @@ def _merged(plan: Plan, ev: Events, ar: Arith) -> Expanded | None:
     masks, s = row_masks(plan, ev), plan.uncertain
     point = take[ev.n[take] == 1]
     wide = take[ev.n[take] > 1]
-    residues = np.unique(ev.lo[wide] % s)
+    residues = _small_unique(ev.lo[wide] % s)[0] if len(wide) else np.zeros(0, dtype=np.int64)
     if len(residues) > MAX_RESIDUES:
         return None
     budget = min(GRID_CELLS_PER_ROW * int(ev.n[wide].sum()) + (1 << 16), MAX_ROWS)
     parts = []
     for residue in residues.tolist():
-        cls = wide[ev.lo[wide] % s == residue]
+        cls = wide if len(residues) == 1 else wide[ev.lo[wide] % s == residue]
         part = _grid_rows(cls, ev, masks, residue, s, ar, budget)
         if part is None:
             return None
@@ -184,29 +184,40 @@ def _grid_rows(cls: np.ndarray, ev: Events, masks: np.ndarray, residue: int, s: 
 
     Events of one (mask, U) kind add +1 / -1 at their first / past-last cell of a
     difference array; its running sum counts the events covering each cell exactly,
-    and a cell's weight is Σ count / U over the kinds of its mask.
+    and a cell's weight is Σ count / U over the kinds of its mask. The arrays are laid
+    out (cell, mask, U), so the covered cells come out in (time, mask) order.
     """
     first = (ev.lo[cls] - residue) // s
     base = int(first.min())
     cells = int((first + ev.n[cls]).max()) - base + 1
-    mask_values, mask_idx = np.unique(masks[cls], return_inverse=True)
-    u_values, u_idx = np.unique(ev.n[cls], return_inverse=True)
+    mask_values, mask_idx = _small_unique(masks[cls])
+    u_values, u_idx = _small_unique(ev.n[cls])
     kinds = len(mask_values) * len(u_values)
     if kinds * cells > budget:
         return None
-    kind = (mask_idx.reshape(-1) * len(u_values) + u_idx.reshape(-1)) * cells
-    start = kind + first - base
+    kind = mask_idx * len(u_values) + u_idx
+    start = (first - base) * kinds + kind
     size = kinds * cells
-    counts = np.cumsum((np.bincount(start, minlength=size) - np.bincount(start + ev.n[cls], minlength=size + 1)[:size])
-                       .reshape(kinds, cells), axis=1).reshape(len(mask_values), len(u_values), cells)
-    covered = counts.sum(axis=1).T  # (cell, mask): C order is (time, mask) order
+    diff = np.bincount(start, minlength=size) - np.bincount(start + ev.n[cls] * kinds, minlength=size + 1)[:size]
+    counts = np.cumsum(diff.reshape(cells, kinds), axis=0).reshape(cells, len(mask_values), len(u_values))
+    covered = counts.sum(axis=2) if len(u_values) > 1 else counts[:, :, 0]
     cell, m = np.nonzero(covered)
     if ar.dtype is object:
-        weight = sum((_fractions(counts[m, k, cell], np.full(len(cell), u), ar) for k, u in enumerate(u_values.tolist())),
+        weight = sum((_fractions(counts[cell, m, k], np.full(len(cell), u), ar) for k, u in enumerate(u_values.tolist())),
                      start=ar.zeros(len(cell)))
+    elif len(u_values) == 1:
+        weight = covered[covered != 0] / float(u_values[0])
     else:
-        weight = (counts / u_values[None, :, None].astype(np.float64)).sum(axis=1).T[cell, m]
+        weight = (counts / u_values.astype(np.float64)).sum(axis=2)[covered != 0]
     return residue + (base + cell) * s, mask_values[m], weight
+
+
+def _small_unique(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct values and the index of each element's value (a constant array costs no sort)."""
+    if not len(x) or (x == x[0]).all():
+        return x[:1].copy(), np.zeros(len(x), dtype=np.int64)
+    values, idx = np.unique(x, return_inverse=True)
+    return values, idx.reshape(-1)
 
 
 def _rows(ts: np.ndarray, mask: np.ndarray, weight: np.ndarray) -> Expanded:
