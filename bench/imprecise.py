@@ -13,6 +13,11 @@ all measured in this one run (median of ``--repeat`` runs, one process):
   printed (they must agree).
 
 Usage: .venv/bin/python bench/imprecise.py [--events N] [--within W] [--repeat R] [--budget S]
+
+On the shared VM the glibc allocator settings of docs/engine.md ("Allocation matters")
+speed both kernels up alike; run with them in the environment to see that
+(``MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=4294967296
+MALLOC_TOP_PAD_=268435456``). The script itself changes no allocator setting.
 """
 
 from __future__ import annotations
