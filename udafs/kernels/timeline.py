@@ -30,8 +30,8 @@ class Timeline:
     base array (identity when ``None``).
 
     Weighted timelines (imprecise timestamps, :mod:`udafs.kernels.uncertain`): a row is
-    one possible time of an event and ``weight`` its probability (``inv`` = 1/weight,
-    integers); every bound row multiplies a partial match by its weight. ``group`` is
+    a possible time of one or more events and ``weight`` its probability (``inv`` =
+    1/weight); every bound row multiplies a partial match by its weight. ``group`` is
     the Kleene group key of each row: a Kleene set takes at most one row per group,
     and groups follow each other in time (default: rows with equal ts, the tie groups).
     """
