@@ -5,7 +5,7 @@ bundled sample clicks (30,812 rows, 2,977 customers), computes every query's ans
 once with a single client, then runs ``--clients`` concurrent clients for
 ``--seconds``, each with its own connection, cycling through the queries: views with
 MATCH_AGGREGATE and with the ``seq_*`` functions, direct function calls, sliding
-windows and — when the server accepts it (a JDK is present) — MATCH_AGGREGATE text.
+windows and MATCH_AGGREGATE text (when the banner says the server accepts it).
 Every result is compared with the single-client answer.
 
 The clients speak HiveServer2's Thrift protocol through impyla (the protocol the Hive

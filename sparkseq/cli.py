@@ -175,6 +175,18 @@ def _thriftserver(args: argparse.Namespace) -> int:
     return thrift.main(args)
 
 
+def _connect_arguments(parser: argparse.ArgumentParser) -> None:
+    from sparkseq import connect_server
+
+    connect_server.add_arguments(parser)
+
+
+def _connect_server(args: argparse.Namespace) -> int:
+    from sparkseq import connect_server
+
+    return connect_server.main(args)
+
+
 COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]] = {
     "demo": ("run the e-commerce funnel example on the bundled sample data", _demo_arguments, _demo),
     "sql": ("run SQL with MATCH_AGGREGATE in a local Spark session and print the results",
@@ -183,6 +195,8 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callab
                 _explain_arguments, _explain),
     "thriftserver": ("serve a Spark session with sparkseq's functions and views to JDBC/ODBC clients "
                      "(Spark's Thrift server, in-process)", _thrift_arguments, _thriftserver),
+    "connect-server": ("serve a Spark session to Spark Connect clients, whose spark.sql then takes "
+                       "MATCH_AGGREGATE (Spark's Connect plugin, in-process)", _connect_arguments, _connect_server),
 }
 
 

@@ -6,7 +6,7 @@ from sql_rewrites.engine_contract import engine_result_type
 from sql_rewrites.logical import MatchAggregateQuery, MeasureSpec
 from sql_rewrites.rewriter import OperatorExplanation, StatementExplanation
 from sql_rewrites.sql_types import OrderKind
-from sql_rewrites.windows import MICROS_PER_UNIT
+from sql_rewrites.windows import describe_length
 from sql_rewrites.dialect import SparkSeq
 from udafs.plan import MeasureKind
 
@@ -21,9 +21,11 @@ LABEL = 14  # width of the label column
 def describe_statement(explained: StatementExplanation, number: int, total: int) -> str:
     """One statement: its text, each MATCH_AGGREGATE's analysis, and the Spark SQL that runs."""
     lines = [f"-- statement {number} of {total}", explained.original]
-    if not explained.operators:
+    if not explained.operators and explained.rewritten == explained.original:
         lines += ["", "(no MATCH_AGGREGATE: runs in Spark unchanged)"]
         return "\n".join(lines)
+    if not explained.operators:  # seq_* aggregates split from Spark's own (sql_rewrites.aggregates)
+        lines += ["", "(seq_* functions computed in a grouped query of their own, joined on the GROUP BY keys)"]
     for operator in explained.operators:
         lines += ["", *describe_operator(operator)]
     lines += ["", "Spark SQL:", explained.rewritten]
@@ -95,15 +97,7 @@ def _measure(q: MatchAggregateQuery, m: MeasureSpec) -> str:
 
 def _length(value: int | None, kind: OrderKind) -> str:
     """A window length in the ORDER BY column's terms: ``10 minutes`` or ``600``."""
-    if value is None:
-        return "(none)"
-    if not kind.takes_intervals:
-        return str(value)
-    for unit, micros in sorted(MICROS_PER_UNIT.items(), key=lambda u: -u[1]):
-        if value % micros == 0:
-            count = value // micros
-            return f"{count} {unit.lower()}{'s' if count != 1 else ''}"
-    return f"{value} microseconds"  # unreachable: MICROSECOND divides everything
+    return "(none)" if value is None else describe_length(value, kind)
 
 
 __all__ = ["describe_statement", "describe_operator"]

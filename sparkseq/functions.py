@@ -77,10 +77,12 @@ from sql_rewrites.pattern import compile_type_pattern, window_micros
 from sql_rewrites.selection import strategy_from_words
 from sql_rewrites.sql_types import ORDER_TYPES_HELP, SUM_TYPES_HELP, OrderKind
 from sql_rewrites.symbols import compile_pattern
+from sql_rewrites.windows import check_slide_length, describe_length
+from sql_rewrites.windows import window_length as interval_length
 from udafs.errors import CountOverflowError, SparkSeqError
 from udafs.kernels import GroupResult, evaluate_group
 from udafs.plan import CountType, Measure, MeasureKind, Plan, Strategy, ValueType
-from udafs.spark_udfs import column_arrays
+from udafs.spark_udfs import column_arrays, unscaled
 
 MAX_EXACT_DIGITS = 18  # DECIMAL(p, s) with p <= 18 travels as an exact int64 ...
 MAX_EXACT_SCALE = 6  # ... scaled by 10^s, like MATCH_AGGREGATE (sql_rewrites.sql_types)
@@ -318,14 +320,7 @@ def event_time(sig: Signature, arr: pa.Array) -> tuple[np.ndarray, np.ndarray, O
 
 def integral(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """Integers or DECIMAL(p <= 18, s) as exact int64 (a decimal as its unscaled value)."""
-    if not pa.types.is_decimal(arr.type):
-        return column_arrays(arr, ValueType.INT)
-    if arr.type.bit_width != 128:
-        arr = pc.cast(arr, pa.decimal128(arr.type.precision, arr.type.scale))
-    # A decimal128 is a little-endian 128-bit integer; one of <= 18 digits is its low word.
-    words = np.frombuffer(arr.buffers()[1], dtype=np.int64)[2 * arr.offset:2 * (arr.offset + len(arr)):2]
-    valid = np.ones(len(arr), dtype=bool) if arr.null_count == 0 else arr.is_valid().to_numpy(zero_copy_only=False)
-    return np.where(valid, words, 0), valid
+    return unscaled(arr)
 
 
 def window_length(sig: Signature, name: str, arr: pa.Array | None, kind: OrderKind) -> int | None:
@@ -387,6 +382,8 @@ def evaluate(sig: Signature, args: Sequence[pa.Array], hierarchies: Hierarchies 
     slide = window_length(sig, "slide", call.get("slide"), kind)
     if sig.windows and (within is None or slide is None):
         raise FunctionArgumentError(f"{sig.usage}: within and slide are required (not NULL)")
+    if within is not None and slide is not None:
+        check_slide_length(within, slide, (describe_length(slide, kind), describe_length(within, kind)))
     symbol, value_type, scale, columns = None, None, 0, []
     if sig.kind is not MeasureKind.COUNT_STAR:
         named = constant(sig, "symbol", call["symbol"])
@@ -546,8 +543,9 @@ def check_calls(tree: exp.Expr, resolve: Callable[[str], ConceptHierarchy] | Non
     Catches wrong argument counts, pattern syntax, edge negations without ``within``
     and unknown or negated measure symbols while parsing — before any Spark job —
     with the same errors the functions raise at run time; ``resolve(name)`` looks up a
-    pattern's ``HIERARCHY name`` (raising for unknown ones). Window values are checked
-    at run time, where the type of ``ts`` is known.
+    pattern's ``HIERARCHY name`` (raising for unknown ones; without ``resolve``, a call
+    naming a hierarchy is left to the function, which knows its session's). Window
+    values are checked at run time, where the type of ``ts`` is known.
     """
     for call in tree.find_all(exp.Anonymous):
         sig = BY_NAME.get(str(call.name).lower())
@@ -559,10 +557,16 @@ def check_calls(tree: exp.Expr, resolve: Callable[[str], ConceptHierarchy] | Non
             continue
         within = None if _is_null(bound["within"]) else PLACEHOLDER_LENGTH
         slide = None if _is_null(bound.get("slide")) else PLACEHOLDER_LENGTH
+        lengths = [_interval_micros(bound.get(name)) for name in ("within", "slide")]
+        if None not in lengths:  # both written as intervals: the event time is a timestamp
+            check_slide_length(*lengths, (describe_length(lengths[1], OrderKind.TIMESTAMP),  # type: ignore[misc]
+                                          describe_length(lengths[0], OrderKind.TIMESTAMP)))
         symbol = _literal_text(bound.get("symbol")) if sig.kind is not MeasureKind.COUNT_STAR else None
         name = split_hierarchy(pattern)[1]
+        if name and resolve is None:
+            continue
         hierarchies: Hierarchies = ()
-        if name and resolve is not None:
+        if name:
             hierarchies = ((name.casefold(), tuple(sorted(resolve(name).parent_of.items()))),)
         if sig.kind is not MeasureKind.COUNT_STAR and symbol is None:
             compile_type_pattern(split_hierarchy(pattern)[0], within=within, slide=slide)  # symbol not a literal
@@ -571,6 +575,13 @@ def check_calls(tree: exp.Expr, resolve: Callable[[str], ConceptHierarchy] | Non
         else:
             compile_call(sig, pattern, within, slide, symbol, ValueType.FLOAT if symbol is not None else None,
                          hierarchies)
+
+
+def _interval_micros(node: exp.Expr | None) -> int | None:
+    """An ``INTERVAL ...`` literal argument in microseconds; None for anything else."""
+    if not isinstance(node, exp.Interval):
+        return None
+    return interval_length(node, "within", "ts", OrderKind.TIMESTAMP)
 
 
 def _literal_text(node: exp.Expr | None) -> str | None:

@@ -101,6 +101,11 @@ def registered_hierarchies(spark: SparkSession) -> dict[str, ConceptHierarchy]:
     return {h.name: h for h in _REGISTRY.get(spark, {}).values()}
 
 
+def sessions() -> list[SparkSession]:
+    """The sessions with concept hierarchies registered (still alive)."""
+    return [spark for spark in (ref() for ref in _REGISTRY.keyrefs()) if spark is not None]
+
+
 def load_pairs(spark: SparkSession, name: str, source: str, where: SourcePosition | None = None
                ) -> list[tuple[object, object]]:
     """The ``(child, parent)`` rows of relation ``source`` (one Spark job)."""

@@ -61,7 +61,8 @@ def udaf_query(spark: SparkSession, plan: Plan, source: str, *, keys: Sequence[s
     ts, mask : str
         SQL expressions for the int64 event time and the symbol bitmask.
     values : sequence of str
-        One SQL expression per ``plan.columns`` entry (cast to BIGINT / DOUBLE).
+        One SQL expression per ``plan.columns`` entry (cast to BIGINT / DOUBLE, or to
+        DECIMAL(38, 0) for a ``ValueType.DECIMAL`` column: pass integers, e.g. unscaled values).
 
     Returns
     -------

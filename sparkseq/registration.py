@@ -26,9 +26,10 @@ from pyspark.sql import SparkSession
 from pyspark.sql.functions import arrow_udf, arrow_udtf
 
 from sparkseq import functions
+from sql_rewrites.aggregates import OnEmpty, PythonAggregate
 from udafs import contract, spark_udfs, spark_udtf
 from udafs.multiplan import MultiPlan
-from udafs.plan import Plan
+from udafs.plan import MeasureKind, Plan
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,33 @@ FUNCTIONS: list[FunctionSpec] = [
     *(FunctionSpec(sig.name, body, sig.return_type) for sig, body in functions.FUNCTIONS),
 ]
 
-_registered: weakref.WeakKeyDictionary[SparkSession, set[str]] = weakref.WeakKeyDictionary()
+
+def _on_empty(sig: functions.Signature) -> OnEmpty:
+    if sig.windows:
+        return OnEmpty.EMPTY
+    return OnEmpty.ZERO if sig.kind is MeasureKind.COUNT_STAR else OnEmpty.NULL
+
+
+#: The grouped-aggregate Python functions of :data:`FUNCTIONS` as the compiler sees them
+#: (:mod:`sql_rewrites.aggregates`): a SELECT calling them beside Spark's own aggregates,
+#: with FILTER, in HAVING / ORDER BY or without GROUP BY is split before it runs.
+PYTHON_AGGREGATES: dict[str, PythonAggregate] = {
+    "sparkseq_count": PythonAggregate("sparkseq_count", 1, OnEmpty.ZERO),
+    "sparkseq_count_windows": PythonAggregate("sparkseq_count_windows", 1, OnEmpty.EMPTY),
+    **{sig.name: PythonAggregate(sig.name, sig.params.index("ts"), _on_empty(sig)) for sig, _ in functions.FUNCTIONS},
+}
+
+
+@dataclass(frozen=True)
+class Registered:
+    """A function sparkseq registered in a session: the UDF (or UDTF) object, reusable in another."""
+
+    function: object
+    table: bool = False  # registered with spark.udtf
+
+
+#: Per session, what sparkseq registered there by name (the latest registration).
+_registered: weakref.WeakKeyDictionary[SparkSession, dict[str, Registered]] = weakref.WeakKeyDictionary()
 
 
 def register(spark: SparkSession) -> None:
@@ -61,7 +88,7 @@ def register(spark: SparkSession) -> None:
     >>> spark.sql("SELECT k, sparkseq_count(:plan, ts, mask) FROM t GROUP BY k", args={"plan": p})  # doctest: +SKIP
     """
     for spec in FUNCTIONS:
-        _once(spark, spec.name, lambda s=spec: spark.udf.register(s.name, arrow_udf(s.func, s.return_type)))
+        _once(spark, spec.name, lambda s=spec: arrow_udf(s.func, s.return_type))
 
 
 def register_hierarchy_functions(spark: SparkSession, hierarchies: functions.Hierarchies) -> None:
@@ -69,7 +96,7 @@ def register_hierarchy_functions(spark: SparkSession, hierarchies: functions.Hie
     such as ``'SEQ(DELL, Finance) HIERARCHY sectors'`` resolve in the Python workers.
     Called whenever the session's concept hierarchies change."""
     for sig, body in functions.bodies(hierarchies):
-        spark.udf.register(sig.name, arrow_udf(body, sig.return_type))
+        _register(spark, sig.name, Registered(arrow_udf(body, sig.return_type)))
 
 
 def engine_function(spark: SparkSession, plan: Plan | MultiPlan) -> str:
@@ -86,7 +113,7 @@ def engine_function(spark: SparkSession, plan: Plan | MultiPlan) -> str:
         body, ddl = spark_udfs.multi_aggregate(plan.to_json()), contract.multi_result_type(plan)
     else:
         body, ddl = spark_udfs.plan_aggregate(plan.to_json()), spark_udfs.output_ddl(plan)
-    _once(spark, name, lambda: spark.udf.register(name, arrow_udf(body, ddl)))
+    _once(spark, name, lambda: arrow_udf(body, ddl))
     return name
 
 
@@ -103,15 +130,30 @@ def stream_function(spark: SparkSession, plan: Plan, key_types: Sequence[str]) -
     """
     ddl = spark_udtf.stream_ddl(plan, key_types)
     name = "sparkseq_stream_" + _digest(ddl)
-    _once(spark, name, lambda: spark.udtf.register(name, arrow_udtf(spark_udtf.MatchStream, returnType=ddl)))
+    _once(spark, name, lambda: arrow_udtf(spark_udtf.MatchStream, returnType=ddl), table=True)
     return name
 
 
-def _once(spark: SparkSession, name: str, do: Callable[[], object]) -> None:
-    done = _registered.setdefault(spark, set())
-    if name not in done:
-        do()
-        done.add(name)
+def sessions() -> list[SparkSession]:
+    """The sessions sparkseq registered functions in (still alive)."""
+    return [spark for spark in (ref() for ref in _registered.keyrefs()) if spark is not None]
+
+
+def copy_functions(source: SparkSession, target: SparkSession) -> None:
+    """Register in ``target`` every function sparkseq registered in ``source``, as it is
+    there now (``seq_*`` with ``source``'s concept hierarchies bound in)."""
+    for name, registered in list(_registered.get(source, {}).items()):
+        _register(target, name, registered)
+
+
+def _once(spark: SparkSession, name: str, make: Callable[[], object], table: bool = False) -> None:
+    if name not in _registered.get(spark, {}):
+        _register(spark, name, Registered(make(), table))
+
+
+def _register(spark: SparkSession, name: str, registered: Registered) -> None:
+    (spark.udtf if registered.table else spark.udf).register(name, registered.function)  # type: ignore[arg-type]
+    _registered.setdefault(spark, {})[name] = registered
 
 
 def _digest(text: str) -> str:

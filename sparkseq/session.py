@@ -7,6 +7,7 @@ import os
 import re
 import sys
 import tempfile
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -20,35 +21,98 @@ _ROOT = _PACKAGE.parent  # the source checkout (or site-packages when installed)
 
 
 def session(master: str | None = None, app_name: str = "sparkseq",
-            conf: Mapping[str, object] | None = None) -> SparkSession:
-    """Start (or reuse) a SparkSession and register sparkseq's functions in it.
+            conf: Mapping[str, object] | None = None, *, parser_extension: bool = True) -> SparkSession:
+    """Start (or reuse) a SparkSession, register sparkseq's functions in it and let its
+    ``spark.sql`` accept MATCH_AGGREGATE.
 
     Parameters
     ----------
     master : str, optional
-        Spark master URL. Default: the ``SPARKSEQ_MASTER`` environment variable, else
-        ``local[2]``. With a cluster URL, sparkseq must be installed on the workers.
+        Spark master URL, or a Spark Connect URL ``sc://host:port``. Default: the
+        ``SPARKSEQ_MASTER`` environment variable, else ``local[2]``. With a cluster
+        URL, sparkseq must be installed on the workers; with a Connect URL, on the
+        server (its Python workers run sparkseq's functions).
     app_name : str
         Spark application name.
     conf : mapping, optional
         Spark settings; they override sparkseq's defaults (see :func:`default_conf`).
+        For a Connect session, runtime settings only.
+    parser_extension : bool
+        Load sparkseq's parser extension (:mod:`sparkseq.jvm_parser`), so that
+        ``spark.sql`` — and the Thrift and Connect servers — take MATCH_AGGREGATE text.
+        When it cannot be loaded (a Spark session was already running in this process
+        without it), a :class:`ParserExtensionWarning` says so and ``sparkseq.sql``
+        remains the way to run MATCH_AGGREGATE. A Connect session takes MATCH_AGGREGATE
+        in ``spark.sql`` when its server is ``python -m sparkseq connect-server``.
 
     Examples
     --------
     >>> import sparkseq
     >>> spark = sparkseq.session()  # doctest: +SKIP
-    >>> spark.sql("SELECT 1").collect()  # doctest: +SKIP
-    [Row(1=1)]
+    >>> spark.sql("SELECT k, n FROM t MATCH_AGGREGATE (PARTITION BY k ORDER BY ts "
+    ...           "PATTERN SEQ(view, buy) TYPE BY action MEASURES COUNT(*) AS n) AS m").show()  # doctest: +SKIP
     """
     master = master or os.environ.get("SPARKSEQ_MASTER") or DEFAULT_MASTER
+    if master.startswith("sc://"):
+        return _connect_session(master, app_name, conf)
     _python_environment(local=master.startswith("local"))
+    settings = {**default_conf(master), **{key: str(value) for key, value in (conf or {}).items()}}
+    unavailable = None
+    if parser_extension:
+        settings, unavailable = _with_extension(settings)
     builder = SparkSession.builder.master(master).appName(app_name)
-    for key, value in {**default_conf(master), **(conf or {})}.items():
-        builder = builder.config(key, str(value))
+    for key, value in settings.items():
+        builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
+    if parser_extension and unavailable is None:
+        from sparkseq import jvm_parser
+
+        unavailable = jvm_parser.try_install(spark)
+    if unavailable is not None:
+        warnings.warn(f"spark.sql does not accept MATCH_AGGREGATE in this session: {unavailable}",
+                      ParserExtensionWarning, stacklevel=2)
     return spark
+
+
+class ParserExtensionWarning(UserWarning):
+    """``spark.sql`` of the session sparkseq returned does not accept MATCH_AGGREGATE
+    (the message says why); ``sparkseq.sql(spark, text)`` does."""
+
+
+def _with_extension(settings: dict[str, str]) -> tuple[dict[str, str], str | None]:
+    """``settings`` plus those loading the parser extension; or unchanged, and why not."""
+    from sparkseq import jvm_parser
+
+    try:
+        return jvm_parser.extension_conf(settings), None
+    except jvm_parser.JvmParserUnavailable as exc:
+        return settings, str(exc)
+
+
+def _connect_session(url: str, app_name: str, conf: Mapping[str, object] | None) -> SparkSession:
+    """A Spark Connect session at ``url`` with sparkseq's functions registered (server-side)."""
+    from sparkseq.jvm_parser import CLASS_NAME
+
+    builder = SparkSession.builder.remote(url).appName(app_name)
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, str(value))
+    spark = builder.getOrCreate()
+    register(spark)
+    if CLASS_NAME not in (spark.conf.get("spark.sql.extensions", "") or ""):
+        warnings.warn(f"spark.sql does not accept MATCH_AGGREGATE in this session: the Spark Connect server at "
+                      f"{url} was started without sparkseq's parser extension (python -m sparkseq connect-server "
+                      "starts one with it); use sparkseq.sql(spark, text)", ParserExtensionWarning, stacklevel=3)
+    return spark
+
+
+def is_session(value: object) -> bool:
+    """True for a SparkSession, classic or Spark Connect."""
+    if isinstance(value, SparkSession):
+        return True
+    connect = sys.modules.get("pyspark.sql.connect.session")  # imported once a Connect session exists
+    return connect is not None and isinstance(value, connect.SparkSession)
 
 
 #: HotSpot does not compile methods longer than 8,000 bytes of bytecode; Spark's generated

@@ -43,7 +43,8 @@ from sparkseq.catalog import PendingRelation, SessionSchemas
 from sparkseq.explaining import describe_statement
 from sparkseq import hierarchies as registry
 from sparkseq.functions import check_calls
-from sparkseq.registration import engine_function, engine_function_name
+from sparkseq.registration import PYTHON_AGGREGATES, engine_function, engine_function_name
+from sparkseq.session import is_session
 from sql_rewrites.dialect import parse_statement, SparkSeq
 from sql_rewrites.errors import HierarchyError, SqlRewriteError, UnknownHierarchyError, UnknownTableError
 from sql_rewrites.hierarchy import ConceptHierarchy, HierarchyResolver, resolve_hierarchy
@@ -130,16 +131,20 @@ def run_statements(spark: SparkSession, text: str, *, hierarchies: HierarchyReso
         yield statement.text, frame
 
 
-def rewrite(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver | None = None) -> list[str]:
+def rewrite(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver | None = None,
+            function_hierarchies: bool = True) -> list[str]:
     """Each statement of ``text`` as the plain Spark SQL :func:`sql` would run (nothing runs).
 
     Engine functions are registered, so the returned SQL can be passed to
-    ``spark.sql`` — e.g. by a client of the session's Thrift/JDBC server.
+    ``spark.sql`` — e.g. by a client of the session's Thrift/JDBC server. With
+    ``function_hierarchies`` false, ``HIERARCHY name`` in ``seq_*`` patterns is not looked
+    up ahead: the functions registered in the session carry the hierarchies they know
+    (a Spark Connect client registers its own) and report an unknown one when they run.
     """
     check_literal_setting(spark)
     schemas = SessionSchemas(spark)
     resolver = registry.resolver(spark, hierarchies)
-    return [_explained(text, s, schemas, resolver, _registering(spark)).rewritten
+    return [_explained(text, s, schemas, resolver, _registering(spark), check_hierarchies=function_hierarchies).rewritten
             for s in split_statements(text)]
 
 
@@ -156,7 +161,8 @@ def explain(text: str, source: Source = None, *, hierarchies: HierarchyResolver 
     text : str
         One or more statements.
     source : SparkSession, schema mapping or callable, optional
-        Where relation schemas come from: a session's catalog, or a schema provider
+        Where relation schemas come from: a session's catalog (classic or Spark
+        Connect), or a schema provider
         as for :func:`sql_rewrites.rewrite` (no Spark needed). Default: the active
         SparkSession, if any.
     hierarchies : HierarchyResolver, optional
@@ -174,7 +180,7 @@ def explain(text: str, source: Source = None, *, hierarchies: HierarchyResolver 
         source = SparkSession.getActiveSession()
     parts, created = [], set()
     statements = split_statements(text)
-    session = source if isinstance(source, SparkSession) else None
+    session = source if is_session(source) else None
     overlay: registry.Overlay = {}
     for number, statement in enumerate(statements, 1):
         kind = parse_hierarchy_statement(statement, text)
@@ -210,8 +216,8 @@ def check_literal_setting(spark: SparkSession) -> None:
 
 def _pending_aware(source: Source, created: set[str]) -> SchemaProvider:
     """The schema provider of ``source`` that raises :class:`PendingRelation` for ``created`` names."""
-    if isinstance(source, SparkSession):
-        return SessionSchemas(source, pending=created)
+    if is_session(source):
+        return SessionSchemas(source, pending=created)  # type: ignore[arg-type]
     if not created:
         return source or {}
     catalog = Catalog(source or {})
@@ -304,10 +310,13 @@ def run_hierarchy_statement(spark: SparkSession, kind: HierarchyStatement,
 
 
 def _explained(text: str, statement: Statement, schemas: SchemaProvider, hierarchies: HierarchyResolver | None,
-               name_for: Callable[[Plan], str], pretty: bool = False) -> StatementExplanation:
-    """:func:`explain_statement`, with a friendlier message for relations Spark does not know."""
+               name_for: Callable[[Plan], str], pretty: bool = False, check_hierarchies: bool = True
+               ) -> StatementExplanation:
+    """:func:`explain_statement`, with a friendlier message for relations Spark does not know
+    (``check_hierarchies``: look up the ``HIERARCHY`` of ``seq_*`` patterns)."""
     try:
-        explained = explain_statement(statement, text, schemas, name_for, hierarchies=hierarchies, pretty=pretty)
+        explained = explain_statement(statement, text, schemas, name_for, hierarchies=hierarchies, pretty=pretty,
+                                      python_aggregates=PYTHON_AGGREGATES)
     except UnknownTableError as exc:
         if not isinstance(schemas, SessionSchemas) or not schemas.missing:
             raise
@@ -316,19 +325,21 @@ def _explained(text: str, statement: Statement, schemas: SchemaProvider, hierarc
         hint = f"; tables and views: {', '.join(known)}" if known else "; the session has no tables or views"
         raise UnknownTableError(f"relation '{name}' is not a table or view of this Spark session{hint}",
                                 exc.position) from None
-    check_function_calls(explained.rewritten, hierarchies)
+    check_function_calls(explained.rewritten, hierarchies, check_hierarchies=check_hierarchies)
     return explained
 
 
-def check_function_calls(spark_sql: str, hierarchies: HierarchyResolver | None = None) -> None:
-    """Check literal arguments of ``seq_*`` function calls (:func:`sparkseq.functions.check_calls`)."""
+def check_function_calls(spark_sql: str, hierarchies: HierarchyResolver | None = None, *,
+                         check_hierarchies: bool = True) -> None:
+    """Check literal arguments of ``seq_*`` function calls (:func:`sparkseq.functions.check_calls`),
+    with ``check_hierarchies`` their patterns' ``HIERARCHY`` names too."""
     if not SEQ_CALL.search(spark_sql):
         return
     try:
         tree = sqlglot.parse_one(spark_sql, read=SparkSeq)
     except SqlglotError:
         return  # Spark syntax sqlglot does not know: the functions check themselves when they run
-    check_calls(tree, lambda name: resolve_hierarchy(hierarchies, name))
+    check_calls(tree, (lambda name: resolve_hierarchy(hierarchies, name)) if check_hierarchies else None)
 
 
 def _registering(spark: SparkSession) -> Callable[[Plan], str]:

@@ -33,6 +33,7 @@ from pyspark.sql import types as T
 
 from sparkseq import hierarchies as registry
 from sparkseq.catalog import SessionSchemas
+from sparkseq.registration import PYTHON_AGGREGATES
 from udafs import contract
 from udafs.spark_shared import shared_pass
 from sparkseq.sql_api import (
@@ -138,7 +139,7 @@ def workload(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver |
 
         resolver = registry.resolver(spark, hierarchies)
         explained = explain_statement(statement, text, SessionSchemas(spark, cache=schemas), _registering(spark),
-                                      hierarchies=resolver, replace=replace)
+                                      hierarchies=resolver, replace=replace, python_aggregates=PYTHON_AGGREGATES)
         results.append(spark.sql(explained.rewritten))
         evict_changed(schemas, statement)
     return results

@@ -66,7 +66,7 @@ from sql_rewrites.symbols import (
     node_position,
     symbol_key,
 )
-from sql_rewrites.windows import check_slide, window_length
+from sql_rewrites.windows import check_slide, check_slide_length, window_length
 from udafs.plan import CountType, Measure, Plan
 
 WINDOW_COLUMNS = ("window_start", "window_end")
@@ -130,7 +130,7 @@ class Analyzer:
             negations=pattern.negations,
             within=within,
             slide=slide,
-            measures=tuple(Measure(m.kind, m.symbol, m.value_column, m.name) for m in measures),
+            measures=tuple(Measure(m.kind, m.symbol, m.value_column, m.name, m.places, m.digits) for m in measures),
             columns=tuple(v.value_type for v in ctx.value_columns),
             count_type=count_type,
             strategy=strategy_of(node),
@@ -223,6 +223,8 @@ class Analyzer:
             within = window_length(within_expr, "WITHIN", order.name, order.kind, self.sql)
         if slide_expr is not None:
             slide = window_length(slide_expr, "SLIDE", order.name, order.kind, self.sql)
+            texts = (slide_expr.sql(dialect=SparkSeq), within_expr.sql(dialect=SparkSeq))
+            check_slide_length(within, slide, texts, node_position(slide_expr, self.sql))  # type: ignore[arg-type]
         if pattern is not None:  # E-Cube checks each cuboid instead
             check_edge_negation(pattern, within is not None, self.sql)
         return within, slide

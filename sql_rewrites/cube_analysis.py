@@ -205,12 +205,12 @@ class CubeAnalysis:
                 symbol = self._measure_symbol(cuboid, m, [index[sid] for sid in sids])
                 if symbol is None and m.symbol is not None:
                     continue
-                mapped.append(Measure(m.kind, symbol, m.value_column, m.name))
+                mapped.append(Measure(m.kind, symbol, m.value_column, m.name, m.places, m.digits))
                 slot.append(f)
             plans.append(Plan(symbols=names, elements=elements, negations=negations, within=within, slide=slide,
                               measures=tuple(mapped), columns=columns, count_type=count_type))
             slots.append(tuple(slot))
-        fields = tuple(Measure(m.kind, None, m.value_column, m.name) for m in measures)
+        fields = tuple(Measure(m.kind, None, m.value_column, m.name, m.places, m.digits) for m in measures)
         return MultiPlan(tuple(plans), fields, tuple(slots), tuple(c.derived_from for c in cuboids),
                          tuple(c.hidden for c in cuboids))
 

@@ -168,6 +168,10 @@ class SlideWithoutWithinError(WindowSpecError):
     """SLIDE is given without WITHIN."""
 
 
+class SlideLongerThanWithinError(WindowSpecError):
+    """SLIDE is longer than WITHIN (Spark's ``window()`` refuses such a slide too)."""
+
+
 class WindowTypeMismatchError(WindowSpecError):
     """An interval on a numeric ORDER BY column, or a number on a timestamp one."""
 
@@ -228,3 +232,15 @@ class ImpreciseTimeError(SqlRewriteError):
     what expected aggregates do not support: bound columns of another type than ORDER BY,
     MIN / MAX / AVG, a COUNT TYPE other than DOUBLE, a selection strategy, cross-event
     predicates, CUBE / PATTERNS."""
+
+
+class ParameterMarkerError(SqlRewriteError):
+    """Positional parameter markers (``?``) that the rewritten statement would bind to
+    other values than the statement as written: it holds them in another order, or
+    one of them twice (named markers, ``:name``, have no order)."""
+
+
+class AggregatePlacementError(SqlRewriteError):
+    """A ``seq_*`` function (a grouped-aggregate Python UDF) stands where the compiler
+    cannot place it: with DISTINCT, inside another aggregate, or beside other aggregates
+    in a SELECT with GROUPING SETS / ROLLUP / CUBE or ``*`` (:mod:`sql_rewrites.aggregates`)."""

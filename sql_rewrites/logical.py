@@ -95,6 +95,8 @@ class MeasureSpec:
     engine_type: str
     output_type: exp.DataType
     from_engine: Callable[[exp.Expr], exp.Expr]
+    places: int = 0  # AVG over a DECIMAL column: udafs.plan.Measure.places and .digits
+    digits: int = 0
 
 
 @dataclass(frozen=True)

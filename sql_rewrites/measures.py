@@ -6,11 +6,13 @@ measure                 reads                               output type
 ``COUNT(*)``            nothing                             COUNT TYPE (default BIGINT)
 ``COUNT(X)``            symbol X                            COUNT TYPE
 ``SUM(X.col)``          numeric ``col`` of rows bound to X  integers: COUNT TYPE;
-                                                            exact decimals (p <= 18,
-                                                            s <= 6): DECIMAL(38, s);
-                                                            else (or COUNT TYPE DOUBLE)
-                                                            DOUBLE
-``AVG(X.col)``          numeric ``col``                     DOUBLE
+                                                            DECIMAL(p, s): DECIMAL(min(
+                                                            38, p + 10), s), as Spark's
+                                                            SUM; else (or COUNT TYPE
+                                                            DOUBLE) DOUBLE
+``AVG(X.col)``          numeric ``col``                     DECIMAL(p, s): DECIMAL(min(38,
+                                                            p + 4), min(38, s + 4)), as
+                                                            Spark's AVG; else DOUBLE
 ``MIN/MAX(X.col)``      ``col`` (see sql_types)             the column's type
 ======================  ==================================  =============================
 
@@ -36,7 +38,16 @@ from sql_rewrites.errors import (
 )
 from sql_rewrites.logical import MeasureSpec, ValueColumn
 from sql_rewrites.schema import ColumnSchema
-from sql_rewrites.sql_types import MIN_MAX_TYPES_HELP, SUM_TYPES_HELP, ValueCodec, unscale, value_codec
+from sql_rewrites.sql_types import (
+    MIN_MAX_TYPES_HELP,
+    SUM_TYPES_HELP,
+    ValueCodec,
+    decimal_digits,
+    decimal_type,
+    double_codec,
+    from_unscaled,
+    value_codec,
+)
 from sql_rewrites.symbols import CompiledPattern, PatternSymbol, node_position, symbol_key
 from sql_rewrites.dialect import SparkSeq
 from udafs.plan import CountType, MeasureKind, ValueType
@@ -138,6 +149,9 @@ def _value_measure(
 ) -> MeasureSpec:
     where = node_position(call, ctx.sql)
     codec = value_codec(column.dtype)
+    if kind in (MeasureKind.SUM, MeasureKind.AVG) and ctx.count_type is CountType.DOUBLE and codec is not None \
+            and codec.value_type is ValueType.DECIMAL:
+        codec = double_codec(column.dtype)  # COUNT TYPE DOUBLE asks for approximate sums
     label = f"{kind.value.upper()}({symbol.name}.{column.name})"
     if kind in (MeasureKind.SUM, MeasureKind.AVG) and (codec is None or not codec.numeric):
         raise NonNumericMeasureError(
@@ -154,7 +168,11 @@ def _value_measure(
     index = value_column_index(column, codec, ctx)
     engine_type = engine_contract.engine_type(kind, codec.value_type, ctx.count_type)
     output, convert = _measure_output(kind, column, codec, engine_type)
-    return MeasureSpec(name, kind, symbol.index, index, engine_type, output, convert)
+    places = digits = 0
+    if kind is MeasureKind.AVG and codec.value_type is ValueType.DECIMAL:  # Spark's avg: see udafs.plan.Measure
+        places = decimal_digits(output)[1] - codec.scale
+        digits = decimal_digits(decimal_type(decimal_digits(column.dtype)[0] + 10, codec.scale))[0]
+    return MeasureSpec(name, kind, symbol.index, index, engine_type, output, convert, places, digits)
 
 
 def _measure_output(
@@ -163,19 +181,27 @@ def _measure_output(
     """Output type of a value measure and the conversion from the engine's value."""
     if kind in (MeasureKind.MIN, MeasureKind.MAX):
         return column.dtype.copy(), codec.from_engine  # type: ignore[return-value]
+    if codec.value_type is ValueType.DECIMAL:
+        return _decimal_output(kind, column.dtype)
     double = exp.DataType.build("DOUBLE")
     if kind is MeasureKind.AVG or engine_type == "DOUBLE":
-        scale = codec.scale
-        return double, lambda v: _divide(exp.cast(v, double.copy()), scale)
-    if codec.scale:
-        exact = exp.DataType.build(f"DECIMAL(38, {codec.scale})", dialect="spark")
-        return exact, lambda v: exp.cast(unscale(v, codec.scale), exact.copy())
+        return double, lambda v: exp.cast(v, double.copy())
     output = exp.DataType.build(engine_type, dialect="spark")
     return output, _cast_to(output)
 
 
-def _divide(value: exp.Expr, scale: int) -> exp.Expr:
-    return exp.Div(this=value, expression=exp.Literal.number(10**scale)) if scale else value
+def _decimal_output(kind: MeasureKind, dtype: exp.DataType) -> tuple[exp.DataType, Callable[[exp.Expr], exp.Expr]]:
+    """SUM / AVG of a DECIMAL(p, s) column with Spark's own result types and values.
+
+    SUM is DECIMAL(min(38, p + 10), s): the engine's exact unscaled sum, which overflows
+    exactly where Spark's SUM does (an error with ANSI mode on). AVG is DECIMAL(min(38,
+    p + 4), min(38, s + 4)): the engine rounds the exact average half up to that scale,
+    as Spark's ``avg`` does (``Measure.places``).
+    """
+    precision, scale = decimal_digits(dtype)
+    result = decimal_type(precision + 10, scale) if kind is MeasureKind.SUM else \
+        decimal_type(precision + 4, scale + 4)
+    return result, lambda v: from_unscaled(v, result)
 
 
 def _cast_to(dtype: exp.DataType) -> Callable[[exp.Expr], exp.Expr]:
@@ -188,8 +214,8 @@ def value_column_index(column: ColumnSchema, codec: ValueCodec, ctx: MeasureCont
     Measures and WHERE predicates (:mod:`sql_rewrites.predicates`) share the entries,
     so a column travels to the engine once, typed by its :class:`ValueCodec`.
     """
-    for i, existing in enumerate(ctx.value_columns):
-        if existing.name.casefold() == column.name.casefold():
+    for i, existing in enumerate(ctx.value_columns):  # one entry per column and carriage (WHERE may scale it)
+        if existing.name.casefold() == column.name.casefold() and existing.value_type is codec.value_type:
             return i
     reference = exp.column(exp.to_identifier(column.name))
     ctx.value_columns.append(ValueColumn(column.name, reference, column, codec.value_type, codec.to_engine))

@@ -34,6 +34,8 @@ COUNT_TYPES = ("BIGINT", "DECIMAL", "DOUBLE")
 #: ``STRATEGY <words>``: the event selection strategies (docs/predicates-and-strategies.md)
 STRATEGIES = ("SKIP TILL ANY MATCH", "SKIP TILL NEXT MATCH", "STRICT CONTIGUITY", "PARTITION CONTIGUITY")
 
+#: ``Placeholder.meta`` key: the character offset of a positional marker (``?``) in the text.
+MARKER_OFFSET = "sparkseq_marker_offset"
 ClauseParser = t.Callable[["SparkSeqParser"], tuple[str, t.Any]]
 
 
@@ -70,6 +72,18 @@ class SparkSeqParser(Spark.Parser):
         MatchPattern: lambda self: self._parse_match_pattern(),
         exp.Interval: lambda self: self._parse_match_duration("WITHIN"),  # WITHIN / SLIDE values
     }
+
+    # A positional marker remembers where it stood, so that the rewrite can keep the
+    # order in which Spark binds `?` values (sql_rewrites.markers)
+    PLACEHOLDER_PARSERS: t.ClassVar = {
+        **Spark.Parser.PLACEHOLDER_PARSERS,
+        TokenType.PLACEHOLDER: lambda self: self._parse_positional_marker(),
+    }
+
+    def _parse_positional_marker(self) -> exp.Expr:
+        marker = self.expression(exp.Placeholder())
+        marker.meta[MARKER_OFFSET] = self._prev.start
+        return marker
 
     # --- Spark's literals -----------------------------------------------------------------
 

@@ -26,7 +26,7 @@ from sql_rewrites.expressions import MatchPattern
 from sql_rewrites.generate import mask_expression
 from sql_rewrites.sql_types import OrderKind
 from sql_rewrites.symbols import check_edge_negation, check_spelling, compile_pattern
-from sql_rewrites.windows import window_length
+from sql_rewrites.windows import check_slide_length, window_length
 from udafs.plan import CountType, Measure, MeasureKind, Plan
 
 
@@ -131,3 +131,5 @@ def _check_window(within: int | None, slide: int | None) -> None:
             )
     if slide is not None and within is None:
         raise SlideWithoutWithinError("slide needs within: windows are [k*slide, k*slide + within)")
+    if slide is not None and within is not None:
+        check_slide_length(within, slide)

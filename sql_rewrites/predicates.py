@@ -71,6 +71,7 @@ class _Operand:
     constant: Decimal
     lag: int | None
     node: exp.Expr
+    terms: int = 0  # constants written on this side (Spark adds them one by one)
 
 
 class PredicateResolver:
@@ -152,9 +153,8 @@ class PredicateResolver:
         if left.lag is not None or right.lag is not None:
             self._fail(f"WHERE condition {text} mixes B[i] with another symbol; {FORMS_HELP}", node)
         positions = [self._position(o, text) for o in (left, right)]
-        # l + kl OP r + kr  <=>  l OP r + (kr - kl)
-        lc, rc, offset = self._columns(left, right, right.constant - left.constant, op, text, node)
-        return Predicate(positions[0], lc, op, positions[1], rc, offset)
+        lc, rc, offset, left_offset = self._columns(left, right, op, text, node)
+        return Predicate(positions[0], lc, op, positions[1], rc, offset, left_offset)
 
     def _position(self, operand: _Operand, text: str) -> int:
         symbol = operand.symbol
@@ -190,16 +190,16 @@ class PredicateResolver:
         if left.column.name.casefold() != right.column.name.casefold():
             self._fail(f"WHERE condition {text}: an iterator predicate compares one column of B[i] and B[i-1] "
                        f"(B[i].c OP B[i-1].c), got {left.column.name} and {right.column.name}", node)
-        current, previous, constant = left, right, right.constant - left.constant
-        if left.lag != 0:  # B[j].c + kl OP B[i].c + kr  <=>  B[i].c OP' B[j].c + (kl - kr)
-            current, previous, op, constant = right, left, op.mirrored(), left.constant - right.constant
+        current, previous = left, right
+        if left.lag != 0:  # B[j].c + kl OP B[i].c + kr  <=>  B[i].c + kr OP' B[j].c + kl
+            current, previous, op = right, left, op.mirrored()
         symbol = current.symbol
         positions = [i for i, e in enumerate(self.pattern.elements) if e.symbol == symbol.index]
         if not symbol.positive or len(positions) != 1 or not self.pattern.elements[positions[0]].kleene:
             self._fail(f"WHERE condition {text}: {symbol.name}[i] needs {symbol.name} to be a Kleene symbol "
                        f"({symbol.name}+) at exactly one position of the pattern", node)
-        column, _, offset = self._columns(current, previous, constant, op, text, node)
-        return IteratorPredicate(positions[0], column, op, offset, first=previous.lag == FIRST)
+        column, _, offset, left_offset = self._columns(current, previous, op, text, node)
+        return IteratorPredicate(positions[0], column, op, offset, left_offset, first=previous.lag == FIRST)
 
     def _running_aggregate(self, node: exp.Expr) -> IteratorPredicate:
         """``B[i].c OP MAX|MIN(B[1..i-1].c) [± k]``, reduced to a lag-1 or a first-element
@@ -233,7 +233,12 @@ class PredicateResolver:
                        f"{'+' if constant >= 0 else '-'} {abs(constant)} is equivalent neither to a comparison "
                        "with B[i-1] nor with B[1] (docs/predicates-and-strategies.md section 7 lists the forms "
                        "that are)", node)
-        return self._iterator_of(node, text, op, current, dataclasses.replace(previous, lag=lag))
+        predicate = self._iterator_of(node, text, op, current, dataclasses.replace(previous, lag=lag))
+        if predicate.offset and predicate.left_offset:  # DOUBLE: each side keeps its constant
+            self._fail(f"WHERE condition {text}: with DOUBLE columns write the constant of a comparison with "
+                       f"{agg}(B[1..i-1].c) on one side only; Spark rounds each side's sum separately, and the "
+                       "reduction to B[i-1] or B[1] holds for one rounded sum, not for two", node)
+        return predicate
 
     def _over_set(self, argument: exp.Expr) -> bool:
         """An aggregate's argument reads several rows of a Kleene set: ``B.c``, ``B[].c`` or
@@ -249,7 +254,7 @@ class PredicateResolver:
 
     def _aggregate_operand(self, node: exp.Expr, text: str) -> tuple[_Operand, str] | None:
         """``MAX|MIN(B[1..i-1].c) [± k]`` as (operand of B's column with constant k, name), or None."""
-        base, constant = _split_constant(node)
+        base, constant, terms = _split_constant(node)
         if not isinstance(base, (exp.Max, exp.Min)):
             return None
         inner = base.this
@@ -260,7 +265,7 @@ class PredicateResolver:
                        f"the current one, written {SET_AGGREGATES_NAMES[type(base)]}(B[1..i-1].c) (or B[1:i-1]); "
                        f"got {base.sql(dialect=SparkSeq)}", node)
         symbol = self._lagged(bracket)[0]
-        operand = _Operand(symbol, exp.column(inner.expression.copy()), constant, PREFIX, node)
+        operand = _Operand(symbol, exp.column(inner.expression.copy()), constant, PREFIX, node, terms)
         return operand, SET_AGGREGATES_NAMES[type(base)]
 
     def _lagged(self, bracket: exp.Bracket) -> tuple[PatternSymbol, int] | None:
@@ -286,7 +291,7 @@ class PredicateResolver:
     # --- operands and types -----------------------------------------------------------
 
     def _operand(self, node: exp.Expr, text: str) -> _Operand:
-        base, constant = _split_constant(node)
+        base, constant, terms = _split_constant(node)
         lag = None
         column = None
         symbol = None
@@ -306,15 +311,18 @@ class PredicateResolver:
         if symbol is None or column is None or constant is None:
             self._fail(f"WHERE condition {text}: each side must be a symbol's column plus or minus a numeric "
                        f"constant ({FORMS_HELP}), got {node.sql(dialect=SparkSeq)}", node)
-        return _Operand(symbol, column, constant, lag, node)  # type: ignore[arg-type]
+        return _Operand(symbol, column, constant, lag, node, terms)  # type: ignore[arg-type]
 
-    def _columns(self, left: _Operand, right: _Operand, constant: Decimal, op: CmpOp, text: str,
-                 node: exp.Expr) -> tuple[int, int, int | float]:
-        """Value-column indices of both operands and the engine offset (exact; module docstring)."""
+    def _columns(self, left: _Operand, right: _Operand, op: CmpOp, text: str,
+                 node: exp.Expr) -> tuple[int, int, int | float, int | float]:
+        """Value-column indices of both operands and the engine offsets (right, left), exact
+        (module docstring): integers move the constants to the right, ``l + kl OP r + kr``
+        being ``l OP r + (kr - kl)``; doubles keep each constant on its side, as Spark adds it."""
+        constant = right.constant - left.constant
         where = f"WHERE condition {text}"
         lcol = self.ctx.find_column(left.column, where)
         rcol = self.ctx.find_column(right.column, where)
-        lcodec, rcodec = value_codec(lcol.dtype), value_codec(rcol.dtype)
+        lcodec, rcodec = value_codec(lcol.dtype, compared=True), value_codec(rcol.dtype, compared=True)
         lnum, rnum = bool(lcodec and lcodec.numeric), bool(rcodec and rcodec.numeric)
         if not lnum or not rnum:
             if lnum or rnum or lcol.name.casefold() != rcol.name.casefold():
@@ -326,7 +334,7 @@ class PredicateResolver:
                 self._fail(f"{where}: a constant offset needs numeric columns; {lcol.name} is {lcol.type_text}",
                            node)
             index = self._rank_column(lcol, node)
-            return index, index, 0
+            return index, index, 0, 0
         for codec, col in ((lcodec, lcol), (rcodec, rcol)):
             if codec.value_type is ValueType.FLOAT and col.dtype.this not in (DType.FLOAT, DType.DOUBLE):
                 self._fail(f"{where}: {col.name} is {col.type_text}, which the engine could carry only as an "
@@ -340,11 +348,16 @@ class PredicateResolver:
         li = value_column_index(lcol, lcodec, self.ctx)
         ri = value_column_index(rcol, rcodec, self.ctx)
         if floats:
-            return li, ri, float(constant)
+            for operand in (left, right):
+                if operand.terms > 1:
+                    self._fail(f"{where}: write at most one constant per side with DOUBLE columns; Spark adds "
+                               f"{operand.node.sql(dialect=SparkSeq)} one constant at a time, rounding each time, "
+                               "so the constants cannot be summed first", operand.node)
+            return li, ri, float(right.constant), float(left.constant)
         scale = next(iter(scales))
         return li, ri, _integer_offset(constant * (10 ** scale), op, lambda: self._fail(
             f"{where}: {lcol.name} and {rcol.name} hold integers at {scale} decimal places, and the constant "
-            f"{constant} has more; {op.value} can never hold (=) or always holds (<>): remove or fix it", node))
+            f"{constant} has more; {op.value} can never hold (=) or always holds (<>): remove or fix it", node)), 0
 
     def _rank_column(self, column: ColumnSchema, node: exp.Expr) -> int:
         """A value column holding the dense rank of ``column`` within the partition (NULL stays NULL)."""
@@ -444,23 +457,24 @@ def _number(node: exp.Expr) -> Decimal | None:
     return None
 
 
-def _split_constant(node: exp.Expr) -> tuple[exp.Expr, Decimal | None]:
-    """``col + 2`` / ``col - 2`` / ``2 + col`` / ``col`` -> (col, constant); constant None if malformed."""
+def _split_constant(node: exp.Expr) -> tuple[exp.Expr, Decimal | None, int]:
+    """``col + 2`` / ``col - 2`` / ``2 + col`` / ``col`` -> (col, constant, number of constants
+    written); constant None if malformed."""
     while isinstance(node, exp.Paren):
         node = node.this
     if isinstance(node, (exp.Add, exp.Sub)):
         right = _number(node.expression)
         if right is not None:
-            base, inner = _split_constant(node.this)
+            base, inner, terms = _split_constant(node.this)
             if inner is None:
-                return base, None
-            return base, inner + right if isinstance(node, exp.Add) else inner - right
+                return base, None, terms
+            return base, inner + right if isinstance(node, exp.Add) else inner - right, terms + 1
         left = _number(node.this)
         if left is not None and isinstance(node, exp.Add):
-            base, inner = _split_constant(node.expression)
-            return base, None if inner is None else inner + left
-        return node, None
-    return node, Decimal(0)
+            base, inner, terms = _split_constant(node.expression)
+            return base, None if inner is None else inner + left, terms + 1
+        return node, None, 0
+    return node, Decimal(0), 0
 
 
 def _integer_offset(value: Decimal, op: CmpOp, impossible: Callable[[], None]) -> int:

@@ -11,21 +11,24 @@
 >>> rewrite("SELECT 1; select  2", schema, lambda plan: "f")  # passes through verbatim
 'SELECT 1;\\nselect  2'
 
-Statements are split at top-level semicolons; those without MATCH_AGGREGATE are
+Statements are split at top-level semicolons; those without MATCH_AGGREGATE (and
+without calls of the ``python_aggregates`` given, :mod:`sql_rewrites.aggregates`) are
 returned verbatim (so Spark syntax sqlglot does not know still works), the others are
-parsed, analysed, rewritten and printed by sqlglot's Spark generator.
+parsed, analysed, rewritten and printed by sqlglot's Spark generator; a statement whose
+aggregates need no split also comes back verbatim.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
 
+from sql_rewrites.aggregates import PythonAggregate, split_python_aggregates
 from sql_rewrites.analysis import Analyzer
-from sql_rewrites.dialect import parse_tokens, tokenize, SparkSeq
+from sql_rewrites.dialect import parse_tokens, tokenize
 from sql_rewrites.engine_contract import engine_result_type
 from sql_rewrites.errors import SqlParseError, position_of
 from sql_rewrites.expressions import MatchAggregate
@@ -33,11 +36,14 @@ from sql_rewrites.generate import generate
 from sql_rewrites.hierarchy import HierarchyResolver
 from sql_rewrites.hierarchy_statements import parse_hierarchy_statement
 from sql_rewrites.logical import MatchAggregateQuery
+from sql_rewrites.markers import print_statement, print_tree
 from sql_rewrites.parser import SparkSeqParser
 from sql_rewrites.schema import SchemaProvider
 from udafs.plan import Plan
 
 EngineFunction = Callable[[Plan], str]
+#: Lower-case name -> the grouped-aggregate Python functions of the session (``seq_*``).
+PythonAggregates = Mapping[str, PythonAggregate]
 #: ``(ordinal, query) -> (replacement, name) | None`` (see :func:`explain_statement`).
 Replacement = Callable[[int, MatchAggregateQuery], "tuple[exp.Expr, str] | None"]
 EXPLAIN_MODES = ("EXTENDED", "CODEGEN", "COST", "FORMATTED")
@@ -66,6 +72,12 @@ class Statement:
             ):
                 return True
         return False
+
+    def calls(self, functions: PythonAggregates | None) -> bool:
+        """True when one of ``functions`` is called (a name followed by ``(``, not in strings)."""
+        return bool(functions) and any(
+            token.text.casefold() in functions and following.token_type == TokenType.L_PAREN  # type: ignore[operator]
+            for token, following in zip(self.tokens, self.tokens[1:]))
 
 
 @dataclass(frozen=True)
@@ -145,6 +157,7 @@ def explain(
     *,
     hierarchies: HierarchyResolver | None = None,
     pretty: bool = False,
+    python_aggregates: PythonAggregates | None = None,
 ) -> list[StatementExplanation]:
     """Rewrite every statement and report, per MATCH_AGGREGATE, its plan and SQL.
 
@@ -161,6 +174,10 @@ def explain(
         Concept hierarchies for ``HIERARCHY`` (see :mod:`sql_rewrites.hierarchy`).
     pretty : bool
         Format rewritten statements over several lines.
+    python_aggregates : mapping, optional
+        The grouped-aggregate Python functions of the session (``seq_*``): a SELECT that
+        calls them beside other aggregates, with FILTER, in HAVING / ORDER BY or without
+        GROUP BY is split (:mod:`sql_rewrites.aggregates`).
 
     Raises
     ------
@@ -168,7 +185,8 @@ def explain(
         Any parse or analysis error, before anything is rewritten.
     """
     return [
-        explain_statement(statement, sql, schema, engine_function, hierarchies=hierarchies, pretty=pretty)
+        explain_statement(statement, sql, schema, engine_function, hierarchies=hierarchies, pretty=pretty,
+                          python_aggregates=python_aggregates)
         for statement in split_statements(sql)
     ]
 
@@ -182,6 +200,7 @@ def explain_statement(
     hierarchies: HierarchyResolver | None = None,
     pretty: bool = False,
     replace: Replacement | None = None,
+    python_aggregates: PythonAggregates | None = None,
 ) -> StatementExplanation:
     """Rewrite one statement of ``sql`` (from :func:`split_statements`) on its own.
 
@@ -204,9 +223,12 @@ def explain_statement(
             "not rewritten to Spark SQL; give the compiler hierarchies through hierarchies=",
             position_of(sql, first.start, first.end),
         )
-    if not statement.has_match_aggregate:
-        return StatementExplanation(statement.text, statement.text, ())
-    return _rewrite_statement(statement, sql, schema, engine_function, hierarchies, pretty, replace)
+    if statement.has_match_aggregate:
+        return _rewrite_statement(statement, sql, schema, engine_function, hierarchies, pretty, replace,
+                                  python_aggregates)
+    if statement.calls(python_aggregates):
+        return _split_aggregates(statement, sql, python_aggregates, pretty)  # type: ignore[arg-type]
+    return StatementExplanation(statement.text, statement.text, ())
 
 
 def rewrite_statements(
@@ -216,9 +238,11 @@ def rewrite_statements(
     *,
     hierarchies: HierarchyResolver | None = None,
     pretty: bool = False,
+    python_aggregates: PythonAggregates | None = None,
 ) -> list[str]:
     """Each statement of ``sql`` as plain Spark SQL (see :func:`explain`)."""
-    return [e.rewritten for e in explain(sql, schema, engine_function, hierarchies=hierarchies, pretty=pretty)]
+    return [e.rewritten for e in explain(sql, schema, engine_function, hierarchies=hierarchies, pretty=pretty,
+                                         python_aggregates=python_aggregates)]
 
 
 def rewrite(
@@ -228,12 +252,14 @@ def rewrite(
     *,
     hierarchies: HierarchyResolver | None = None,
     pretty: bool = False,
+    python_aggregates: PythonAggregates | None = None,
 ) -> str:
     """``sql`` with every MATCH_AGGREGATE replaced by plain Spark SQL.
 
     Statements are joined by ``";\\n"``; see :func:`explain` for the parameters.
     """
-    return ";\n".join(rewrite_statements(sql, schema, engine_function, hierarchies=hierarchies, pretty=pretty))
+    return ";\n".join(rewrite_statements(sql, schema, engine_function, hierarchies=hierarchies, pretty=pretty,
+                                          python_aggregates=python_aggregates))
 
 
 def _rewrite_statement(
@@ -244,6 +270,7 @@ def _rewrite_statement(
     hierarchies: HierarchyResolver | None,
     pretty: bool,
     replace: Replacement | None = None,
+    python_aggregates: PythonAggregates | None = None,
 ) -> StatementExplanation:
     tokens = statement.tokens
     tree = parse_tokens(tokens, sql)
@@ -263,14 +290,26 @@ def _rewrite_statement(
         else:
             name = engine_function(query.plan)
             replacement = generate(query, name, source=query.node.this)
-        operators.append(OperatorExplanation(query, name, _print(replacement, pretty)))
+        operators.append(OperatorExplanation(query, name, print_tree(replacement, pretty)))
         query.node.replace(replacement)
-    return StatementExplanation(statement.text, statement.prefix + _print(tree, pretty), tuple(operators))
+    tree, _ = split_python_aggregates(tree, python_aggregates or {}, sql)
+    return StatementExplanation(statement.text, statement.prefix + print_statement(tree, sql, pretty=pretty),
+                                tuple(operators))
 
 
-def _print(tree: exp.Expr, pretty: bool) -> str:
-    # function names keep their case: the engine function is registered case-exactly
-    return tree.sql(dialect=SparkSeq, pretty=pretty, normalize_functions=False)
+def _split_aggregates(statement: Statement, sql: str, python_aggregates: PythonAggregates,
+                      pretty: bool) -> StatementExplanation:
+    """A statement without MATCH_AGGREGATE that calls Python aggregates: split the SELECTs
+    that need it (:mod:`sql_rewrites.aggregates`); any other statement comes back verbatim,
+    also one sqlglot cannot parse (Spark then reports on it)."""
+    try:
+        tree = parse_tokens(statement.tokens, sql)
+    except SqlParseError:
+        return StatementExplanation(statement.text, statement.text, ())
+    tree, changed = split_python_aggregates(tree, python_aggregates, sql)
+    if not changed:
+        return StatementExplanation(statement.text, statement.text, ())
+    return StatementExplanation(statement.text, statement.prefix + print_statement(tree, sql, pretty=pretty), ())
 
 
 __all__ = [

@@ -191,10 +191,11 @@ def build_group(members: Sequence[Member]) -> SharedGroup:
             column = None if m.column is None else columns[m.column]
             # members share fields (rows carry the member index): the result is as wide as
             # the widest member, not the sum of all members' measures
-            key = (j, m.kind, None if column is None else value_types[column], query.plan.count_type)
+            key = (j, m.kind, None if column is None else value_types[column], query.plan.count_type, m.places,
+                   m.digits)
             if key not in field_index:
                 field_index[key] = len(fields)
-                fields.append(Measure(m.kind, None, column, f"f{len(fields)}"))
+                fields.append(Measure(m.kind, None, column, f"f{len(fields)}", m.places, m.digits))
             slot.append(field_index[key])
         slots.append(tuple(slot))
     names = tuple(name for name, _ in symbols)
@@ -215,7 +216,8 @@ def _remap(plan: Plan, bits: list[int], columns: list[int], names: tuple[str, ..
         within=plan.within,
         slide=plan.slide,
         measures=tuple(Measure(m.kind, None if m.symbol is None else bits[m.symbol],
-                               None if m.column is None else columns[m.column], m.name) for m in plan.measures),
+                               None if m.column is None else columns[m.column], m.name, m.places, m.digits)
+                       for m in plan.measures),
         columns=value_types,
         count_type=plan.count_type,
     )

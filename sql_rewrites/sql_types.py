@@ -8,15 +8,21 @@ engine and how a result travels back, exactly:
 Spark type                      to the engine                back (MIN/MAX, windows)
 ==============================  ===========================  ==========================
 TINYINT..BIGINT                 ``CAST(x AS BIGINT)`` (INT)  ``CAST(v AS <type>)``
-DECIMAL(p,s), p <= 18, s <= 6   ``CAST(x * 10^s AS BIGINT)`` ``CAST(v / 10^s AS <type>)``
-                                (INT, exact)
+DECIMAL(p,s) (measures)         ``x`` (DECIMAL: the engine   the unscaled integer ``v``
+                                reads unscaled integers,     read back exactly:
+                                up to 38 digits)             :func:`from_unscaled`
+DECIMAL(p,s), p <= 18, s <= 6   ``CAST(x * 10^s AS BIGINT)`` (not needed)
+(compared in WHERE)             (INT, exact)
 FLOAT, DOUBLE                   ``CAST(x AS DOUBLE)``        ``CAST(v AS <type>)``
-other DECIMAL(p,s)              ``CAST(x AS DOUBLE)``        ``CAST(v AS <type>)`` only
-                                                             when p <= 15 (exact)
 TIMESTAMP (LTZ)                 ``unix_micros(x)`` (INT)     ``timestamp_micros(v)``
 TIMESTAMP_NTZ                   micros since 1970-01-01      ``timestampadd(...)``
 DATE                            ``unix_date(x)`` (INT)       ``date_from_unix_date(v)``
 ==============================  ===========================  ==========================
+
+Measures over a DECIMAL(p, s) column have Spark's own types (``SUM`` DECIMAL(min(38,
+p + 10), s), ``AVG`` DECIMAL(min(38, p + 4), min(38, s + 4)), ``MIN`` / ``MAX`` the
+column's), and so they are exact — except with COUNT TYPE DOUBLE, where SUM and AVG are
+DOUBLE from a ``CAST(x AS DOUBLE)`` column.
 """
 
 from __future__ import annotations
@@ -151,22 +157,26 @@ class ValueCodec:
     scale: int = 0
 
 
-MIN_MAX_TYPES_HELP = (
-    "TINYINT, SMALLINT, INT, BIGINT, FLOAT, DOUBLE, DECIMAL(p, s) with p <= 18 and s <= 6 or with p <= 15, "
-    "DATE, TIMESTAMP, TIMESTAMP_NTZ"
-)
+MIN_MAX_TYPES_HELP = "TINYINT, SMALLINT, INT, BIGINT, FLOAT, DOUBLE, DECIMAL, DATE, TIMESTAMP, TIMESTAMP_NTZ"
 SUM_TYPES_HELP = "TINYINT, SMALLINT, INT, BIGINT, FLOAT, DOUBLE, DECIMAL"
-MAX_EXACT_SCALE = 6  # Spark's decimal division keeps 6 places when precision runs out
+MAX_EXACT_SCALE = 6  # predicates: scaled DECIMALs of at most 6 places travel as int64 (as before)
+MAX_DECIMAL_DIGITS = 38
 
 
-def value_codec(dtype: exp.DataType) -> ValueCodec | None:
-    """The :class:`ValueCodec` of a measure column's type, ``None`` if unsupported."""
+def value_codec(dtype: exp.DataType, *, compared: bool = False) -> ValueCodec | None:
+    """The :class:`ValueCodec` of a value column's type, ``None`` if unsupported.
+
+    A DECIMAL column is passed to the engine as it is and read back exactly
+    (``ValueType.DECIMAL``), unless ``compared``: WHERE predicates compare int64 (a
+    DECIMAL(p <= 18, s <= 6) scaled by 10^s) or doubles (other DECIMALs, which
+    predicates then refuse as inexact).
+    """
     if dtype.this in INTEGRAL:
         return ValueCodec(ValueType.INT, lambda x: exp.cast(x, DType.BIGINT), _cast_back(dtype), True)
     if dtype.this in FLOATING:
         return ValueCodec(ValueType.FLOAT, lambda x: exp.cast(x, DType.DOUBLE), _cast_back(dtype), True)
     if dtype.this == DType.DECIMAL:
-        return _decimal_codec(dtype)
+        return _compared_decimal_codec(dtype) if compared else _decimal_codec(dtype)
     kind = order_kind(dtype)
     if kind is not None:
         return ValueCodec(
@@ -183,6 +193,12 @@ def value_codec(dtype: exp.DataType) -> ValueCodec | None:
 
 
 def _decimal_codec(dtype: exp.DataType) -> ValueCodec:
+    """The column as it is; its unscaled integers come back exactly (:func:`from_unscaled`)."""
+    scale = decimal_digits(dtype)[1]
+    return ValueCodec(ValueType.DECIMAL, lambda x: x, lambda v: from_unscaled(v, dtype), True, scale)
+
+
+def _compared_decimal_codec(dtype: exp.DataType) -> ValueCodec:
     precision, scale = decimal_digits(dtype)
     if precision <= MAX_EXACT_INT_DIGITS and scale <= MAX_EXACT_SCALE:
         shift = 10**scale
@@ -190,20 +206,35 @@ def _decimal_codec(dtype: exp.DataType) -> ValueCodec:
         def to_engine(x: exp.Expr) -> exp.Expr:
             return exp.cast(exp.Mul(this=x, expression=exp.Literal.number(shift)) if scale else x, DType.BIGINT)
 
-        def from_engine(value: exp.Expr) -> exp.Expr:
-            return exp.cast(unscale(value, scale), dtype.copy())
-
-        return ValueCodec(ValueType.INT, to_engine, from_engine, True, scale)
-    back = _cast_back(dtype) if precision <= MAX_EXACT_DOUBLE_DIGITS else None
-    return ValueCodec(ValueType.FLOAT, lambda x: exp.cast(x, DType.DOUBLE), back, True)
+        return ValueCodec(ValueType.INT, to_engine, lambda v: from_unscaled(v, dtype), True, scale)
+    return ValueCodec(ValueType.FLOAT, lambda x: exp.cast(x, DType.DOUBLE), None, True)
 
 
-def unscale(value: exp.Expr, scale: int) -> exp.Expr:
-    """``value / 10^scale`` as an exact DECIMAL (``value`` itself when scale is 0)."""
+def double_codec(dtype: exp.DataType) -> ValueCodec:
+    """A numeric column as DOUBLE (SUM / AVG under COUNT TYPE DOUBLE, which asks for doubles)."""
+    return ValueCodec(ValueType.FLOAT, lambda x: exp.cast(x, DType.DOUBLE), _cast_back(dtype), True)
+
+
+def from_unscaled(value: exp.Expr, dtype: exp.DataType) -> exp.Expr:
+    """An unscaled integer (e.g. the engine's DECIMAL(38, 0)) as DECIMAL(p, s) ``dtype``, exactly.
+
+    Spark has no function for it, and dividing by 10^s loses digits past DECIMAL(38)
+    (its precision-loss rules keep 6 places), so the digits are read back as
+    ``CAST('<unscaled>E-<s>' AS DECIMAL(p, s))``. A value beyond p digits fails like any
+    Spark DECIMAL overflow (an error with ANSI mode on, else NULL).
+    """
+    scale = decimal_digits(dtype)[1]
     if not scale:
-        return value
-    decimal = exp.DataType.build("DECIMAL(38, 0)", dialect="spark")
-    return exp.Div(this=exp.cast(value, decimal), expression=exp.Literal.number(10**scale))
+        return exp.cast(value, dtype.copy())
+    digits = exp.cast(value, DType.TEXT)
+    text = exp.Anonymous(this="concat", expressions=[digits, exp.Literal.string(f"E-{scale}")])
+    return exp.cast(text, dtype.copy())
+
+
+def decimal_type(precision: int, scale: int) -> exp.DataType:
+    """``DECIMAL(min(38, precision), min(38, scale))`` (Spark's ``DecimalType.bounded``)."""
+    return exp.DataType.build(f"DECIMAL({min(MAX_DECIMAL_DIGITS, precision)}, {min(MAX_DECIMAL_DIGITS, scale)})",
+                              dialect="spark")
 
 
 def _cast_back(dtype: exp.DataType) -> Callable[[exp.Expr], exp.Expr]:

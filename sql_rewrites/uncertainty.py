@@ -88,7 +88,7 @@ def _check_clauses(node: MatchAggregate, sql: str | None) -> None:
 
 
 def check_where(node: MatchAggregate, predicates: list, iterators: list, sql: str | None) -> None:
-    """Cross-event predicates are refused; one iterator predicate per Kleene element."""
+    """Cross-event predicates are refused; one lag-1 iterator predicate per Kleene element."""
     where = node_position(node.args.get("where"), sql)
     if predicates:
         raise ImpreciseTimeError("cross-event predicates (comparisons of two symbols) are not supported with "
@@ -96,3 +96,6 @@ def check_where(node: MatchAggregate, predicates: list, iterators: list, sql: st
     elements = [q.element for q in iterators]
     if len(set(elements)) < len(elements):
         raise ImpreciseTimeError("with UNCERTAIN a Kleene element takes one iterator predicate at most", where)
+    if any(q.first for q in iterators):
+        raise ImpreciseTimeError("with UNCERTAIN an iterator predicate compares B[i] with B[i-1] only; a comparison "
+                                 "with B[1] (also MIN / MAX(B[1..i-1]) that reduce to one) is not supported", where)

@@ -16,7 +16,9 @@ from sqlglot import exp
 from sql_rewrites.errors import (
     BadIntervalError,
     NonPositiveWindowError,
+    SlideLongerThanWithinError,
     SlideWithoutWithinError,
+    SourcePosition,
     WindowTypeMismatchError,
 )
 from sql_rewrites.sql_types import OrderKind
@@ -84,6 +86,39 @@ def check_slide(within: exp.Expr | None, slide: exp.Expr | None, sql: str | None
             "WITHIN INTERVAL 10 MINUTES before SLIDE",
             node_position(slide, sql),
         )
+
+
+def describe_length(value: int, kind: OrderKind) -> str:
+    """A window length in engine units, in the ORDER BY column's terms: ``10 minutes`` or ``600``."""
+    if not kind.takes_intervals:
+        return str(value)
+    for unit, micros in sorted(MICROS_PER_UNIT.items(), key=lambda u: -u[1]):
+        if value % micros == 0:
+            count = value // micros
+            return f"{count} {unit.lower()}{'s' if count != 1 else ''}"
+    raise AssertionError("unreachable: MICROSECOND divides every length")
+
+
+#: Why SLIDE may not exceed WITHIN, in the words of Spark's own check.
+SLIDE_RULE = ("as in Spark's window(), whose slide_duration must be <= window_duration: windows "
+              "[k*slide, k*slide + within) would leave gaps no window sees")
+
+
+def check_slide_length(within: int, slide: int, texts: tuple[str, str] | None = None,
+                       where: SourcePosition | None = None) -> None:
+    """SLIDE may not be longer than WITHIN (equal lengths give tumbling windows).
+
+    ``within`` and ``slide`` are engine units; ``texts`` the two values as written.
+
+    Raises
+    ------
+    SlideLongerThanWithinError
+    """
+    if slide > within:
+        shown = texts or (str(slide), str(within))
+        raise SlideLongerThanWithinError(
+            f"SLIDE {shown[0]} is longer than WITHIN {shown[1]}; the slide must be at most the window length, "
+            f"{SLIDE_RULE}", where)
 
 
 def _mismatch_message(clause: str, order_column: str, kind: OrderKind) -> str:

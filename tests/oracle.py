@@ -19,6 +19,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 import math
 
@@ -126,34 +127,36 @@ def window_matches(ev: Events, plan: Plan, start: int, end: int) -> list[Match]:
 
 # -- issue 7: predicates, iterator predicates, selection strategies ---------------
 
-def compare(op: CmpOp, left: object, right: object, offset: int | float, as_float: bool) -> bool:
-    """``left OP right + offset``; NULL operands give False (not TRUE).
+def compare(op: CmpOp, left: object, right: object, offset: int | float, as_float: bool,
+            left_offset: int | float = 0) -> bool:
+    """``left + left_offset OP right + offset``; NULL operands give False (not TRUE).
 
-    Exact integers when ``as_float`` is False; otherwise IEEE doubles
-    ``float(left) OP (float(right) + float(offset))`` in Spark's order: NaN equals
-    NaN and is greater than every other value, -0.0 equals 0.0.
+    Exact integers when ``as_float`` is False; otherwise IEEE doubles, each side adding
+    its own constant as Spark evaluates ``a.f + 0.3 = b.f``:
+    ``(float(left) + float(left_offset)) OP (float(right) + float(offset))``, in Spark's
+    order: NaN equals NaN and is greater than every other value, -0.0 equals 0.0.
     """
     if left is None or right is None:
         return False
     if as_float:
-        a, b = float(left), float(right) + float(offset)
+        a, b = float(left) + float(left_offset), float(right) + float(offset)
         ka = (1, 0.0) if math.isnan(a) else (0, a)
         kb = (1, 0.0) if math.isnan(b) else (0, b)
     else:
-        ka, kb = int(left), int(right) + int(offset)
+        ka, kb = int(left) + int(left_offset), int(right) + int(offset)
     return {CmpOp.EQ: ka == kb, CmpOp.NE: ka != kb, CmpOp.LT: ka < kb, CmpOp.LE: ka <= kb,
             CmpOp.GT: ka > kb, CmpOp.GE: ka >= kb}[op]
 
 
-def _float_cmp(plan: Plan, offset: int | float, *cols: int) -> bool:
-    return isinstance(offset, float) or any(plan.columns[c] is ValueType.FLOAT for c in cols)
+def _float_cmp(plan: Plan, offsets: tuple[int | float, ...], *cols: int) -> bool:
+    return any(isinstance(o, float) for o in offsets) or any(plan.columns[c] is ValueType.FLOAT for c in cols)
 
 
 def predicate_holds(ev: Events, plan: Plan, k: int, left_row: int, right_row: int) -> bool:
     """Clause 6: predicate k with its left element bound to ``left_row``, right to ``right_row``."""
     p = plan.predicates[k]
     return compare(p.op, ev.values[p.left_column][left_row], ev.values[p.right_column][right_row], p.offset,
-                   _float_cmp(plan, p.offset, p.left_column, p.right_column))
+                   _float_cmp(plan, (p.offset, p.left_offset), p.left_column, p.right_column), p.left_offset)
 
 
 def iterator_holds(ev: Events, plan: Plan, element: int, prev: int, cur: int, first: int) -> bool:
@@ -162,7 +165,8 @@ def iterator_holds(ev: Events, plan: Plan, element: int, prev: int, cur: int, fi
     for q in plan.iterator_predicates:
         other = first if q.first else prev
         if q.element == element and not compare(q.op, ev.values[q.column][cur], ev.values[q.column][other],
-                                                 q.offset, _float_cmp(plan, q.offset, q.column)):
+                                                 q.offset, _float_cmp(plan, (q.offset, q.left_offset), q.column),
+                                                 q.left_offset):
             return False
     return True
 
@@ -286,9 +290,12 @@ def measure_values(ev: Events, plan: Plan, ms: list[Match]) -> list[object]:
             continue
         col = ev.values[meas.column]
         vals = [col[r] for r in pair_rows if col[r] is not None]
-        as_int = plan.columns[meas.column] is ValueType.INT
+        as_int = plan.columns[meas.column] is not ValueType.FLOAT
+        decimal = plan.columns[meas.column] is ValueType.DECIMAL
         if meas.kind is MeasureKind.SUM:
             out.append((sum(vals) if as_int else float(sum(vals))) if vals else None)
+        elif meas.kind is MeasureKind.AVG and decimal:  # Spark's: rounded half up, meas.places more places
+            out.append(_half_up(sum(vals) * 10**meas.places, len(vals)) if vals else None)
         elif meas.kind is MeasureKind.AVG:
             out.append(sum(vals) / len(vals) if vals else None)
         elif meas.kind is MeasureKind.MIN:
@@ -296,6 +303,13 @@ def measure_values(ev: Events, plan: Plan, ms: list[Match]) -> list[object]:
         else:
             out.append(max(vals) if vals else None)
     return out
+
+
+def _half_up(numerator: int, denominator: int) -> int:
+    """The exact quotient rounded half away from zero (Java's HALF_UP), via Fraction."""
+    q = Fraction(numerator, denominator)
+    whole = math.floor(abs(q) + Fraction(1, 2))
+    return whole if q >= 0 else -whole
 
 
 def evaluate(ev: Events, plan: Plan) -> list[tuple[int | None, int | None, list[object]]]:

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pyspark.sql import DataFrame, SparkSession
 
 from tests import oracle, sql_cases
+from udafs.kernels import compare
 from udafs.plan import CmpOp, IteratorPredicate, Plan, Strategy
 
 COLUMNS = ("i", "f", "s")
@@ -59,37 +60,33 @@ def _op(op: CmpOp, rnd: random.Random) -> str:
 
 
 def where_sql(plan: Plan, seed: int = 0) -> str:
-    """The WHERE condition of ``plan``'s predicates, in varied but equivalent forms
-    (constant on either side, sides swapped with the mirrored operator)."""
+    """The WHERE condition of ``plan``'s predicates, in varied but equivalent forms: sides
+    swapped with the mirrored operator; for integers also the constant moved to either
+    side (for doubles each constant stays on its side: moving it would round differently)."""
     rnd = random.Random(seed)
     sym = lambda pos: plan.symbols[plan.elements[pos].symbol]  # noqa: E731
     conds = []
     for p in plan.predicates:
-        left, right = f"{sym(p.left)}.{COLUMNS[p.left_column]}", f"{sym(p.right)}.{COLUMNS[p.right_column]}"
-        form = rnd.randrange(3)
-        if form == 0:
-            conds.append(f"{left} {_op(p.op, rnd)} {right}{_plus(p.offset)}")
-        elif form == 1:  # l - k OP r
-            conds.append(f"{left}{_plus(-p.offset)} {_op(p.op, rnd)} {right}")
-        else:  # r + k OP' l
-            conds.append(f"{right}{_plus(p.offset)} {_op(p.op.mirrored(), rnd)} {left}")
+        left = f"{sym(p.left)}.{COLUMNS[p.left_column]}"
+        right = f"{sym(p.right)}.{COLUMNS[p.right_column]}"
+        exact = not compare.is_float(plan, (p.offset, p.left_offset), p.left_column, p.right_column)
+        conds.append(_comparison(left, right, p.op, p.left_offset, p.offset, exact, rnd))
     for q in plan.iterator_predicates:
         s, c = sym(q.element), COLUMNS[q.column]
+        exact = not compare.is_float(plan, (q.offset, q.left_offset), q.column)
         other = f"{s}[1].{c}" if q.first else f"{s}[i-1].{c}"
         running = _running_extreme(q)  # the equivalent MAX / MIN(B[1..i-1]) form, if any
-        if running and rnd.randrange(2):
+        # (with doubles only for a constant on one side: the compiler refuses two, see _running_extreme)
+        if running and (exact or not (q.offset and q.left_offset)) and rnd.randrange(2):
             other = f"{running}({s}[1..i-1].{c})"
-        if rnd.randrange(2):
-            conds.append(f"{s}[i].{c} {_op(q.op, rnd)} {other}{_plus(q.offset)}")
-        else:
-            conds.append(f"{other}{_plus(q.offset)} {_op(q.op.mirrored(), rnd)} {s}[i].{c}")
+        conds.append(_comparison(f"{s}[i].{c}", other, q.op, q.left_offset, q.offset, exact, rnd))
     return " AND ".join(conds)
 
 
 def _running_extreme(q: IteratorPredicate) -> str | None:
-    """MAX or MIN when ``B[i] OP agg(B[1..i-1]) + k`` is equivalent to ``q``
-    (docs/predicates-and-strategies.md section 7), else None."""
-    k, op = q.offset, q.op
+    """MAX or MIN when ``B[i] OP agg(B[1..i-1]) + k`` is equivalent to ``q``, k being its
+    net constant (docs/predicates-and-strategies.md section 7), else None."""
+    k, op = q.offset - q.left_offset, q.op
     if not q.first:
         if op in (CmpOp.GE, CmpOp.GT) and k >= 0:
             return "MAX"
@@ -99,6 +96,17 @@ def _running_extreme(q: IteratorPredicate) -> str | None:
     if op in (CmpOp.GE, CmpOp.GT) and k >= 0:
         return "MIN"
     return "MAX" if op in (CmpOp.LE, CmpOp.LT) and k <= 0 else None
+
+
+def _comparison(left: str, right: str, op: CmpOp, left_offset: int | float, offset: int | float, exact: bool,
+                rnd: random.Random) -> str:
+    """``left + left_offset OP right + offset`` in one of its equivalent spellings."""
+    if exact and rnd.randrange(2):  # integers: one net constant, on either side
+        net = offset - left_offset
+        left_offset, offset = (0, net) if rnd.randrange(2) else (-net, 0)
+    if rnd.randrange(2):
+        return f"{left}{_plus(left_offset)} {_op(op, rnd)} {right}{_plus(offset)}"
+    return f"{right}{_plus(offset)} {_op(op.mirrored(), rnd)} {left}{_plus(left_offset)}"
 
 
 def match_aggregate(plan: Plan, source: str = "pcases", seed: int = 0) -> str:

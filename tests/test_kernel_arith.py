@@ -9,7 +9,10 @@ from hypothesis import strategies as st
 
 from udafs.kernels.arith import EXACT_CAP, LIMIT, Arith, Kind, Overflow, TooLarge
 from udafs.kernels.measures import float_key, key_float
+from udafs.errors import CountOverflowError
+from udafs.kernels import evaluate_group
 from udafs.kernels.scan import affine_scan, seg_accumulate
+from udafs.plan import CountType, Element, Plan
 
 INT, EXACT = Arith(Kind.INT), Arith(Kind.EXACT)
 
@@ -82,3 +85,18 @@ def test_float_keys_follow_spark_order() -> None:
     assert (np.diff(k) > 0).all()
     np.testing.assert_array_equal(key_float(k), x)
     assert float_key(np.array([-np.nan]))[0] == k[-1]
+
+
+@pytest.mark.parametrize(("count_type", "advice", "never"), [
+    (CountType.BIGINT, "does not fit BIGINT; write COUNT TYPE DECIMAL (exact, DECIMAL(38, 0)) or COUNT TYPE DOUBLE",
+     "count_type='"),
+    (CountType.DECIMAL, "does not fit DECIMAL(38,0); only COUNT TYPE DOUBLE (approximate", "COUNT TYPE DECIMAL"),
+])
+def test_overflow_advice_is_sql_and_never_the_type_that_overflowed(count_type: CountType, advice: str,
+                                                                   never: str) -> None:
+    """SEQ(A+) over n distinct times has 2**n - 1 matches: 70 overflow BIGINT, 130 DECIMAL(38, 0)."""
+    plan = Plan(symbols=("A",), elements=(Element(0, kleene=True),), negations=(0, 0), count_type=count_type)
+    n = 70 if count_type is CountType.BIGINT else 130
+    with pytest.raises(CountOverflowError) as caught:
+        evaluate_group(plan, np.arange(n), np.ones(n, dtype=np.int64))
+    assert advice in str(caught.value) and never not in str(caught.value)

@@ -6,10 +6,11 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 from tests import oracle
+from udafs.errors import CountOverflowError
 from udafs.kernels import GroupResult, evaluate_group
 from udafs.plan import CountType, Element, Measure, MeasureKind, Plan, ValueType
 
@@ -18,8 +19,11 @@ COLUMNS = (ValueType.INT, ValueType.FLOAT)
 
 @st.composite
 def plans(draw: st.DrawFn, max_len: int = 4, max_kleene: int = 2, window: str = "any",
-          middle_negation: bool = False, edges: bool = False) -> Plan:
-    """Random plans: repeated symbols, Kleene, negation in any gap, WITHIN/SLIDE, all measures."""
+          middle_negation: bool = False, edges: bool = False, sql: bool = False) -> Plan:
+    """Random plans: repeated symbols, Kleene, negation in any gap, WITHIN/SLIDE, all measures.
+
+    ``sql``: only windows SQL accepts, SLIDE <= WITHIN (Spark's window() rule); the engine
+    itself also evaluates longer slides (windows with gaps)."""
     n_sym = draw(st.sampled_from([1, 2, 2, 3, 3, 4]))
     length = draw(st.one_of(st.integers(1, max_len), st.integers(1, 3)))
     syms = [draw(st.integers(0, n_sym - 1)) for _ in range(length)]
@@ -31,7 +35,7 @@ def plans(draw: st.DrawFn, max_len: int = 4, max_kleene: int = 2, window: str = 
         if window != "any" or draw(st.booleans()):
             within = draw(st.integers(1, 10))
             if window == "slide" or (window == "any" and draw(st.booleans())):
-                slide = draw(st.integers(1, 5))
+                slide = draw(st.integers(1, min(5, within) if sql else 5))
     neg_mask = st.integers(1, (1 << n_sym) - 1)
     negs = [draw(neg_mask) if draw(st.integers(0, 3)) == 0 else 0 for _ in range(length + 1)]
     if within is None:
@@ -80,8 +84,8 @@ def to_arrays(ev: oracle.Events, columns: tuple[ValueType, ...] = COLUMNS
     cols = []
     for vals, vt in zip(ev.values, columns):
         ok = np.array([v is not None for v in vals], dtype=bool)
-        dt = np.int64 if vt is ValueType.INT else np.float64
-        cols.append((np.array([0 if v is None else v for v in vals], dtype=dt), ok))
+        dt = {ValueType.INT: np.int64, ValueType.FLOAT: np.float64, ValueType.DECIMAL: object}[vt]
+        cols.append((np.array([0 if v is None else v for v in vals] + [0], dtype=dt)[:-1], ok))
     return ts, mask, cols
 
 
@@ -117,9 +121,12 @@ def check_dtypes(plan: Plan, got: GroupResult) -> None:
     counts = {CountType.BIGINT: np.int64, CountType.DECIMAL: object, CountType.DOUBLE: np.float64}
     for m, v, ok in zip(plan.measures, got.values, got.valid):
         assert ok.dtype == bool
+        column = None if m.column is None else plan.columns[m.column]
         if m.kind in (MeasureKind.COUNT_STAR, MeasureKind.COUNT) or (
-                m.kind is MeasureKind.SUM and plan.columns[m.column] is ValueType.INT):
+                m.kind is MeasureKind.SUM and column is ValueType.INT):
             assert v.dtype == counts[plan.count_type], (m, v.dtype)
+        elif column is ValueType.DECIMAL:  # exact: Python ints (or int64 minima / maxima)
+            assert v.dtype == object or (m.kind in (MeasureKind.MIN, MeasureKind.MAX) and v.dtype == np.int64)
         elif m.kind is MeasureKind.AVG or m.kind is MeasureKind.SUM:
             assert v.dtype == np.float64
         else:
@@ -194,6 +201,46 @@ def test_large_and_negative_timestamps(data: st.DataObject) -> None:
     want = [(None if a is None else a + shift, None if b is None else b + shift, v)
             for a, b, v in oracle.evaluate(ev, plan)]
     assert_same(plan, got, want)
+
+
+DECIMAL_COLUMNS = (ValueType.DECIMAL, ValueType.FLOAT)
+WIDE = 10**36  # unscaled DECIMAL(38, s) values: far beyond int64
+
+
+@SETTINGS
+@given(st.data())
+def test_decimal_columns_are_exact(data: st.DataObject) -> None:
+    """Unscaled DECIMAL(38, s) integers (up to 38 digits, of both signs): SUM, MIN, MAX
+    exact, AVG rounded half up to ``places`` more places, on every path; results past 38
+    digits overflow."""
+    import dataclasses
+
+    plan = data.draw(plans(window=data.draw(st.sampled_from(["none", "within", "slide"])),
+                           middle_negation=data.draw(st.booleans())))
+    places = data.draw(st.integers(0, 4))  # AVG rounded half up to 0..4 more places (Spark: 4, or fewer near 38)
+    measures = tuple(dataclasses.replace(m, places=places, digits=38) if m.kind is MeasureKind.AVG and m.column == 0
+                     else m for m in plan.measures)
+    plan = dataclasses.replace(plan, columns=DECIMAL_COLUMNS, measures=measures,
+                               count_type=data.draw(st.sampled_from([CountType.BIGINT, CountType.DECIMAL])))
+    ev = data.draw(events(plan))
+    assume(oracle.cheap(plan, ev))
+    scale = data.draw(st.sampled_from([1, WIDE, (10**38 - 1) // 50]))  # |values| <= 50: 38 digits at most
+    wide = [None if v is None else v * scale + (v % 7) for v in ev.values[0]]
+    ev = oracle.Events(ev.ts, ev.mask, (wide, ev.values[1]))
+    ts, mask, cols = to_arrays(ev, DECIMAL_COLUMNS)
+    want = oracle.evaluate(ev, plan)
+    as_sums = dataclasses.replace(plan, measures=tuple(  # AVG first sums (into 38 digits here)
+        dataclasses.replace(m, kind=MeasureKind.SUM, places=0, digits=0) if m.kind is MeasureKind.AVG else m
+        for m in plan.measures))
+    results = [v for rows in (want, oracle.evaluate(ev, as_sums)) for _, _, vals in rows
+               for m, v in zip(plan.measures, vals)
+               if m.kind in (MeasureKind.SUM, MeasureKind.AVG) and m.column == 0 and v is not None]
+    event("overflow" if any(abs(v) >= 10**38 for v in results) else "exact")
+    if any(abs(v) >= 10**38 for v in results):
+        with pytest.raises(CountOverflowError, match=r"does not fit DECIMAL\(38, (0|s)\); Spark's own SUM / AVG"):
+            evaluate_group(plan, ts, mask, cols)
+        return
+    assert_same(plan, evaluate_group(plan, ts, mask, cols), want)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

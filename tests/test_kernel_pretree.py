@@ -22,14 +22,15 @@ SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[Heal
 
 
 @st.composite
-def families(draw: st.DrawFn, window: str) -> list[Plan]:
+def families(draw: st.DrawFn, window: str, sql: bool = False) -> list[Plan]:
     """2-6 COUNT(*) plans of one window shape, grown from one base so prefixes and suffixes
     repeat: each copies a prefix (or a suffix) of an earlier plan and draws the rest
-    (symbols, Kleene, negations in gaps and at the edges)."""
+    (symbols, Kleene, negations in gaps and at the edges). ``sql``: SLIDE <= WITHIN."""
     n_sym = draw(st.sampled_from([2, 3, 4]))
     within = slide = None
     if window == "slide":
-        within, slide = draw(st.integers(1, 10)), draw(st.integers(1, 5))
+        within = draw(st.integers(1, 10))
+        slide = draw(st.integers(1, min(5, within) if sql else 5))
     count_type = draw(st.sampled_from(list(CountType)))
     neg = st.integers(1, (1 << n_sym) - 1)
 

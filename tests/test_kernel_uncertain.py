@@ -179,7 +179,7 @@ def distinct_plans(draw: st.DrawFn, window: str) -> Plan:
     within = slide = None
     if window != "none":
         within = draw(st.integers(2, 9))
-        slide = draw(st.integers(1, 4)) if window == "slide" else None
+        slide = draw(st.integers(1, min(4, within))) if window == "slide" else None  # SQL refuses SLIDE > WITHIN
     if within is None:
         negs[0] = negs[-1] = 0
     sym = draw(st.integers(0, length - 1))
@@ -189,7 +189,8 @@ def distinct_plans(draw: st.DrawFn, window: str) -> Plan:
     if kleene >= 0 and draw(st.booleans()):  # b[i].c OP b[i-1].c + offset (SASE++ Q6 option 1)
         column = draw(st.integers(0, 1))
         offset = draw(st.sampled_from([0, 0, 1, -2]))
-        iterators = (IteratorPredicate(kleene, column, draw(st.sampled_from(list(CmpOp))), offset),)
+        left_offset = draw(st.sampled_from([0, 0, 0, -1] + ([0.5] if COLUMNS[column] is ValueType.FLOAT else [])))
+        iterators = (IteratorPredicate(kleene, column, draw(st.sampled_from(list(CmpOp))), offset, left_offset),)
     return Plan(symbols=tuple(f"S{i}" for i in range(n_sym)),
                 elements=tuple(Element(i, i == kleene) for i in range(length)), negations=tuple(negs),
                 within=within, slide=slide, measures=tuple(measures), columns=COLUMNS,
@@ -319,7 +320,10 @@ def test_plan_refuses_non_linear_measures_and_other_strategies() -> None:
     for change, message in (({"count_type": CountType.BIGINT}, "count type must be DOUBLE"),
                             ({"measures": (Measure(MeasureKind.MAX, 0, 0, "m"),), "columns": (ValueType.INT,)},
                              "MAX is not an expectation"),
-                            ({"uncertain": 0}, "positive integer")):
+                            ({"uncertain": 0}, "positive integer"),
+                            # a DECIMAL SUM is exact; expected values are DOUBLE (SQL carries the column as FLOAT)
+                            ({"measures": (Measure(MeasureKind.SUM, 0, 0, "s"),), "columns": (ValueType.DECIMAL,)},
+                             "over a DECIMAL column is exact and needs an exact count type")):
         with pytest.raises(PlanError, match=message):
             dataclasses.replace(base, **change)
     assert Plan.from_json(base.to_json()) == base

@@ -49,6 +49,8 @@ CASES = [  # (id, statement text, error class, message pattern)
      r"symbol VK is defined twice"),
     ("slide-without-within", FROM.format(FUNNEL + " SLIDE INTERVAL 1 MINUTE"), E.SlideWithoutWithinError,
      r"SLIDE needs WITHIN"),
+    ("slide-longer-than-within", FROM.format(FUNNEL + " WITHIN INTERVAL 1 MINUTE SLIDE INTERVAL 2 MINUTES"),
+     E.SlideLongerThanWithinError, r"SLIDE INTERVAL '2' MINUTES is longer than WITHIN INTERVAL '1' MINUTE"),
     ("month", FROM.format(FUNNEL + " WITHIN INTERVAL 1 MONTH"), E.BadIntervalError,
      r"months and years have no fixed length"),
     ("number-on-timestamp", FROM.format(FUNNEL + " WITHIN 600"), E.WindowTypeMismatchError,

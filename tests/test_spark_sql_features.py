@@ -122,16 +122,17 @@ def test_measures_over_decimal_with_nulls(spark, fig7: str) -> None:
                           MAX(D.price) AS hi, AVG(B.price) AS mean) AS m ORDER BY k"""
     df = sql(spark, text)
     types = {f.name: f.dataType for f in df.schema.fields}
-    assert types["s"] == T.DecimalType(38, 2) and types["lo"] == T.DecimalType(10, 2)
-    assert types["n"] == T.LongType() and types["mean"] == T.DoubleType()
+    # Spark's types for SUM / MIN / AVG of DECIMAL(10, 2): DECIMAL(20, 2), DECIMAL(10, 2), DECIMAL(14, 6)
+    assert types["s"] == T.DecimalType(20, 2) and types["lo"] == T.DecimalType(10, 2)
+    assert types["n"] == T.LongType() and types["mean"] == T.DecimalType(14, 6)
     p1, p2 = df.collect()
     plan = plan_of("A B+ D", Measure(MeasureKind.COUNT_STAR, name="n"), Measure(MeasureKind.COUNT, 1, name="nb"),
                    Measure(MeasureKind.SUM, 1, 0, "s"), Measure(MeasureKind.MIN, 1, 0, "lo"),
-                   Measure(MeasureKind.MAX, 3, 0, "hi"), Measure(MeasureKind.AVG, 1, 0, "mean"),
-                   columns=(ValueType.INT,))
-    n, nb, s, lo, hi, mean = oracle_p1(plan)
+                   Measure(MeasureKind.MAX, 3, 0, "hi"), Measure(MeasureKind.AVG, 1, 0, "mean", 4, 20),
+                   columns=(ValueType.DECIMAL,))
+    n, nb, s, lo, hi, mean = oracle_p1(plan)  # cents; the mean in units of 10^-6, rounded half up
     assert (p1.n, p1.nb, p1.s, p1.lo, p1.hi) == (n, nb, Decimal(s) / 100, Decimal(lo) / 100, Decimal(hi) / 100)
-    assert p1.mean == pytest.approx(mean / 100)
+    assert p1.mean == Decimal(mean).scaleb(-6)
     assert (p2.k, p2.n, p2.s, p2.lo, p2.hi, p2.mean) == ("p2", 0, None, None, None, None)
 
 
@@ -215,7 +216,7 @@ def test_explain_shows_plan_and_the_sql_that_runs(spark, fig7: str) -> None:
     text = f"SELECT * FROM fig7 MATCH_AGGREGATE ({TYPE_BY.format('A, B, !C, D')} MEASURES SUM(D.price) AS s) AS m"
     shown = explain(text, spark)
     [rewritten] = rewrite(spark, text)
-    for part in ("pattern       SEQ(A, B, !C, D)", "C  TYPE_BY    type = 'C'", "s = SUM(D.price) -> DECIMAL(38, 2)",
+    for part in ("pattern       SEQ(A, B, !C, D)", "C  TYPE_BY    type = 'C'", "s = SUM(D.price) -> DECIMAL(20, 2)",
                  "partition by  k STRING", "order by      ts INT", "Spark SQL:"):
         assert part in shown
     [name] = set(re.findall(r"sparkseq_agg_[0-9a-f]+", rewritten))
@@ -248,3 +249,28 @@ def test_operator_over_a_view_of_another_operator_in_one_script(spark, fig7: str
     hot = [start for start, n in windows if n > 0]
     assert [tuple(r) for r in sql(spark, script).collect()] == [("p1", len(hot) * (len(hot) - 1) // 2)]
     assert "analysed when it runs" in explain(script, spark)
+
+
+def test_within_one_day_is_24_hours_across_daylight_saving_changes(spark) -> None:
+    """WITHIN INTERVAL 1 DAY is 24 hours of elapsed time, like the fixed durations of Spark's
+    window() — not Spark's calendar-day arithmetic (``ts + INTERVAL 1 DAY`` is 23 or 25 hours
+    across a daylight-saving change in the session time zone). Europe/Berlin: 31 March 2024
+    has 23 hours, 27 October 2024 has 25."""
+    zone = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "Europe/Berlin")
+    try:
+        spark.sql("""CREATE OR REPLACE TEMP VIEW dst AS SELECT * FROM VALUES
+            ('spring', TIMESTAMP'2024-03-30 12:00:00', 'view'), ('spring', TIMESTAMP'2024-03-31 12:30:00', 'buy'),
+            ('autumn', TIMESTAMP'2024-10-26 12:00:00', 'view'), ('autumn', TIMESTAMP'2024-10-27 11:30:00', 'buy')
+            AS t(k, ts, action)""")
+        ours = sql(spark, """SELECT k, n FROM dst MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERN SEQ(view, buy)
+                             TYPE BY action MEASURES COUNT(*) AS n WITHIN INTERVAL 1 DAY) AS m""")
+        calendar = spark.sql("""SELECT a.k, count(b.k) AS n FROM dst a LEFT JOIN dst b ON a.k = b.k
+                                AND b.action = 'buy' AND b.ts > a.ts AND b.ts < a.ts + INTERVAL 1 DAY
+                                WHERE a.action = 'view' GROUP BY a.k""")
+        assert dict(map(tuple, ours.collect())) == {"spring": 1, "autumn": 0}  # 23.5 and 24.5 hours apart
+        assert dict(map(tuple, calendar.collect())) == {"spring": 0, "autumn": 1}  # Spark's calendar day
+        elapsed = spark.sql("SELECT k, (max(unix_micros(ts)) - min(unix_micros(ts))) / 3600e6 FROM dst GROUP BY k")
+        assert dict(map(tuple, elapsed.collect())) == {"spring": 23.5, "autumn": 24.5}
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", zone)

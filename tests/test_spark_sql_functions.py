@@ -34,7 +34,7 @@ def single_symbol(ev: oracle.Events) -> oracle.Events:
 
 @st.composite
 def cases(draw: st.DrawFn, window: str) -> tuple[Plan, list[oracle.Events], int, str]:
-    plan = draw(plans(window=window))
+    plan = draw(plans(window=window, sql=True))
     symbol = draw(st.sampled_from([e.symbol for e in plan.elements]))
     measures = (Measure(MeasureKind.COUNT_STAR, name="n"),
                 *(Measure(kind, symbol, column, kind.value) for kind, column, _ in MEASURES))
@@ -140,14 +140,27 @@ def test_quoted_values_string_windows_and_decimals(spark, clicks: str) -> None:
 
 
 @pytest.mark.parametrize(("call", "message"), [
-    ("seq_count(ts, action, 'SEQ(View Kindle, buy)')", r"Expecting"),
-    ("seq_count(ts, action, 'SEQ(buy, !x)')", r"trailing negation"),
+    ("seq_count(ts, action, 'SEQ(View Kindle, buy)')", r"SqlParseError: Expecting \) at line 1, column 10"),
+    ("seq_count(ts, action, 'SEQ(buy, !x)')", r"EdgeNegationWithoutWindowError: .*trailing negation"),
+])
+def test_literal_mistakes_are_errors_when_spark_sql_parses(spark, clicks: str, call: str, message: str) -> None:
+    """spark.sql hands seq_* calls to sparkseq's rewriter (the parser extension), which
+    checks literal patterns before any job."""
+    from pyspark.errors.exceptions.captured import SparkRuntimeException
+
+    with pytest.raises(SparkRuntimeException, match=message):
+        spark.sql(f"SELECT {call} FROM bi_clicks GROUP BY id")
+
+
+@pytest.mark.parametrize(("call", "message"), [
     ("seq_count(ts, action, action)", r"pattern must be the same for every row of a group"),
     ("seq_count(ts, action, 'SEQ(buy)', 600)", r"ts is a timestamp, so within takes an interval"),
     ("seq_count(id, action, 'SEQ(buy)', INTERVAL 1 MINUTE)", r"ts is numeric, so within takes a plain number"),
     ("seq_count(CAST(id AS DOUBLE), action, 'SEQ(buy)')", r"ts is double; the event time must be TIMESTAMP"),
     ("seq_sum(ts, action, 'SEQ(buy)', NULL, 'buy', action)", r"the value column is string, not numeric"),
     ("seq_count_windows(id, action, 'SEQ(buy)', 5, 1)", r"needs a TIMESTAMP event time"),
+    ("seq_count_windows(ts, action, 'SEQ(buy)', '1 minute', '61 seconds')",
+     r"SLIDE 61 seconds is longer than WITHIN 1 minute; the slide must be at most the window length"),
 ])
 def test_errors_raised_by_the_functions(spark, clicks: str, call: str, message: str) -> None:
     with pytest.raises(PythonException, match=message):
@@ -166,6 +179,7 @@ def test_count_overflow(spark) -> None:
     ("seq_min(ts, t, 'SEQ(a, !c, b)', NULL, 'c', v)", "NegatedMeasureError"),
     ("seq_max(ts, t, 'SEQ(a)', NULL, 'a')", "FunctionArgumentError"),
     ("seq_count_windows(ts, t, 'SEQ(a)', INTERVAL 1 MINUTE)", "FunctionArgumentError"),
+    ("seq_count_windows(ts, t, 'SEQ(a)', INTERVAL 1 MINUTE, INTERVAL 2 MINUTES)", "SlideLongerThanWithinError"),
 ])
 def test_literal_arguments_are_checked_without_spark(call: str, error: str) -> None:
     with pytest.raises(Exception) as caught:

@@ -49,7 +49,7 @@ def cases(draw: st.DrawFn, window: str) -> Case:
         if parent is not None:
             pairs.append((group, parent))
     nodes = sorted({n for pair in pairs for n in pair})
-    plan = draw(plans(window=window, middle_negation=True))
+    plan = draw(plans(window=window, middle_negation=True, sql=True))
     names = draw(st.permutations(nodes))[: len(plan.symbols)]
     plan = Plan(symbols=tuple(names), elements=plan.elements, negations=plan.negations, within=plan.within,
                 slide=plan.slide, measures=plan.measures, columns=plan.columns, count_type=plan.count_type)

@@ -33,7 +33,7 @@ TIME_KINDS = {  # ORDER BY column from the BIGINT ``ts``, and the window bound b
 @st.composite
 def cases(draw: st.DrawFn, **plan_options: object) -> tuple[Plan, list[oracle.Events], str]:
     """A random plan, up to 25 partitions of random events, and an event-time type."""
-    plan = draw(plans(**plan_options))
+    plan = draw(plans(**plan_options, sql=True))
     groups = draw(st.lists(events(plan), min_size=1, max_size=25))
     return plan, [ev for ev in groups if oracle.cheap(plan, ev)], draw(st.sampled_from(sorted(TIME_KINDS)))
 

@@ -29,7 +29,7 @@ SETTINGS = settings(max_examples=8, deadline=None, suppress_health_check=list(He
 
 @st.composite
 def cases(draw: st.DrawFn, **options: object) -> tuple[Plan, list[oracle.Events], int]:
-    plan = sql_expressible(draw(ext_plans(**options)))
+    plan = sql_expressible(draw(ext_plans(**options, sql=True)))
     groups = [ev for ev in draw(st.lists(ext_events(plan), min_size=1, max_size=12)) if oracle.cheap(plan, ev)]
     return plan, groups, draw(st.integers(0, 1000))
 
@@ -88,6 +88,23 @@ def test_string_equality_and_decimal_offsets(spark) -> None:
     assert (row.n, str(row.total)) == (2, "12.00")
     [row] = sql(spark, text.replace("+ 2 ", "+ 1.995 ")).collect()  # 1.995 -> 199.5: >= rounds up to 200
     assert row.n == 2
+
+
+def test_double_constants_stay_where_written(spark) -> None:
+    """``A.f + 0.3 = B.f`` is Spark's double arithmetic as written: -2.3 + 0.3 is
+    -1.9999999999999998, not -2.0; ``A.f = B.f - 0.3`` does hold (-2.0 - 0.3 is -2.3).
+    Every answer equals Spark's own evaluation of the same condition over the pair."""
+    spark.sql("CREATE OR REPLACE TEMP VIEW doubles AS SELECT * FROM VALUES (1L, 'a', -2.3D), (2L, 'b', -2.0D) "
+              "AS t(ts, kind, f)")
+    text = ("SELECT n FROM doubles MATCH_AGGREGATE (ORDER BY ts PATTERN SEQ(A, B) DEFINE A AS kind = 'a', "
+            "B AS kind = 'b' WHERE {} MEASURES COUNT(*) AS n)")
+    for condition in ("A.f + 0.3 = B.f", "A.f = B.f - 0.3", "B.f = 0.3 + A.f", "B.f - 0.3 = A.f", "A.f + 0.3 < B.f",
+                      "A.f + 0.3 >= B.f"):
+        [(ours,)] = sql(spark, text.format(condition)).collect()
+        [(sparks,)] = spark.sql(f"SELECT count(*) FROM doubles A JOIN doubles B ON A.kind = 'a' AND B.kind = 'b' "
+                                f"AND {condition}").collect()
+        assert ours == sparks, condition
+    assert [sql(spark, text.format(c)).collect()[0].n for c in ("A.f + 0.3 = B.f", "A.f = B.f - 0.3")] == [0, 1]
 
 
 def test_errors_before_any_job(spark) -> None:

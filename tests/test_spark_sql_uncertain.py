@@ -27,7 +27,7 @@ def uncertain_sql(plan: Plan, bounds: str = "lo AND hi") -> str:
     text = match_aggregate(dataclasses.replace(plan, uncertain=None))
     step = f" STEP {plan.uncertain}" if plan.uncertain != 1 else ""
     iterators = " AND ".join(
-        f"{plan.symbols[plan.elements[q.element].symbol]}[i].{('i', 'f')[q.column]} {q.op.value} "
+        f"{plan.symbols[plan.elements[q.element].symbol]}[i].{('i', 'f')[q.column]} + {q.left_offset} {q.op.value} "
         f"{plan.symbols[plan.elements[q.element].symbol]}[i-1].{('i', 'f')[q.column]} + {q.offset}"
         for q in plan.iterator_predicates)
     text = text.replace("ORDER BY ts\n", f"ORDER BY ts UNCERTAIN BETWEEN {bounds}{step}\n")

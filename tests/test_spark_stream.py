@@ -112,7 +112,7 @@ def test_stream_matches_oracle(spark, small_batches, window: str) -> None:
     @settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
     @given(st.data())
     def check(data: st.DataObject) -> None:
-        plan = data.draw(plans(window=window))
+        plan = data.draw(plans(window=window, sql=True))
         groups = [ev for ev in data.draw(st.lists(events(plan), min_size=1, max_size=25)) if oracle.cheap(plan, ev)]
         events_frame(spark, groups).createOrReplaceTempView("cases")
         df = sparkseq.aggregate(spark, plan, "cases", keys=["g"], values=["i", "f"], streaming=True)

@@ -36,7 +36,7 @@ def statement(i: int, plan: Plan) -> str:
 @SETTINGS
 @given(data=st.data(), count=st.integers(2, 4))
 def test_shared_workload_equals_each_statement_alone(spark, data, count: int) -> None:  # noqa: ANN001
-    workload = [data.draw(plans()) for _ in range(count)]
+    workload = [data.draw(plans(sql=True)) for _ in range(count)]
     widest = max(workload, key=lambda p: len(p.symbols))
     groups = data.draw(st.lists(events(widest), min_size=1, max_size=12))
     groups = [ev for ev in groups if all(oracle.cheap(p, ev) for p in workload)]
@@ -53,7 +53,7 @@ def test_shared_workload_equals_each_statement_alone(spark, data, count: int) ->
 @given(data=st.data())
 def test_members_sharing_prefixes_equal_each_statement_alone(spark, data) -> None:  # noqa: ANN001
     """COUNT(*) members of one window shape: counted on one timeline, prefixes once."""
-    workload = data.draw(families(data.draw(st.sampled_from(["none", "slide"]))))
+    workload = data.draw(families(data.draw(st.sampled_from(["none", "slide"])), sql=True))
     groups = data.draw(st.lists(events(workload[0]), min_size=1, max_size=12))
     groups = [ev for ev in groups if all(oracle.cheap(p, ev) for p in workload)]
     events_frame(spark, groups).createOrReplaceTempView("cases")

@@ -62,10 +62,10 @@ def test_funnel_outputs_and_types_follow_semantics() -> None:
         ("window_start", "TIMESTAMP"),
         ("window_end", "TIMESTAMP"),
         ("funnels", "BIGINT"),
-        ("revenue", "DECIMAL(38, 2)"),
+        ("revenue", "DECIMAL(20, 2)"),  # Spark's SUM of DECIMAL(10, 2)
         ("most", "INT"),
         ("views", "BIGINT"),
-        ("avg_price", "DOUBLE"),
+        ("avg_price", "DECIMAL(14, 6)"),  # Spark's AVG of DECIMAL(10, 2)
     ]
     assert query.alias == "m" and query.order.name == "ts"
     assert [k.name for k in query.partition_keys] == ["customer_id"]
@@ -77,14 +77,14 @@ def test_funnel_plan() -> None:
     assert plan.elements == (Element(0), Element(1), Element(3, kleene=True), Element(4))
     assert plan.negations == (0, 0, 1 << 2, 0, 0)
     assert (plan.within, plan.slide) == (600_000_000, 60_000_000)
-    assert [(m.kind, m.symbol, m.column, m.name) for m in plan.measures] == [
-        (MeasureKind.COUNT_STAR, None, None, "funnels"),
-        (MeasureKind.SUM, 4, 0, "revenue"),
-        (MeasureKind.MAX, 3, 1, "most"),
-        (MeasureKind.COUNT, 3, None, "views"),
-        (MeasureKind.AVG, 4, 0, "avg_price"),
+    assert [(m.kind, m.symbol, m.column, m.name, m.places, m.digits) for m in plan.measures] == [
+        (MeasureKind.COUNT_STAR, None, None, "funnels", 0, 0),
+        (MeasureKind.SUM, 4, 0, "revenue", 0, 0),
+        (MeasureKind.MAX, 3, 1, "most", 0, 0),
+        (MeasureKind.COUNT, 3, None, "views", 0, 0),
+        (MeasureKind.AVG, 4, 0, "avg_price", 4, 20),  # Spark's avg: sums into DECIMAL(20, 2), 6 places
     ]
-    assert plan.columns == (ValueType.INT, ValueType.INT)  # price travels exactly, as cents
+    assert plan.columns == (ValueType.DECIMAL, ValueType.INT)  # price travels exactly: its unscaled cents
     assert plan.count_type is CountType.BIGINT
     assert plan.describe() == "SEQ(VK, BK, !REC, VC+, BC)"
 
@@ -129,7 +129,7 @@ def test_min_max_keep_the_column_type() -> None:
     ))
     assert outputs(query) == [("t0", "TIMESTAMP"), ("d1", "DATE"), ("l0", "TIMESTAMP_NTZ"), ("s1", "DOUBLE"),
                               ("p0", "DECIMAL(10, 2)")]
-    assert query.plan.columns == (ValueType.INT, ValueType.INT, ValueType.INT, ValueType.FLOAT, ValueType.INT)
+    assert query.plan.columns == (ValueType.INT, ValueType.INT, ValueType.INT, ValueType.FLOAT, ValueType.DECIMAL)
 
 
 def test_value_columns_are_shared_between_measures() -> None:
@@ -354,6 +354,17 @@ def test_non_positive_window(order: str, window: str, phrase: str) -> None:
     expect(E.NonPositiveWindowError, clause(f"ORDER BY {order} PATTERN SEQ(A) TYPE BY action {window}"), phrase)
 
 
+@pytest.mark.parametrize(("order", "window", "phrase"), [
+    ("ts", "WITHIN INTERVAL 1 MINUTE SLIDE INTERVAL 61 SECONDS",
+     "SLIDE INTERVAL '61' SECONDS is longer than WITHIN INTERVAL '1' MINUTE; the slide must be at most the window "
+     "length, as in Spark's window()"),
+    ("seq_no", "WITHIN 10 SLIDE 11", "SLIDE 11 is longer than WITHIN 10"),
+])
+def test_slide_longer_than_within(order: str, window: str, phrase: str) -> None:
+    expect(E.SlideLongerThanWithinError, clause(f"ORDER BY {order} PATTERN SEQ(A) TYPE BY action {window}"), phrase)
+    one(clause(f"ORDER BY {order} PATTERN SEQ(A) TYPE BY action {window.replace('61', '60').replace('11', '10')}"))
+
+
 def test_slide_without_within() -> None:
     expect(E.SlideWithoutWithinError, clause("ORDER BY ts PATTERN SEQ(A) TYPE BY action SLIDE INTERVAL 1 MINUTE"),
            "SLIDE needs WITHIN")
@@ -415,7 +426,19 @@ def test_non_numeric_measure(column: str) -> None:
            f"column {column} is", "not numeric", "AVG accepts TINYINT, SMALLINT, INT, BIGINT, FLOAT, DOUBLE, DECIMAL")
 
 
-@pytest.mark.parametrize("column", ["action", "tags", "ok", "big"])
+@pytest.mark.parametrize(("measure", "want"), [
+    ("SUM(A.big)", "DECIMAL(38, 4)"), ("AVG(A.big)", "DECIMAL(34, 8)"), ("MIN(A.big)", "DECIMAL(30, 4)"),
+    ("MAX(A.price)", "DECIMAL(10, 2)"), ("SUM(A.price)", "DECIMAL(20, 2)"), ("AVG(A.price)", "DECIMAL(14, 6)"),
+])
+def test_decimal_measures_have_sparks_types(measure: str, want: str) -> None:
+    """Spark's sum / avg / min / max of DECIMAL(p, s): DECIMAL(min(38, p + 10), s),
+    DECIMAL(min(38, p + 4), min(38, s + 4)), DECIMAL(p, s) (tests/test_spark_sql_decimals.py
+    checks them against Spark itself)."""
+    [(_, dtype)] = outputs(one(clause(f"ORDER BY ts PATTERN SEQ(A) TYPE BY action MEASURES {measure} AS x")))
+    assert dtype == want
+
+
+@pytest.mark.parametrize("column", ["action", "tags", "ok"])
 def test_unsupported_min_max_type(column: str) -> None:
     expect(E.UnsupportedMeasureTypeError,
            clause(f"ORDER BY ts PATTERN SEQ(A) TYPE BY action MEASURES MIN(A.{column}) AS x"),

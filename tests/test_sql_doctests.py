@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-MODULES = ["dialect", "analysis", "pattern", "rewriter", "hierarchy_statements"]
+MODULES = ["dialect", "analysis", "pattern", "rewriter", "hierarchy_statements", "markers"]
 
 
 @pytest.mark.parametrize("name", MODULES)

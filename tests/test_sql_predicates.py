@@ -13,13 +13,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sql_rewrites import rewrite
+from udafs.kernels import compare
 from sql_rewrites.analysis import analyze_sql
 from sql_rewrites.dialect import SparkSeq, parse_statement
 from sql_rewrites.errors import PredicateError, SqlParseError, StrategyError
 from tests.predicate_cases import COLUMNS, select_sql, sql_expressible
 from tests.test_kernel_predicates import ext_plans
 from tests.test_sql_generate import NASTY, quote_identifier, quote_string, shape
-from udafs.plan import CmpOp, IteratorPredicate, Predicate, Strategy, ValueType
+from udafs.plan import CmpOp, IteratorPredicate, Plan, Predicate, Strategy, ValueType
 
 CASES = {"pcases": {"g": "int", "ts": "bigint", "mask": "bigint", "i": "bigint", "f": "double", "s": "double"}}
 TICKS = {"ticks": {"sym": "string", "ts": "timestamp", "kind": "string", "name": "string", "price": "decimal(10,2)",
@@ -108,6 +109,7 @@ def test_iterator_predicates_in_both_orders() -> None:
     ("A.qty > C.qty - 0.5", CmpOp.GT, -1),
     ("A.qty >= C.qty + 1.5", CmpOp.GE, 2),
     ("A.px = C.px + 0.25", CmpOp.EQ, 0.25),
+    ("A.px + 0.3 = C.px", CmpOp.EQ, 0.0),                 # doubles: the constant stays left (left_offset 0.3)
     ("A.qty = C.vol", CmpOp.EQ, 0),
 ])
 def test_constants_stay_exact(where: str, op: CmpOp, offset: object) -> None:
@@ -131,7 +133,7 @@ def test_strategy_in_plan_and_contiguity_rank_in_sql() -> None:
 @given(st.data())
 def test_written_plans_analyse_back_to_the_same_predicates(data: st.DataObject) -> None:
     """Random issue-7 plans written as SQL (varied forms) analyse to equivalent plans."""
-    plan = sql_expressible(data.draw(ext_plans()))
+    plan = sql_expressible(data.draw(ext_plans(sql=True)))
     seed = data.draw(st.integers(0, 1000))
     [query] = analyze_sql(select_sql(plan, seed), CASES)
     got = query.plan
@@ -140,17 +142,26 @@ def test_written_plans_analyse_back_to_the_same_predicates(data: st.DataObject) 
     assert got.elements == tuple(dataclasses.replace(e, symbol=got.symbols.index(plan.symbols[e.symbol]))
                                  for e in plan.elements)
 
-    def norm(p: Predicate, column_name) -> tuple:
-        left, lc, op, right, rc, off = p.left, column_name(p.left_column), p.op, p.right, column_name(p.right_column), \
-            p.offset
-        if left > right:
-            left, lc, op, right, rc, off = right, rc, op.mirrored(), left, lc, -off
-        return left, lc, op, right, rc, off
+    def offsets(owner: Plan, p: Predicate | IteratorPredicate, columns: tuple, swap: bool = False) -> tuple:
+        """(left, right) constants: integers as one net constant on the right (the compiler
+        moves it there); doubles both, each on its side, as written."""
+        lo, ro = (p.offset, p.left_offset) if swap else (p.left_offset, p.offset)
+        if compare.is_float(owner, (p.offset, p.left_offset), *columns):
+            return float(lo), float(ro)
+        return 0, ro - lo
 
-    assert sorted(norm(p, lambda c: names[c]) for p in got.predicates) == \
-        sorted(norm(p, lambda c: COLUMNS[c]) for p in plan.predicates)
-    assert sorted((q.element, names[q.column], q.op, q.offset) for q in got.iterator_predicates) == \
-        sorted((q.element, COLUMNS[q.column], q.op, q.offset) for q in plan.iterator_predicates)
+    def norm(owner: Plan, p: Predicate, column_name) -> tuple:
+        swap = p.left > p.right
+        left, lc, right, rc = p.left, column_name(p.left_column), p.right, column_name(p.right_column)
+        if swap:
+            left, lc, right, rc = right, rc, left, lc
+        constants = offsets(owner, p, (p.left_column, p.right_column), swap)
+        return left, lc, p.op.mirrored() if swap else p.op, right, rc, constants
+
+    assert sorted(norm(got, p, lambda c: names[c]) for p in got.predicates) == \
+        sorted(norm(plan, p, lambda c: COLUMNS[c]) for p in plan.predicates)
+    assert sorted((q.element, names[q.column], q.op, offsets(got, q, (q.column,))) for q in got.iterator_predicates) \
+        == sorted((q.element, COLUMNS[q.column], q.op, offsets(plan, q, (q.column,))) for q in plan.iterator_predicates)
 
 
 # --- errors, each with a position, before anything runs ------------------------------
@@ -169,6 +180,9 @@ ERRORS = [
     ("SEQ(A, B)", "A.name < B.kind", PredicateError, "non-numeric columns"),
     ("SEQ(A, B)", "A.name = B.name + 1", PredicateError, "constant offset needs numeric"),
     ("SEQ(A, B)", "A.name = B.qty", PredicateError, "cannot be compared exactly"),
+    ("SEQ(A, B)", "A.px + 0.1 + 0.2 = B.px", PredicateError, "at most one constant per side with DOUBLE columns"),
+    ("SEQ(A, B+)", "B[i].px - 0.1 - 0.2 < B[i-1].px", PredicateError, "at most one constant per side"),
+    ("SEQ(A, B)", "A.qty + 1 + 2 = B.qty - 1", PredicateError, None),  # integers: exact, any number of constants
     ("SEQ(A, B)", "A.big < B.big", PredicateError, "inexact DOUBLE"),
     ("SEQ(A, B)", "A.price < B.qty", PredicateError, "different decimal scales"),
     ("SEQ(A, B)", "A.price < B.px", PredicateError, "different decimal scales"),
@@ -292,6 +306,23 @@ def test_running_aggregates_reduce_to_lag_one_or_first_element() -> None:
     lag = [_running(c).plan.iterator_predicates[0] for c in ("B[i].v >= MAX(B[1..i-1].v)",
                                                               "MAX(B[1..i-1].v) + 2 < B[i].v")]
     assert [(q.first, q.op, q.offset) for q in lag] == [(False, CmpOp.GE, 0), (False, CmpOp.GT, 2)]
+
+
+def test_double_constants_on_first_element_and_running_aggregates() -> None:
+    """DOUBLE columns keep each side's constant (Spark rounds each side's sum), also against
+    B[1] and for MAX / MIN that reduce to a lag-1 or first-element predicate; a running
+    aggregate with a constant on both sides is refused (docs/predicates-and-strategies.md
+    section 7: the reduction holds for one rounded sum)."""
+    its = [q("SEQ(A, B+, C)", w).plan.iterator_predicates[0] for w in (
+        "B[i].px + 0.1 >= B[1].px + 0.2", "MIN(B[1..i-1].px) + 0.25 < B[i].px", "B[i].px - 0.5 >= MAX(B[1..i-1].px)")]
+    assert its == [IteratorPredicate(1, 0, CmpOp.GE, 0.2, 0.1, first=True),
+                   IteratorPredicate(1, 0, CmpOp.GT, 0.25, 0.0, first=True),
+                   IteratorPredicate(1, 0, CmpOp.GE, 0.0, -0.5)]
+    assert q("SEQ(A, B+, C)", "B[i].qty + 1 > MAX(B[1..i-1].qty) + 3").plan.iterator_predicates == (
+        IteratorPredicate(1, 0, CmpOp.GT, 2),)  # integers: one net constant, both sides allowed
+    with pytest.raises(PredicateError, match="on one side only") as info:
+        q("SEQ(A, B+, C)", "B[i].px + 0.1 >= MAX(B[1..i-1].px) + 0.2")
+    assert "at line 1, column" in str(info.value)
 
 
 @pytest.mark.parametrize("condition, message", [

@@ -8,10 +8,11 @@ from sql_rewrites import rewrite
 from sql_rewrites.analysis import analyze_sql
 from sql_rewrites.dialect import SparkSeq, parse_statement
 from sql_rewrites.errors import ImpreciseTimeError, SqlParseError, UnknownColumnError
-from udafs.plan import CountType, Plan
+from udafs.plan import CmpOp, CountType, IteratorPredicate, Plan, ValueType
 
 LOG = {"log": {"k": "int", "ts": "timestamp", "lo": "timestamp", "hi": "timestamp", "n": "bigint", "nlo": "bigint",
-               "nhi": "bigint", "ntz": "timestamp_ntz", "e": "string", "v": "double", "q": "int"}}
+               "nhi": "bigint", "ntz": "timestamp_ntz", "e": "string", "v": "double", "q": "int",
+               "d": "decimal(30,2)"}}
 
 
 def text(clauses: str, uncertain: str = "UNCERTAIN BETWEEN lo AND hi", order: str = "ts",
@@ -44,6 +45,17 @@ def test_plan_and_outputs() -> None:
     assert analyse(text("COUNT TYPE DOUBLE WITHIN INTERVAL 1 HOUR")).plan.uncertain == 1
 
 
+def test_decimal_sums_and_double_constants_combine_with_uncertain_times() -> None:
+    """A SUM over a DECIMAL column is an expected value, DOUBLE: the column travels as FLOAT
+    (as with COUNT TYPE DOUBLE); a DOUBLE iterator predicate keeps a constant on each side."""
+    q = analyse(text("WITHIN INTERVAL 1 HOUR WHERE B[i].v + 0.5 >= B[i-1].v - 0.25",
+                     measures="SUM(B.d) AS s, COUNT(B) AS nb"))
+    assert q.plan.columns == (ValueType.FLOAT, ValueType.FLOAT)
+    assert [(o.name, o.type_text) for o in q.outputs][1:] == [("s", "DOUBLE"), ("nb", "DOUBLE")]
+    assert q.plan.iterator_predicates == (IteratorPredicate(1, 1, CmpOp.GE, -0.25, 0.5),)
+    assert Plan.from_json(q.plan.to_json()) == q.plan
+
+
 def test_generated_sql_passes_the_bounds_after_the_mask() -> None:
     sql = rewrite(text("WITHIN INTERVAL 1 HOUR SLIDE INTERVAL 10 MINUTES"), LOG, lambda plan: "sparkseq_engine")
     assert "sparkseq_engine(`__sparkseq_ts`, `__sparkseq_mask`, `__sparkseq_lo`, `__sparkseq_hi`, `__sparkseq_v0`)" in sql
@@ -62,6 +74,7 @@ def test_generated_sql_passes_the_bounds_after_the_mask() -> None:
     ("COUNT TYPE BIGINT", "UNCERTAIN BETWEEN lo AND hi", None, "COUNT TYPE BIGINT: with UNCERTAIN the counts are"),
     ("STRATEGY STRICT CONTIGUITY", "UNCERTAIN BETWEEN lo AND hi", None, "evaluated under SKIP TILL ANY MATCH only"),
     ("WHERE A.v < C.v", "UNCERTAIN BETWEEN lo AND hi", None, "cross-event predicates (comparisons of two symbols)"),
+    ("WHERE B[i].v >= MIN(B[1..i-1].v)", "UNCERTAIN BETWEEN lo AND hi", None, "a comparison with B[1]"),
     ("", "UNCERTAIN BETWEEN lo AND hi STEP 5", None, "STEP takes an interval"),
     ("", "UNCERTAIN BETWEEN lo AND hi STEP INTERVAL 0 SECONDS", None, "STEP must be positive"),
 ])

@@ -123,9 +123,13 @@ class Command:
     process: subprocess.Popen[str]
     port: int
     stderr: IO[str]
+    _banner: str | None = None
 
     def banner(self) -> str:
-        return _read_banner(self.process, self.stderr)
+        """The start-up text (read once: the server prints it once)."""
+        if self._banner is None:
+            self._banner = _read_banner(self.process, self.stderr)
+        return self._banner
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -193,6 +197,18 @@ def test_beeline_shows_the_sparkseq_error(server: thrift.ThriftServer) -> None:
     done = beeline(server.port, "SELECT seq_count(ts, action, 'SEQ(view, ', INTERVAL 10 MINUTES) FROM thrift_clicks")
     assert done.returncode != 0
     assert "SqlParseError: Expecting a symbol: a name or a 'quoted type value' at line 1, column 9" in done.stderr
+
+
+def test_beeline_sends_match_aggregate_text(server: thrift.ThriftServer) -> None:
+    assert server.sql_text_unavailable is None
+    done = beeline(server.port, MA_TEXT)
+    assert done.returncode == 0, done.stderr
+    lines = [PROMPT.sub("", line) for line in done.stdout.splitlines() if line.strip()]
+    assert lines == ["customer_id,n", *(f"{c},{n}" for c, n, _ in EXPECTED)]
+    done = beeline(server.port, MA_TEXT.replace("TYPE BY action", "TYPE BY actoin"))
+    assert done.returncode != 0
+    assert ("[USER_RAISED_EXCEPTION] UnknownColumnError: unknown column 'actoin' in TYPE BY; did you mean 'action'? "
+            "(columns of thrift_clicks: customer_id, ts, action, price) at line 1, column 127") in done.stderr
 
 
 # --- a Python DB-API client -----------------------------------------------------------------
@@ -330,6 +346,37 @@ def test_busy_port_is_refused_before_spark_starts(server: thrift.ThriftServer) -
     assert time.monotonic() - started < 20  # no Spark session was started (that takes 10-20 s)
 
 
+#: (statement, csv2 lines beeline prints) for SELECTs Spark cannot run as written, which the
+#: parser extension sends to the rewriter (sql_rewrites.aggregates); see CLICKS above.
+SPLIT = [
+    ("SELECT customer_id, count(*), seq_count(ts, action, 'SEQ(view, buy)', INTERVAL 10 MINUTES) "
+     "FROM thrift_clicks GROUP BY customer_id ORDER BY customer_id",
+     # Spark's own column names; beeline's csv2 "quotes" a field holding a comma with NUL characters
+     ["customer_id,count(1),\x00seq_count(ts, action, SEQ(view, buy), INTERVAL '10' MINUTE)\x00", "1,4,2", "2,3,2",
+      "3,1,0"]),
+    ("SELECT customer_id AS id, seq_count(ts, action, 'SEQ(view, buy)') FILTER (WHERE action = 'view' OR price < 6) "
+     "AS cheap FROM thrift_clicks GROUP BY customer_id HAVING max(price) > 1 ORDER BY 1",
+     ["id,cheap", "1,0", "2,1"]),
+    ("SELECT seq_count(ts, action, 'SEQ(view, buy)') AS n, seq_sum(ts, action, 'SEQ(view, buy)', NULL, 'buy', price) "
+     "AS s, count(*) AS c FROM thrift_clicks WHERE customer_id > 100",
+     ["n,s,c", "0,NULL,0"]),
+]
+
+
+def test_command_splits_seq_functions_beside_other_aggregates(command: Command) -> None:
+    banner = command.banner()
+    if "MATCH_AGGREGATE text from clients: yes" not in banner:
+        pytest.skip("the parser extension needs a JDK's javac")
+    done = beeline(command.port, ";\n".join(sql for sql, _ in SPLIT))
+    assert done.returncode == 0, done.stderr
+    lines = [PROMPT.sub("", line) for line in done.stdout.splitlines() if line.strip()]
+    assert lines == [line for _, want in SPLIT for line in want]
+    refused = beeline(command.port, "SELECT customer_id, seq_count(DISTINCT ts, action, 'SEQ(view)'), count(*) "
+                                    "FROM thrift_clicks GROUP BY customer_id")
+    assert refused.returncode != 0
+    assert "AggregatePlacementError: seq_count(DISTINCT ...) is not supported" in refused.stderr
+
+
 def test_command_serves_match_aggregate_text_and_stops_on_sigterm(command: Command) -> None:
     impala = pytest.importorskip("impala.dbapi")
     from impala.error import Error
@@ -339,17 +386,16 @@ def test_command_serves_match_aggregate_text_and_stops_on_sigterm(command: Comma
     assert "thrift_ma" in banner and "thrift_cube" in banner and "seq_count" in banner
     connection = impala.connect(host="127.0.0.1", port=command.port, auth_mechanism="PLAIN", user="t", password="-")
     try:
-        if "MATCH_AGGREGATE text from clients: yes" in banner:  # needs a JDK's javac
-            assert query(connection, MA_TEXT) == [(c, n) for c, n, _ in EXPECTED]
-            with pytest.raises(Error, match=r"UnknownColumnError: unknown column 'actoin' in TYPE BY"):
-                query(connection, MA_TEXT.replace("TYPE BY action", "TYPE BY actoin"))
-            # the init file's concept hierarchy, in MATCH_AGGREGATE text sent over JDBC
-            hierarchical = MA_TEXT.replace("SEQ(view, buy) TYPE BY action",
-                                           "SEQ(browse, purchase) TYPE BY action HIERARCHY thrift_h")
-            assert query(connection, hierarchical) == [(c, n) for c, n, _ in EXPECTED]
-        else:
-            assert query(connection, "SELECT customer_id, n FROM thrift_ma ORDER BY customer_id") == \
-                [(c, n) for c, n, _ in EXPECTED]
+        assert "MATCH_AGGREGATE text from clients: yes" in banner  # the shipped extension: no JDK needed
+        assert query(connection, MA_TEXT) == [(c, n) for c, n, _ in EXPECTED]
+        with pytest.raises(Error, match=r"UnknownColumnError: unknown column 'actoin' in TYPE BY"):
+            query(connection, MA_TEXT.replace("TYPE BY action", "TYPE BY actoin"))
+        # the init file's concept hierarchy, in MATCH_AGGREGATE text sent over JDBC
+        hierarchical = MA_TEXT.replace("SEQ(view, buy) TYPE BY action",
+                                       "SEQ(browse, purchase) TYPE BY action HIERARCHY thrift_h")
+        assert query(connection, hierarchical) == [(c, n) for c, n, _ in EXPECTED]
+        assert query(connection, "SELECT customer_id, n FROM thrift_ma ORDER BY customer_id") == \
+            [(c, n) for c, n, _ in EXPECTED]
     finally:
         connection.close()
     command.process.send_signal(signal.SIGTERM)

@@ -7,7 +7,8 @@ the grouped-aggregate function the Spark layer registers for the plan
     <engine function of the plan>(ts BIGINT, mask BIGINT, v0, v1, ...)
 
 ``v_i`` is :func:`value_type` of ``plan.columns[i]`` (BIGINT for ``ValueType.INT``,
-DOUBLE for ``ValueType.FLOAT``). A plan with a contiguity strategy
+DOUBLE for ``ValueType.FLOAT``, any ``DECIMAL(p, s)`` for ``ValueType.DECIMAL``, whose
+unscaled integers the engine reads). A plan with a contiguity strategy
 (:func:`takes_seq`: STRICT_CONTIGUITY or PARTITION_CONTIGUITY) takes one more
 argument right after ``mask``::
 
@@ -51,9 +52,12 @@ ERROR = "error"
 PARTITION_SLOT = "{partition}"
 ALL_ROWS = "(all rows)"
 
-BIGINT, DOUBLE, STRING = "BIGINT", "DOUBLE", "STRING"
-COUNT_TYPE_SQL = {CountType.BIGINT: BIGINT, CountType.DECIMAL: "DECIMAL(38, 0)", CountType.DOUBLE: DOUBLE}
-VALUE_TYPE_SQL = {ValueType.INT: BIGINT, ValueType.FLOAT: DOUBLE}
+BIGINT, DOUBLE, STRING, DECIMAL = "BIGINT", "DOUBLE", "STRING", "DECIMAL(38, 0)"
+COUNT_TYPE_SQL = {CountType.BIGINT: BIGINT, CountType.DECIMAL: DECIMAL, CountType.DOUBLE: DOUBLE}
+#: SQL type a plan-level caller casts a value column to (a compiled DECIMAL(p, s) column is
+#: passed unchanged: the engine reads unscaled integers, whatever the scale).
+VALUE_TYPE_SQL = {ValueType.INT: BIGINT, ValueType.FLOAT: DOUBLE, ValueType.DECIMAL: DECIMAL}
+
 
 
 def takes_seq(plan: Plan) -> bool:
@@ -80,10 +84,14 @@ def engine_type(kind: MeasureKind, vt: ValueType, count_type: CountType) -> str:
     """SQL type of the engine's value for a measure (SEMANTICS section 5).
 
     Counts, and sums of integer columns, follow the COUNT TYPE; MIN/MAX of integer
-    columns are BIGINT; AVG and everything over floating columns DOUBLE.
+    columns are BIGINT; AVG and everything over floating columns DOUBLE. Over a DECIMAL
+    column every value measure is an exact unscaled integer, DECIMAL(38, 0): SUM, MIN,
+    MAX, and AVG rounded half up to ``Measure.places`` more places (Spark's ``avg``).
     """
     if kind in (MeasureKind.COUNT_STAR, MeasureKind.COUNT):
         return COUNT_TYPE_SQL[count_type]
+    if vt is ValueType.DECIMAL:
+        return DECIMAL
     if kind is MeasureKind.AVG or vt is ValueType.FLOAT:
         return DOUBLE
     return COUNT_TYPE_SQL[count_type] if kind is MeasureKind.SUM else BIGINT
@@ -116,6 +124,7 @@ def result_field_names(plan: Plan) -> tuple[str, ...]:
 
 __all__ = [
     "WINDOW_START", "WINDOW_END", "ERROR", "PARTITION_SLOT", "ALL_ROWS", "COUNT_TYPE_SQL", "VALUE_TYPE_SQL",
+    "DECIMAL",
     "measure_field", "takes_seq", "takes_bounds", "value_type", "engine_type", "measure_type", "result_fields", "result_type", "result_field_names",
     "PLAN_INDEX", "multi_result_fields", "multi_result_type",
 ]

@@ -23,20 +23,34 @@ class CountOverflowError(SparkSeqError, ArithmeticError):
     value overflowed, when the caller knows it.
     """
 
-    def __init__(self, what: str, value_digits: int, target: str, partition: object = None) -> None:
+    def __init__(self, what: str, value_digits: int, target: str, partition: object = None,
+                 advice: str | None = None) -> None:
         self.what = what
         self.value_digits = value_digits
         self.target = target
         self.partition = partition
+        self.advice = advice
         where = f" in partition {partition!r}" if partition is not None else ""
-        super().__init__(
-            f"{what}{where} has {value_digits} decimal digits and does not fit {target}; "
-            "ask for count_type='decimal' (DECIMAL(38,0)) or count_type='double' instead"
-        )
+        super().__init__(f"{what}{where} has {value_digits} decimal digits and does not fit {target}; "
+                         f"{advice or wider_count_types(target)}")
 
     def with_partition(self, partition: object) -> CountOverflowError:
         """Return the same error naming ``partition``."""
-        return CountOverflowError(self.what, self.value_digits, self.target, partition)
+        return CountOverflowError(self.what, self.value_digits, self.target, partition, self.advice)
+
+
+def wider_count_types(target: str) -> str:
+    """What to ask for instead of ``target``, in SQL words (never ``target`` itself)."""
+    if target == "BIGINT":
+        return ("write COUNT TYPE DECIMAL (exact, DECIMAL(38, 0)) or COUNT TYPE DOUBLE (approximate) in "
+                "MATCH_AGGREGATE (count_type=CountType.DECIMAL or DOUBLE in a Plan)")
+    return ("only COUNT TYPE DOUBLE (approximate; count_type=CountType.DOUBLE in a Plan) holds a value this large; "
+            "or split the partitions further")
+
+
+#: Why a sum or average of a DECIMAL column cannot be widened (it is Spark's overflow too).
+DECIMAL_SUM_OVERFLOW = ("Spark's own SUM / AVG of the column overflow as well (an error with ANSI mode on); cast the "
+                        "column to DOUBLE in a subquery for an approximate result")
 
 
 class InputDataError(SparkSeqError, ValueError):

@@ -95,7 +95,7 @@ class MultiPlan:
         doc = {
             "v": MULTI_VERSION,
             "multi": [json.loads(p.to_json()) for p in self.plans],
-            "f": [[m.kind.value, m.symbol, m.column, m.name] for m in self.fields],
+            "f": [m.to_list() for m in self.fields],
             "slots": [list(s) for s in self.slots],
             "d": [None if d is None else list(d) for d in self.derived],
             "h": [int(h) for h in self.hidden],
@@ -111,7 +111,7 @@ class MultiPlan:
                 raise PlanError(f"not a multi-plan of version {MULTI_VERSION}")
             return MultiPlan(
                 plans=tuple(Plan.from_json(json.dumps(p)) for p in doc["multi"]),
-                fields=tuple(Measure(MeasureKind(k), s, c, n) for k, s, c, n in doc["f"]),
+                fields=tuple(Measure.from_list(f) for f in doc["f"]),
                 slots=tuple(tuple(int(x) for x in s) for s in doc["slots"]),
                 derived=tuple(None if d is None else tuple(int(x) for x in d) for d in doc["d"]),
                 hidden=tuple(bool(h) for h in doc["h"]),
@@ -143,7 +143,7 @@ def _validate(mp: MultiPlan) -> None:
         for m, f in zip(p.measures, mp.slots[i]):
             if not 0 <= f < len(mp.fields):
                 raise PlanError(f"plan {i} maps a measure to field {f}; there are {len(mp.fields)} fields")
-            typed = (m.kind, None if m.column is None else p.columns[m.column], p.count_type)
+            typed = (m.kind, None if m.column is None else p.columns[m.column], p.count_type, m.places, m.digits)
             if owner.setdefault(f, typed) != typed:
                 raise PlanError(f"plan {i} maps a {m.kind.value} measure to field {f}, which another plan "
                                 "fills with a value of another kind or type")

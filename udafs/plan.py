@@ -26,7 +26,8 @@ the new keys.
 ``uncertain`` (imprecise timestamps, ``docs/sql-reference.md`` section 15): when set,
 every event carries an interval of possible times ``lo, lo + uncertain, ...,  <= hi``
 (uniform, independent between events) and every measure is an expectation over the
-possible worlds. Such plans are written as version 3.
+possible worlds. Such plans are written as version 3, which may carry the keys of
+version 2 as well (one number per plan: 3 if imprecise, else 2 if extended, else 1).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ PLAN_VERSION_UNCERTAIN = 3  # plans over events with imprecise timestamps (expec
 #: Measures that are expectations (linear in the matches) and so defined under imprecise timestamps.
 UNCERTAIN_MEASURES = frozenset({"count_star", "count", "sum"})
 MAX_SYMBOLS = 63  # one int64 bitmask per row; bit 63 is the sign bit, left unused
+MAX_DECIMAL_DIGITS = 38  # Spark's widest DECIMAL
 
 
 class MeasureKind(str, enum.Enum):
@@ -65,10 +67,17 @@ class CountType(str, enum.Enum):
 
 
 class ValueType(str, enum.Enum):
-    """How a measure column is carried: exact integers or floating point."""
+    """How a value column is carried.
+
+    ``INT``: exact int64 integers; ``FLOAT``: doubles; ``DECIMAL``: the exact unscaled
+    integers of a DECIMAL column, of any size (a DECIMAL(38, s) value needs 127 bits):
+    SUM, MIN and MAX of it are exact unscaled integers, AVG its exact sum and count, so
+    that SQL can finish them with Spark's own decimal types and rounding.
+    """
 
     INT = "int"
     FLOAT = "float"
+    DECIMAL = "decimal"
 
 
 class Strategy(str, enum.Enum):
@@ -106,11 +115,15 @@ _MIRROR = {CmpOp.EQ: CmpOp.EQ, CmpOp.NE: CmpOp.NE, CmpOp.LT: CmpOp.GT, CmpOp.LE:
 
 @dataclass(frozen=True)
 class Predicate:
-    """Cross-event predicate ``E[left].col[left_column] OP E[right].col[right_column] + offset``.
+    """Cross-event predicate
+    ``E[left].col[left_column] + left_offset OP E[right].col[right_column] + offset``.
 
     ``left`` / ``right`` are positions in ``Plan.elements`` (not symbols: a symbol may
     repeat); both must be non-Kleene and different. Columns index ``Plan.columns``.
-    A NULL operand makes the predicate not TRUE (no match).
+    A NULL operand makes the predicate not TRUE (no match). In double arithmetic each
+    side adds its own offset, as Spark evaluates ``a.f + 0.3 = b.f`` (moving the constant
+    across would round differently); integer comparisons are exact either way, and the
+    compiler gives them ``left_offset`` 0.
     """
 
     left: int
@@ -119,14 +132,16 @@ class Predicate:
     right: int
     right_column: int
     offset: int | float = 0
+    left_offset: int | float = 0
 
 
 @dataclass(frozen=True)
 class IteratorPredicate:
-    """Kleene iterator predicate ``b[i].col OP b[i-1].col + offset`` on element ``element``.
+    """Kleene iterator predicate ``b[i].col + left_offset OP b[i-1].col + offset`` on
+    element ``element`` (``left_offset`` as for :class:`Predicate`).
 
     ``b[i-1]``, ``b[i]`` are consecutive rows of the Kleene set in time order. With
-    ``first`` the predicate is ``b[i].col OP b[1].col + offset``: every row of the set
+    ``first`` the predicate is ``b[i].col + left_offset OP b[1].col + offset``: every row of the set
     after its first compares with the first (``docs/predicates-and-strategies.md``).
     """
 
@@ -134,6 +149,7 @@ class IteratorPredicate:
     column: int
     op: CmpOp
     offset: int | float = 0
+    left_offset: int | float = 0
     first: bool = False
 
 
@@ -151,12 +167,32 @@ class Measure:
 
     ``symbol`` is required for every kind but COUNT_STAR; ``column`` (an index into
     ``Plan.columns``) for SUM/MIN/MAX/AVG. ``name`` is the output column name.
+    AVG over a DECIMAL column is Spark's ``avg``: the sum of the unscaled values must fit
+    ``digits`` digits (Spark first sums into DECIMAL(min(38, p + 10), s)), and the average
+    is the exact quotient rounded half up (away from zero) to ``places`` more decimal
+    places (Spark's result has scale min(38, s + 4)). Both are 0 for every other measure.
     """
 
     kind: MeasureKind
     symbol: int | None = None
     column: int | None = None
     name: str = ""
+    places: int = 0
+    digits: int = 0
+
+    def to_list(self) -> list:
+        """The JSON entry: ``[kind, symbol, column, name]``, plus ``places, digits`` when set."""
+        rounding = [self.places, self.digits] if self.places or self.digits else []
+        return [self.kind.value, self.symbol, self.column, self.name, *rounding]
+
+    @staticmethod
+    def from_list(entry: list) -> Measure:
+        """Inverse of :meth:`to_list`."""
+        if not isinstance(entry, list) or len(entry) not in (4, 6):
+            raise PlanError(f"malformed plan field: measure {entry!r} is not [kind, symbol, column, name"
+                            "(, places, digits)]")
+        kind, symbol, column, name, *rounding = entry
+        return Measure(MeasureKind(kind), symbol, column, name, *rounding)
 
 
 @dataclass(frozen=True)
@@ -224,10 +260,10 @@ class Plan:
         """The issue-7 extensions as text (empty for plain plans), e.g.
         ``WHERE E0.c1 >= E1.c1 + 2 AND E1[i].c0 > E1[i-1].c0 STRATEGY skip-till-next-match``.
         ``Ek`` is element position k, ``cj`` column j."""
-        conds = [f"E{p.left}.c{p.left_column} {p.op.value} E{p.right}.c{p.right_column}"
-                 + (f" {'+' if p.offset >= 0 else '-'} {abs(p.offset)}" if p.offset else "") for p in self.predicates]
-        conds += [f"E{q.element}[i].c{q.column} {q.op.value} E{q.element}[{1 if q.first else 'i-1'}].c{q.column}"
-                  + (f" {'+' if q.offset >= 0 else '-'} {abs(q.offset)}" if q.offset else "")
+        conds = [f"E{p.left}.c{p.left_column}{_plus(p.left_offset)} {p.op.value} E{p.right}.c{p.right_column}"
+                 f"{_plus(p.offset)}" for p in self.predicates]
+        conds += [f"E{q.element}[i].c{q.column}{_plus(q.left_offset)} {q.op.value} "
+                  f"E{q.element}[{1 if q.first else 'i-1'}].c{q.column}{_plus(q.offset)}"
                   for q in self.iterator_predicates]
         parts = [("WHERE " + " AND ".join(conds)) if conds else ""]
         if self.strategy is not Strategy.SKIP_TILL_ANY_MATCH:
@@ -243,7 +279,7 @@ class Plan:
             "neg": list(self.negations),
             "w": self.within,
             "s": self.slide,
-            "m": [[m.kind.value, m.symbol, m.column, m.name] for m in self.measures],
+            "m": [m.to_list() for m in self.measures],
             "col": [c.value for c in self.columns],
             "ct": self.count_type.value,
         }
@@ -251,12 +287,11 @@ class Plan:
             doc["v"] = PLAN_VERSION_EXTENDED
             if self.strategy is not Strategy.SKIP_TILL_ANY_MATCH:
                 doc["st"] = self.strategy.value
-            if self.predicates:
+            if self.predicates:  # a left offset only when there is one: older plans read as before
                 doc["pr"] = [[p.left, p.left_column, p.op.value, p.right, p.right_column, p.offset]
-                             for p in self.predicates]
+                             + ([p.left_offset] if p.left_offset else []) for p in self.predicates]
             if self.iterator_predicates:
-                doc["ip"] = [[q.element, q.column, q.op.value, q.offset] + ([1] if q.first else [])
-                             for q in self.iterator_predicates]
+                doc["ip"] = [_iterator_entry(q) for q in self.iterator_predicates]
         if self.uncertain is not None:
             doc["v"] = PLAN_VERSION_UNCERTAIN
             doc["un"] = self.uncertain
@@ -286,13 +321,14 @@ class Plan:
                 negations=tuple(int(x) for x in doc["neg"]),
                 within=doc["w"],
                 slide=doc["s"],
-                measures=tuple(Measure(MeasureKind(k), s, c, n) for k, s, c, n in doc["m"]),
+                measures=tuple(Measure.from_list(m) for m in doc["m"]),
                 columns=tuple(ValueType(c) for c in doc["col"]),
                 count_type=CountType(doc["ct"]),
                 strategy=Strategy(doc.get("st", Strategy.SKIP_TILL_ANY_MATCH.value)),
-                predicates=tuple(Predicate(int(l), int(lc), CmpOp(op), int(r), int(rc), _number(c))
-                                 for l, lc, op, r, rc, c in doc.get("pr", ())),
-                iterator_predicates=tuple(_iterator_predicate(*q) for q in doc.get("ip", ())),
+                predicates=tuple(Predicate(int(l), int(lc), CmpOp(op), int(r), int(rc), _number(c),
+                                           *(_number(x) for x in left))
+                                 for l, lc, op, r, rc, c, *left in map(_at_most(7), doc.get("pr", ()))),
+                iterator_predicates=tuple(_iterator_predicate(*q) for q in map(_at_most(6), doc.get("ip", ()))),
                 uncertain=doc.get("un"),
             )
         except (KeyError, TypeError, ValueError) as exc:
@@ -304,11 +340,32 @@ class Plan:
         return plan
 
 
-def _iterator_predicate(e: object, c: object, op: str, off: object, *first: object) -> IteratorPredicate:
-    """One ``ip`` entry: ``[element, column, op, offset]``, then ``1`` for a first-element form."""
-    if len(first) > 1 or (first and first[0] != 1):
-        raise PlanError(f"malformed iterator predicate {[e, c, op, off, *first]!r}")
-    return IteratorPredicate(int(e), int(c), CmpOp(op), _number(off), bool(first))
+def _iterator_entry(q: IteratorPredicate) -> list:
+    """One ``ip`` entry: ``[element, column, op, offset]``, then ``left_offset`` when set or
+    when ``first`` is, then ``1`` for a first-element form (plans without either read as before)."""
+    tail = [q.left_offset, 1] if q.first else [q.left_offset] if q.left_offset else []
+    return [q.element, q.column, q.op.value, q.offset, *tail]
+
+
+def _iterator_predicate(e: object, c: object, op: str, off: object, *tail: object) -> IteratorPredicate:
+    """Inverse of :func:`_iterator_entry`."""
+    if len(tail) == 2 and (isinstance(tail[1], bool) or tail[1] != 1):
+        raise PlanError(f"malformed plan field: iterator predicate {[e, c, op, off, *tail]!r} ends with "
+                        f"{tail[1]!r}; the sixth entry is 1 (a first-element form) or absent")
+    left = _number(tail[0]) if tail else 0
+    return IteratorPredicate(int(e), int(c), CmpOp(op), _number(off), left, len(tail) == 2)
+
+
+def _plus(offset: int | float) -> str:
+    return f" {'+' if offset >= 0 else '-'} {abs(offset)}" if offset else ""
+
+
+def _at_most(n: int):  # noqa: ANN202 - a checker for map()
+    def check(entry: list) -> list:
+        if not isinstance(entry, list) or len(entry) > n:
+            raise PlanError(f"malformed plan field: {entry!r} has more than {n} entries")
+        return entry
+    return check
 
 
 def _number(x: object) -> int | float:
@@ -357,12 +414,26 @@ def _validate_measures(p: Plan) -> None:
         needs_col = m.kind not in (MeasureKind.COUNT,)
         if needs_col and (m.column is None or not 0 <= m.column < len(p.columns)):
             raise PlanError(f"measure {m.kind.value.upper()} needs a value column index in 0..{len(p.columns) - 1}")
+        decimal = needs_col and p.columns[m.column] is ValueType.DECIMAL  # type: ignore[index]
+        decimal_avg = decimal and m.kind is MeasureKind.AVG
+        if not (_is_int(m.places) and _is_int(m.digits) and 0 <= m.places <= MAX_DECIMAL_DIGITS
+                and (0 < m.digits <= MAX_DECIMAL_DIGITS if decimal_avg else m.places == m.digits == 0)):
+            raise PlanError(f"measure {m.kind.value.upper()}: places={m.places!r}, digits={m.digits!r}; AVG over a "
+                            f"DECIMAL column takes places 0..{MAX_DECIMAL_DIGITS} and digits 1..{MAX_DECIMAL_DIGITS}, "
+                            "every other measure 0 and 0")
+        if m.kind in (MeasureKind.SUM, MeasureKind.AVG) and decimal and p.count_type is CountType.DOUBLE:
+            raise PlanError(f"measure {m.kind.value.upper()} over a DECIMAL column is exact and needs an exact count "
+                            "type (BIGINT or DECIMAL); with count_type DOUBLE carry the column as FLOAT")
 
 
 def _validate_extensions(p: Plan) -> None:
     if not isinstance(p.strategy, Strategy):
         raise PlanError(f"strategy must be a Strategy, got {p.strategy!r}")
     n, n_col = len(p.elements), len(p.columns)
+    compared = [c for pr in p.predicates for c in (pr.left_column, pr.right_column)]
+    compared += [ip.column for ip in p.iterator_predicates]
+    if any(_is_int(c) and 0 <= c < n_col and p.columns[c] is ValueType.DECIMAL for c in compared):
+        raise PlanError("predicates compare INT or FLOAT columns; carry a DECIMAL column as INT (scaled) to compare it")
     for k, pr in enumerate(p.predicates):
         what = f"predicate {k}"
         if not isinstance(pr, Predicate) or not isinstance(pr.op, CmpOp):
@@ -376,7 +447,8 @@ def _validate_extensions(p: Plan) -> None:
             _check_column(what, side, col, n_col)
         if pr.left == pr.right:
             raise PlanError(f"{what} compares element {pr.left} with itself; that is a local condition (DEFINE)")
-        _check_offset(what, pr.offset, (p.columns[pr.left_column], p.columns[pr.right_column]))
+        for offset in (pr.offset, pr.left_offset):
+            _check_offset(what, offset, (p.columns[pr.left_column], p.columns[pr.right_column]))
     for k, ip in enumerate(p.iterator_predicates):
         what = f"iterator predicate {k}"
         if not isinstance(ip, IteratorPredicate) or not isinstance(ip.op, CmpOp):
@@ -387,7 +459,10 @@ def _validate_extensions(p: Plan) -> None:
             raise PlanError(f"{what}: element {ip.element} ({p.symbols[p.elements[ip.element].symbol]}) is not "
                             "Kleene; b[i] OP b[i-1] needs a Kleene element X+")
         _check_column(what, "", ip.column, n_col)
-        _check_offset(what, ip.offset, (p.columns[ip.column],))
+        if not isinstance(ip.first, bool):
+            raise PlanError(f"{what}: first must be a bool, got {ip.first!r}")
+        for offset in (ip.offset, ip.left_offset):
+            _check_offset(what, offset, (p.columns[ip.column],))
 
 
 def _validate_uncertain(p: Plan) -> None:

@@ -34,8 +34,9 @@ from udafs.multiplan import MultiPlan
 from udafs.plan import CountType, Measure, MeasureKind, Plan, ValueType
 
 _ARROW = {contract.BIGINT: pa.int64(), contract.DOUBLE: pa.float64(), contract.STRING: pa.string(),
-          contract.COUNT_TYPE_SQL[CountType.DECIMAL]: pa.decimal128(38, 0)}
+          contract.DECIMAL: pa.decimal128(38, 0)}
 _NP = {ValueType.INT: np.int64, ValueType.FLOAT: np.float64}
+MAX_INT64_DIGITS = 18  # every DECIMAL(18, s) unscaled value fits int64
 
 Column = tuple[np.ndarray, np.ndarray]
 
@@ -102,12 +103,33 @@ def group_bounds(ts: pa.Array, mask: pa.Array, bounds: Sequence[pa.Array]) -> tu
 
 
 def column_arrays(arr: pa.Array, vt: ValueType) -> Column:
-    """A nullable Arrow column as the kernel's ``(values, valid)`` pair."""
+    """A nullable Arrow column as the kernel's ``(values, valid)`` pair (a DECIMAL column
+    as its unscaled integers, :func:`unscaled`)."""
+    if vt is ValueType.DECIMAL or pa.types.is_decimal(arr.type) and vt is ValueType.INT:
+        return unscaled(arr)
     dtype = _NP[vt]
     if arr.null_count == 0:
         return arr.to_numpy(zero_copy_only=False).astype(dtype, copy=False), np.ones(len(arr), dtype=bool)
     valid = arr.is_valid().to_numpy(zero_copy_only=False)
     return pc.fill_null(arr, 0).to_numpy(zero_copy_only=False).astype(dtype, copy=False), valid
+
+
+def unscaled(arr: pa.Array) -> Column:
+    """The unscaled integers of a DECIMAL (or integer) column, exactly: int64 when the
+    precision is at most 18 digits, else Python ints in an object array (up to 38)."""
+    if not pa.types.is_decimal(arr.type):
+        return column_arrays(arr, ValueType.INT)
+    if arr.type.bit_width != 128:
+        arr = pc.cast(arr, pa.decimal128(arr.type.precision, arr.type.scale))
+    valid = np.ones(len(arr), dtype=bool) if arr.null_count == 0 else arr.is_valid().to_numpy(zero_copy_only=False)
+    # A decimal128 is a little-endian two's-complement 128-bit integer: low word, then high word.
+    words = np.frombuffer(arr.buffers()[1], dtype=np.int64)[2 * arr.offset:2 * (arr.offset + len(arr))]
+    low, high = words[0::2], words[1::2]
+    if arr.type.precision <= MAX_INT64_DIGITS:  # the high word only repeats the sign
+        return np.where(valid, low, 0), valid
+    wide = high.astype(object) * (1 << 64) + low.view(np.uint64).astype(object)
+    wide[~valid] = 0
+    return wide, valid
 
 
 def _int64(arr: pa.Array) -> np.ndarray:

@@ -3,7 +3,8 @@
 Two number systems, chosen per predicate (docs/predicates-and-strategies.md):
 
 * all compared columns INT and an integral offset: exact integers;
-* otherwise IEEE doubles ``float(left) OP (float(right) + float(offset))``, ordered like
+* otherwise IEEE doubles ``(float(left) + float(left_offset)) OP (float(right) + float(offset))``
+  (each side adds its own constant, as Spark evaluates the expression as written), ordered like
   Spark orders doubles in comparisons: NaN equals NaN and is above every other value,
   ``-0.0`` equals ``0.0``.
 
@@ -23,9 +24,9 @@ from udafs.plan import CmpOp, Plan, ValueType
 _NAN_KEY = np.iinfo(np.int64).max
 
 
-def is_float(plan: Plan, offset: int | float, *columns: int) -> bool:
-    """True when a comparison of these plan columns with this offset runs in doubles."""
-    return isinstance(offset, float) or any(plan.columns[c] is ValueType.FLOAT for c in columns)
+def is_float(plan: Plan, offsets: tuple[int | float, ...], *columns: int) -> bool:
+    """True when a comparison of these plan columns with these offsets runs in doubles."""
+    return any(isinstance(o, float) for o in offsets) or any(plan.columns[c] is ValueType.FLOAT for c in columns)
 
 
 def scalar_key(x: int | float | None, as_float: bool) -> object:
@@ -56,7 +57,7 @@ def holds(op: CmpOp, a: object, b: object) -> bool:
 
 
 def shifted(x: int | float | None, offset: int | float, as_float: bool) -> object:
-    """Key of ``x + offset`` (the right-hand side), None for NULL."""
+    """Key of ``x + offset`` (either side with its constant), None for NULL."""
     if x is None:
         return None
     if as_float:

@@ -41,8 +41,9 @@ def evaluate_group(plan: Plan, ts: np.ndarray, mask: np.ndarray,
     mask : array of int64
         Per-event symbol bitmask (bit k: instance of ``plan.symbols[k]``).
     columns : sequence of (values, valid)
-        One pair per ``plan.columns`` entry: int64 or float64 values and a bool
-        validity array (False = NULL).
+        One pair per ``plan.columns`` entry: int64 or float64 values (a DECIMAL
+        column's unscaled integers as int64, or as Python ints in an object array)
+        and a bool validity array (False = NULL).
     seq : array of int64, optional
         Only for contiguity strategies (docs/predicates-and-strategies.md):
         STRICT_CONTIGUITY needs the dense rank of ts over the whole input stream;
@@ -175,6 +176,10 @@ def _validate_column(col: Column, vt: ValueType, j: int, n: int) -> Column:
         raise InputDataError(f"column {j} arrays must have shape ({n},), got {vals.shape} and {ok.shape}")
     if ok.dtype != bool:
         raise InputDataError(f"column {j} validity must be bool, got dtype {ok.dtype}")
+    if vt is ValueType.DECIMAL:  # unscaled integers: int64 when they fit, else Python ints
+        if vals.dtype.kind not in "iuO" and n:
+            raise InputDataError(f"column {j} is declared decimal but has dtype {vals.dtype}")
+        return (vals if vals.dtype == object else vals.astype(np.int64, copy=False)), ok
     want = np.int64 if vt is ValueType.INT else np.float64
     kinds = "iub" if vt is ValueType.INT else "iuf"
     if vals.dtype.kind not in kinds and n:
@@ -231,6 +236,7 @@ def evaluate_rows(plan: Plan, rows: Sequence[Sequence[object]]) -> GroupResult:
     for j, vt in enumerate(plan.columns):
         raw = [r[2 + j] for r in rows]
         ok = np.array([v is not None for v in raw], dtype=bool)
-        dtype = np.int64 if vt is ValueType.INT else np.float64
-        columns.append((np.array([0 if v is None else v for v in raw], dtype=dtype), ok))
+        dtype = {ValueType.INT: np.int64, ValueType.FLOAT: np.float64, ValueType.DECIMAL: object}[vt]
+        column = [0 if v is None else v for v in raw]
+        columns.append((np.array(column + [0], dtype=dtype)[:-1], ok))
     return evaluate_group(plan, ts, mask, columns)

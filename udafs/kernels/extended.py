@@ -143,7 +143,8 @@ def _partials(plan: Plan, chans: list[statedp.Channel], totals: Sequence[list]) 
             out.append(Partial(value, nn))
             continue
         raw = [t[1 + chans.index(statedp.Channel(m.kind.value, m.symbol, m.column))] for t in totals]
-        keys = np.array([0 if v is None else v for v in raw], dtype=np.int64)
+        wide = plan.columns[m.column] is ValueType.DECIMAL  # unscaled DECIMAL(38, s) integers: Python ints
+        keys = np.array([0 if v is None else v for v in raw] + [0], dtype=object if wide else np.int64)[:-1]
         out.append(Partial(key_float(keys) if is_float else keys, nn))
     return out
 

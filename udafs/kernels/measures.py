@@ -16,7 +16,7 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from udafs.errors import CountOverflowError
+from udafs.errors import DECIMAL_SUM_OVERFLOW, CountOverflowError
 from udafs.kernels.arith import LIMIT, Arith, Kind, Overflow
 from udafs.plan import CountType, Measure, MeasureKind, Plan, ValueType
 
@@ -78,8 +78,11 @@ def finalize(plan: Plan, parts: Sequence[Partial]) -> tuple[list, list]:
     values, valid = [], []
     for m, p in zip(plan.measures, parts):
         has = np.ones(len(p.value), dtype=bool) if m.kind in _COUNTS else np.asarray(p.nn > 0, dtype=bool)
-        if m.kind in _COUNTS or (m.kind is MeasureKind.SUM and plan.columns[m.column] is ValueType.INT):
+        column = plan.columns[m.column] if m.column is not None else None
+        if m.kind in _COUNTS or (m.kind is MeasureKind.SUM and column is ValueType.INT):
             v = _to_count_type(p.value, plan.count_type, m)
+        elif column is ValueType.DECIMAL and m.kind in (MeasureKind.SUM, MeasureKind.AVG):
+            v = _decimal_sum(p, m)
         elif m.kind is MeasureKind.SUM:
             v = p.value.astype(_F8)
         elif m.kind is MeasureKind.AVG:
@@ -109,6 +112,30 @@ def combine(plan: Plan, a: Sequence[Partial], b: Sequence[Partial]) -> list[Part
     return out
 
 
+def _decimal_sum(p: Partial, m: Measure) -> np.ndarray:
+    """SUM of a DECIMAL column: its exact unscaled sum; AVG: sum / count rounded half up
+    to ``m.places`` more places — Spark's own decimal average, which divides exactly (to 39
+    places, truncated) and then rounds half up to the result scale: the same number. Both
+    as DECIMAL(38, 0); beyond 38 digits no DECIMAL holds them."""
+    sums = [int(x) for x in _exact(np.asarray(p.value)).tolist()]
+    what = f"{m.kind.value.upper()} measure {m.name!r}" if m.name else f"{m.kind.value.upper()} measure"
+    if m.kind is MeasureKind.AVG:
+        limit = 10**m.digits - 1  # Spark's avg sums into DECIMAL(min(38, p + 10), s) first
+        _check_range(np.array(sums + [0], dtype=object), -limit, limit, f"the sum of {what}",
+                     f"DECIMAL({m.digits}, s)", DECIMAL_SUM_OVERFLOW)
+        sums = [half_up(s * 10**m.places, int(n)) if n else 0 for s, n in zip(sums, _exact(p.nn).tolist())]
+    out = np.array(sums + [None], dtype=object)[:-1]
+    _check_range(out, -_DECIMAL_MAX, _DECIMAL_MAX, what, "DECIMAL(38, 0)", DECIMAL_SUM_OVERFLOW)
+    return out
+
+
+def half_up(numerator: int, denominator: int) -> int:
+    """``numerator / denominator`` (denominator > 0) rounded half away from zero, exactly."""
+    q, r = divmod(abs(numerator), denominator)
+    q += 2 * r >= denominator
+    return q if numerator >= 0 else -q
+
+
 def _exact(v: np.ndarray) -> np.ndarray:
     return v if v.dtype.kind in "fO" else v.astype(object)
 
@@ -124,8 +151,8 @@ def _column_partial(plan: Plan, m: Measure, tally: Tally, vals: np.ndarray, ok: 
         if vals.dtype.kind == "f":  # Spark's order: NaN above +inf, MIN skips it unless all NaN
             return Partial(key_float(_extreme(m.kind, float_key(vals), ok & (pairs > 0), tally.bounds, nn > 0)), nn)
         return Partial(_extreme(m.kind, vals, ok & (pairs > 0), tally.bounds, nn > 0), nn)
-    is_int = plan.columns[m.column] is ValueType.INT
-    return Partial(_weighted_sum(pairs, vals, ok, tally.bounds, exact=is_int and ar.kind is not Kind.FLOAT), nn)
+    exact = plan.columns[m.column] is not ValueType.FLOAT  # INT or the unscaled integers of a DECIMAL
+    return Partial(_weighted_sum(pairs, vals, ok, tally.bounds, exact=exact and ar.kind is not Kind.FLOAT), nn)
 
 
 def _weighted_sum(pairs: np.ndarray, vals: np.ndarray, ok: np.ndarray, bounds: np.ndarray,
@@ -163,13 +190,16 @@ def _extreme(kind: MeasureKind, vals: np.ndarray, sel: np.ndarray, bounds: np.nd
     n_out = len(bounds) - 1
     if vals.dtype.kind == "f":
         fill = np.inf if kind is MeasureKind.MIN else -np.inf
+    elif vals.dtype == object:  # unscaled DECIMAL(38, s) integers: beyond every one of them
+        fill = _DECIMAL_MAX + 1 if kind is MeasureKind.MIN else -_DECIMAL_MAX - 1
     else:
         info = np.iinfo(vals.dtype)
         fill = info.max if kind is MeasureKind.MIN else info.min
     if not len(vals):
         return _blank(np.zeros(n_out, dtype=vals.dtype), has)
     ufunc = np.minimum if kind is MeasureKind.MIN else np.maximum
-    masked = np.where(sel, vals, np.array(fill, dtype=vals.dtype))
+    masked = np.where(sel, vals, np.array(fill, dtype=vals.dtype)) if vals.dtype != object else \
+        np.array([v if s else fill for v, s in zip(vals.tolist(), sel.tolist())] + [None], dtype=object)[:-1]
     empty = bounds[1:] == bounds[:-1]
     out = np.full(n_out, fill, dtype=vals.dtype)
     out[~empty] = ufunc.reduceat(masked, bounds[:-1][~empty])  # as in seg_sum: non-empty starts only
@@ -248,7 +278,7 @@ def _to_count_type(v: np.ndarray, ct: CountType, m: Measure) -> np.ndarray:
     return np.array([int(x) for x in v], dtype=object)
 
 
-def _check_range(v: np.ndarray, lo: int, hi: int, what: str, target: str) -> None:
+def _check_range(v: np.ndarray, lo: int, hi: int, what: str, target: str, advice: str | None = None) -> None:
     for x in v:
         if not lo <= x <= hi:
-            raise CountOverflowError(what, len(str(abs(int(x)))), target)
+            raise CountOverflowError(what, len(str(abs(int(x)))), target, advice=advice)

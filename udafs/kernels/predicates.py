@@ -156,9 +156,9 @@ def choose(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: Sequence[Column])
 
 def _distinct(plan: Plan, p: object, mask: np.ndarray, cols: Sequence[Column]) -> tuple[int, int]:
     """Distinct non-NULL compared values of predicate ``p`` and the rows they come from."""
-    fl = compare.is_float(plan, p.offset, p.left_column, p.right_column)
+    fl = compare.is_float(plan, (p.offset, p.left_offset), p.left_column, p.right_column)
     keys = []
-    for pos, col, off in ((p.left, p.left_column, 0), (p.right, p.right_column, p.offset)):
+    for pos, col, off in ((p.left, p.left_column, p.left_offset), (p.right, p.right_column, p.offset)):
         vals, ok = cols[col]
         sel = ((mask & (1 << plan.elements[pos].symbol)) != 0) & ok
         keys.append(compare.array_keys(vals[sel], off, fl))
@@ -183,9 +183,10 @@ def _enumerated_side(plan: Plan, p: object, mask: np.ndarray,
     """Which side of predicate ``p`` to enumerate (True: left) — the one with fewer distinct
     non-NULL keys among its element's rows — its keys over all rows, its distinct values,
     and the number of rows they come from."""
-    fl = compare.is_float(plan, p.offset, p.left_column, p.right_column)
+    fl = compare.is_float(plan, (p.offset, p.left_offset), p.left_column, p.right_column)
     best = None
-    for left, pos, col, off in ((True, p.left, p.left_column, 0), (False, p.right, p.right_column, p.offset)):
+    for left, pos, col, off in ((True, p.left, p.left_column, p.left_offset),
+                                (False, p.right, p.right_column, p.offset)):
         vals, ok = cols[col]
         keys = compare.array_keys(vals, off, fl)
         sel = ((mask & (1 << plan.elements[pos].symbol)) != 0) & ok
@@ -204,14 +205,14 @@ def _combos(plan: Plan, enumerated: tuple, mask: np.ndarray, cols: Sequence[Colu
     sides = []
     for p in enumerated:
         left, keys, values, _ = _enumerated_side(plan, p, mask, cols)
-        fl = compare.is_float(plan, p.offset, p.left_column, p.right_column)
+        fl = compare.is_float(plan, (p.offset, p.left_offset), p.left_column, p.right_column)
         if left:  # fix L = v: rows at p.left have key v, rows at p.right satisfy v OP R
             other_pos, other = p.right, compare.array_keys(cols[p.right_column][0], p.offset, fl)
             ok_other = cols[p.right_column][1]
             test = lambda v, o=other, op=_NP_OPS[p.op]: op(np.full(len(o), v, dtype=o.dtype), o)  # noqa: E731
             fixed_pos, ok_fixed = p.left, cols[p.left_column][1]
         else:  # fix R = v: rows at p.right have key v, rows at p.left satisfy L OP v
-            other_pos, other = p.left, compare.array_keys(cols[p.left_column][0], 0, fl)
+            other_pos, other = p.left, compare.array_keys(cols[p.left_column][0], p.left_offset, fl)
             ok_other = cols[p.left_column][1]
             test = lambda v, o=other, op=_NP_OPS[p.op]: op(o, np.full(len(o), v, dtype=o.dtype))  # noqa: E731
             fixed_pos, ok_fixed = p.right, cols[p.right_column][1]

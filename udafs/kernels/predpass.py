@@ -87,14 +87,15 @@ class PredPattern(NamedTuple):
         strategy (``rank``: contiguity ranks of the base rows)."""
         steps: list[Step | None] = [None] * (plan.length - 1)
         for p in plan.predicates:
-            fl = compare.is_float(plan, p.offset, p.left_column, p.right_column)
-            left, right = Side(p.left_column, 0, fl), Side(p.right_column, p.offset, fl)
+            fl = compare.is_float(plan, (p.offset, p.left_offset), p.left_column, p.right_column)
+            left, right = Side(p.left_column, p.left_offset, fl), Side(p.right_column, p.offset, fl)
             i = min(p.left, p.right)
             steps[i] = Step(left, right, p.op) if p.left == i else Step(right, left, p.op.mirrored())
         chains: list[Step | None] = [None] * plan.length
-        for q in plan.iterator_predicates:  # b[i] OP b[i-1] + c  <=>  (b[i-1] + c) mirrored(OP) b[i]
-            fl = compare.is_float(plan, q.offset, q.column)
-            chains[q.element] = Step(Side(q.column, q.offset, fl), Side(q.column, 0, fl), q.op.mirrored())
+        for q in plan.iterator_predicates:  # b[i] + l OP b[i-1] + c  <=>  (b[i-1] + c) mirrored(OP) (b[i] + l)
+            fl = compare.is_float(plan, (q.offset, q.left_offset), q.column)
+            chains[q.element] = Step(Side(q.column, q.offset, fl), Side(q.column, q.left_offset, fl),
+                                     q.op.mirrored())
         pat, next_mask = Pattern.of(plan), None
         if plan.strategy is Strategy.SKIP_TILL_NEXT_MATCH:
             # A step x -> y is S2 when no row a run could take instead lies strictly between:

@@ -92,15 +92,15 @@ class _Compiled(NamedTuple):
 def _compile(plan: Plan, g: Group, chans: list[Channel]) -> _Compiled:
     lkey, rkey, span = [], [], []
     for p in plan.predicates:
-        fl = compare.is_float(plan, p.offset, p.left_column, p.right_column)
-        lkey.append([compare.scalar_key(v, fl) for v in g.values[p.left_column]])
+        fl = compare.is_float(plan, (p.offset, p.left_offset), p.left_column, p.right_column)
+        lkey.append([compare.shifted(v, p.left_offset, fl) for v in g.values[p.left_column]])
         rkey.append([compare.shifted(v, p.offset, fl) for v in g.values[p.right_column]])
         span.append((min(p.left, p.right), max(p.left, p.right)))
     open_at = [[k for k, (a, b) in enumerate(span) if a <= i < b] for i in range(plan.length)]
     cur, prev = [], []
     for q in plan.iterator_predicates:
-        fl = compare.is_float(plan, q.offset, q.column)
-        cur.append([compare.scalar_key(v, fl) for v in g.values[q.column]])
+        fl = compare.is_float(plan, (q.offset, q.left_offset), q.column)
+        cur.append([compare.shifted(v, q.left_offset, fl) for v in g.values[q.column]])
         prev.append([compare.shifted(v, q.offset, fl) for v in g.values[q.column]])
     chan_x = []
     for c in chans:

@@ -100,6 +100,9 @@ class StreamEvaluator:
                                           ("Kleene iterator predicates", bool(plan.iterator_predicates))) if on]
             raise PlanError(f"{' and '.join(used)} {'is' if len(used) == 1 else 'are'} not supported on the "
                             "streaming path; use the batch path (evaluate_group)")
+        if ValueType.DECIMAL in plan.columns:
+            raise PlanError("DECIMAL value columns are not supported on the streaming path; carry them as INT "
+                            "(unscaled, up to 18 digits) or FLOAT, or use the batch path (evaluate_group)")
         self.plan = plan
         self._last = _TS_MIN
         self._held = _Buffer(plan.columns)  # rows of the latest timestamp
