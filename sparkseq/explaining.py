@@ -43,6 +43,11 @@ def describe_operator(operator: OperatorExplanation) -> list[str]:
                  or "(none: all rows are one partition)"))
     rows.append(("order by", f"{q.order.name} {q.order.column.type_text} "
                              f"(engine time: {ENGINE_TIME[q.order.kind]})"))
+    if q.uncertainty is not None:
+        u = q.uncertainty
+        rows.append(("uncertain", f"each event at one of {u.lo_column.name}, {u.lo_column.name} + step, ... <= "
+                                  f"{u.hi_column.name} (step {_length(u.step, q.order.kind)}; NULL: {q.order.name}), "
+                                  "uniform and independent; measures are expected values over the possible worlds"))
     rows.append(("within", _length(q.plan.within, q.order.kind)))
     if q.plan.slide is not None:
         rows.append(("slide", f"{_length(q.plan.slide, q.order.kind)}; windows [k*slide, k*slide + within)"))

@@ -277,6 +277,13 @@ class StreamingError(SqlRewriteError):
     (no watermark on the event time, a feature that would need unbounded state, ...)."""
 
 
+class ImpreciseTimeError(SqlRewriteError):
+    """``UNCERTAIN BETWEEN lo AND hi`` (imprecise timestamps) is malformed or combined with
+    what expected aggregates do not support: bound columns of another type than ORDER BY,
+    MIN / MAX / AVG, a COUNT TYPE other than DOUBLE, a selection strategy, cross-event
+    predicates, CUBE / PATTERNS."""
+
+
 class ParameterMarkerError(SqlRewriteError):
     """Positional parameter markers (``?``) that the rewritten statement would bind to
     other values than the statement as written: it holds them in another order, or

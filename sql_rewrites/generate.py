@@ -89,7 +89,9 @@ class EngineInput:
     the first plan has no SLIDE (a workload's plans may differ); by default they are
     ``window_start``/``window_end``, present with SLIDE. ``seq`` is the contiguity rank
     (:func:`contiguity_rank`), required exactly when the plan has a contiguity strategy;
-    it is computed over the source before any row is filtered out.
+    it is computed over the source before any row is filtered out. ``bounds`` are the
+    engine times of each row's first and last possible time, exactly when the plan has
+    imprecise timestamps (``plan.uncertain``).
     """
 
     plan: Plan | MultiPlan
@@ -102,6 +104,7 @@ class EngineInput:
     instances: int | None = None
     per_plan: tuple[tuple[str, Callable[[exp.Expr], exp.Expr]], ...] = ()
     seq: exp.Expr | None = None
+    bounds: tuple[exp.Expr, exp.Expr] | None = None
 
 
 def generate(query: MatchAggregateQuery, function_name: str, source: exp.Expr | None = None) -> exp.Subquery:
@@ -133,6 +136,8 @@ def engine_input(query: MatchAggregateQuery) -> EngineInput:
         bound=lambda value: time_from_engine(value, order.kind, order.column.dtype),
         per_plan=_cube_columns(query),
         seq=contiguity_rank(query.plan, [k.expression for k in query.partition_keys], order.expression),
+        bounds=None if query.uncertainty is None else tuple(
+            time_to_engine(c.copy(), order.kind) for c in (query.uncertainty.lo, query.uncertainty.hi)),
     )
 
 
@@ -197,6 +202,8 @@ def engine_query(spec: EngineInput, function_name: str, source: exp.Expr) -> exp
     contiguous = not isinstance(spec.plan, MultiPlan) and spec.plan.strategy.contiguous
     if contiguous != (spec.seq is not None):
         raise ValueError("a contiguity strategy needs the seq rank (and other plans take none)")
+    if (not isinstance(spec.plan, MultiPlan) and spec.plan.uncertain is not None) != (spec.bounds is not None):
+        raise ValueError("imprecise timestamps need the possible-time bounds (and other plans take none)")
     roles = engine_roles(spec)
     events = _events_select(spec, source, roles)
     groups = _groups_select(spec, events, check_function_name(function_name), roles)
@@ -259,6 +266,7 @@ class _Roles:
         self.all_rows = names("all_rows")
         self.seq = names("seq")
         self.event_time = names("event_time")
+        self.lo, self.hi = names("lo"), names("hi")
 
 
 def _events_select(spec: EngineInput, source: exp.Expr, roles: _Roles) -> exp.Select:
@@ -268,6 +276,8 @@ def _events_select(spec: EngineInput, source: exp.Expr, roles: _Roles) -> exp.Se
     time = exp.alias_(spec.time.copy(), roles.ts)
     mask = exp.alias_(spec.mask.copy(), roles.mask)
     values = [exp.alias_(value.copy(), name) for value, name in zip(spec.values, roles.values)]
+    if spec.bounds is not None:  # imprecise timestamps: first and last possible time
+        values[0:0] = [exp.alias_(b.copy(), name) for b, name in zip(spec.bounds, (roles.lo, roles.hi))]
     if spec.seq is not None:  # window functions run before the groups select drops rows
         values.insert(0, exp.alias_(spec.seq.copy(), roles.seq))
     return exp.select(*keys, time, mask, *values).from_(source)
@@ -297,6 +307,8 @@ def _groups_select(spec: EngineInput, events: exp.Select, function_name: str, ro
     arguments = [exp.column(roles.ts), exp.column(roles.mask)]  # the plan is bound into the function
     if spec.seq is not None:
         arguments.append(exp.column(roles.seq))
+    if spec.bounds is not None:
+        arguments += [exp.column(roles.lo), exp.column(roles.hi)]
     arguments += [exp.column(name) for name in roles.values]
     call = exp.Anonymous(this=function_name, expressions=arguments)
     mask: exp.Expr = exp.column(roles.mask)

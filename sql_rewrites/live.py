@@ -106,6 +106,10 @@ def check_live(query: MatchAggregateQuery, sql: str | None = None) -> None:
         raise StreamingError("CUBE / PATTERNS (E-Cube) is not supported over a streaming source; write one "
                              "MATCH_AGGREGATE per pattern", node_position(node, sql))
     plan = query.plan
+    if plan.uncertain is not None:
+        raise StreamingError("ORDER BY ... UNCERTAIN BETWEEN (imprecise timestamps) is not supported over a streaming "
+                             "source (the live evaluator takes point event times); evaluate imprecise data in batch",
+                             node_position(node.args["order"], sql))
     if plan.extended and plan.slide is None:
         raise StreamingError(
             f"{_extensions(plan)} over a streaming source need{'s' if _single(plan) else ''} WITHIN ... SLIDE: each "

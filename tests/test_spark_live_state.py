@@ -175,6 +175,9 @@ def test_changed_statement_on_a_checkpoint_is_refused(spark, tmp_path: Path) -> 
      "WITHIN INTERVAL 10 SECONDS SLIDE INTERVAL 5 SECONDS) m", "PARTITION BY tags is ARRAY<STRING>"),
     ("SELECT * FROM wm MATCH_AGGREGATE (ORDER BY ts PATTERN SEQ(a, b) TYPE BY action CUBE (PATTERN ROLLUP 2) "
      "WITHIN INTERVAL 10 SECONDS) m", "CUBE / PATTERNS (E-Cube) is not supported over a streaming source"),
+    ("SELECT * FROM wm MATCH_AGGREGATE (PARTITION BY k ORDER BY ts UNCERTAIN BETWEEN ts AND ts STEP INTERVAL 1 SECOND "
+     "PATTERN SEQ(a, b) TYPE BY action WITHIN INTERVAL 10 SECONDS SLIDE INTERVAL 5 SECONDS COUNT TYPE DOUBLE) m",
+     "UNCERTAIN BETWEEN (imprecise timestamps) is not supported over a streaming source"),
 ])
 def test_streaming_mistakes_are_errors_before_any_job(spark, tmp_path: Path, statement: str, message: str) -> None:
     (tmp_path / "e").mkdir()

@@ -103,6 +103,9 @@ class StreamEvaluator:
     """
 
     def __init__(self, plan: Plan) -> None:
+        if plan.uncertain is not None:
+            raise PlanError("imprecise timestamps (expected aggregates) are not supported on the streaming path; "
+                            "use the batch path (evaluate_group)")
         if plan.extended:
             used = [name for name, on in (("a selection strategy other than skip-till-any-match",
                                            plan.strategy.value != "any"),
