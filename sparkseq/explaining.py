@@ -16,6 +16,7 @@ ENGINE_TIME = {
     OrderKind.INTEGRAL: "the column's value",
 }
 LABEL = 14  # width of the label column
+LIVE_VIEW_PREFIX = "__sparkseq_live_"  # the views holding live operators' results (sparkseq.live)
 
 
 def describe_statement(explained: StatementExplanation, number: int, total: int) -> str:
@@ -54,7 +55,13 @@ def describe_operator(operator: OperatorExplanation) -> list[str]:
              for i, m in enumerate(q.measures)]
     rows.append(("count type", q.plan.count_type.value.upper()))
     rows.append(("outputs", ", ".join(f"{o.name} {o.type_text}" for o in q.outputs)))
-    rows.append(("engine", f"{operator.function_name} -> {engine_result_type(q.plan)}"))
+    if operator.function_name.startswith(LIVE_VIEW_PREFIX):
+        emitted = ("each (partition, window) row once, when the watermark passes the window's end (append mode)"
+                   if q.plan.slide is not None else "a running result per partition when it changed (update mode)")
+        rows.append(("live", f"streaming source: state per partition key (applyInPandasWithState per bucket of "
+                             f"keys), results in view {operator.function_name}; {emitted}"))
+    else:
+        rows.append(("engine", f"{operator.function_name} -> {engine_result_type(q.plan)}"))
     rows.append(("plan", q.plan.to_json()))
     title = f"MATCH_AGGREGATE {q.alias or '(no alias)'} over {q.source_schema.name}"
     return [title, *(f"  {label:<{LABEL}}{value}" for label, value in rows)]

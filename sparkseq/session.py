@@ -122,6 +122,9 @@ def is_session(value: object) -> bool:
 JIT_HUGE_METHODS = "-XX:-DontCompileHugeMethods"
 
 
+ROCKSDB_STATE_STORE = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+
+
 def default_conf(master: str) -> dict[str, str]:
     """sparkseq's Spark settings for ``master``: quiet, small, scratch files in one place."""
     scratch = scratch_dir()
@@ -135,6 +138,9 @@ def default_conf(master: str) -> dict[str, str]:
         "spark.driver.extraJavaOptions": (f"-Dlog4j2.configurationFile={(_PACKAGE / 'log4j2.properties').as_uri()}"
                                           f" -Dderby.stream.error.file={scratch / 'derby.log'} {JIT_HUGE_METHODS}"),
         "spark.executor.extraJavaOptions": JIT_HUGE_METHODS,
+        # live MATCH_AGGREGATE keeps per-partition evaluator state (sparkseq.live):
+        # RocksDB holds large state on disk instead of in executor memory
+        "spark.sql.streaming.stateStore.providerClass": ROCKSDB_STATE_STORE,
     }
     conf.update({f"spark.executorEnv.{key}": os.environ.get(key, value) for key, value in WORKER_MALLOC.items()})
     cores = _local_cores(master)

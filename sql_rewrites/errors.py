@@ -272,6 +272,11 @@ class StrategyError(SqlRewriteError):
     """STRATEGY (or WHERE) is used where it is not supported (e.g. with CUBE / PATTERNS)."""
 
 
+class StreamingError(SqlRewriteError):
+    """A MATCH_AGGREGATE reads a streaming source in a way a live stream cannot answer
+    (no watermark on the event time, a feature that would need unbounded state, ...)."""
+
+
 class ImpreciseTimeError(SqlRewriteError):
     """``UNCERTAIN BETWEEN lo AND hi`` (imprecise timestamps) is malformed or combined with
     what expected aggregates do not support: bound columns of another type than ORDER BY,

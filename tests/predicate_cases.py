@@ -109,12 +109,13 @@ def _comparison(left: str, right: str, op: CmpOp, left_offset: int | float, offs
     return f"{right}{_plus(offset)} {_op(op.mirrored(), rnd)} {left}{_plus(left_offset)}"
 
 
-def match_aggregate(plan: Plan, source: str = "pcases", seed: int = 0) -> str:
+def match_aggregate(plan: Plan, source: str = "pcases", seed: int = 0, **options: object) -> str:
     """``<source> MATCH_AGGREGATE (...) AS m`` computing ``plan`` per ``g``, with its WHERE and
-    (always when not the default, else on odd seeds) its STRATEGY clause."""
+    (always when not the default, else on odd seeds) its STRATEGY clause; ``options`` go to
+    :func:`tests.sql_cases.match_aggregate`."""
     spelled = plan.strategy is not Strategy.SKIP_TILL_ANY_MATCH or seed % 2
     return sql_cases.match_aggregate(plan, source, where=where_sql(plan, seed), columns=COLUMNS,
-                                     strategy=STRATEGY_SQL[plan.strategy] if spelled else "")
+                                     strategy=STRATEGY_SQL[plan.strategy] if spelled else "", **options)
 
 
 def select_sql(plan: Plan, seed: int = 0) -> str:

@@ -57,6 +57,11 @@ class InputDataError(SparkSeqError, ValueError):
     """Event data handed to a kernel is unusable (shapes, dtypes)."""
 
 
+class StateError(SparkSeqError, ValueError):
+    """Stored streaming state cannot be used: not sparkseq's, another format version,
+    damaged, or written by a different query (plan) than the one reading it."""
+
+
 class UncertainTimeError(InputDataError):
     """Events with imprecise timestamps that the engine cannot evaluate (exactly).
 

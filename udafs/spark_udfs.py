@@ -114,6 +114,11 @@ def column_arrays(arr: pa.Array, vt: ValueType) -> Column:
     return pc.fill_null(arr, 0).to_numpy(zero_copy_only=False).astype(dtype, copy=False), valid
 
 
+def arrow_type(sql: str) -> pa.DataType:
+    """The Arrow type of a result field's SQL type (:mod:`udafs.contract`)."""
+    return _ARROW[sql]
+
+
 def unscaled(arr: pa.Array) -> Column:
     """The unscaled integers of a DECIMAL (or integer) column, exactly: int64 when the
     precision is at most 18 digits, else Python ints in an object array (up to 38)."""
