@@ -125,7 +125,7 @@ def window_matches(ev: Events, plan: Plan, start: int, end: int) -> list[Match]:
     return out
 
 
-# -- issue 7: predicates, iterator predicates, selection strategies ---------------
+# -- predicates, iterator predicates, selection strategies ---------------
 
 def compare(op: CmpOp, left: object, right: object, offset: int | float, as_float: bool,
             left_offset: int | float = 0) -> bool:

@@ -15,7 +15,7 @@ Pattern ``SEQ(p1, ..., pm)`` is stored as its positive elements ``E1..En``
 ``E_i`` and ``E_{i+1}``, ``negations[n]`` the trailing gap (after En).
 See ../shared/SEMANTICS.md sections 2-5 for what a match is.
 
-Optional extensions (issue 7; ``docs/predicates-and-strategies.md`` is their contract):
+Optional extensions (``docs/predicates-and-strategies.md`` is their contract):
 ``strategy`` (event selection strategy), ``predicates`` (cross-event comparisons
 between two positive non-Kleene elements, by element *position*) and
 ``iterator_predicates`` (comparisons between consecutive rows of one Kleene set).
@@ -227,7 +227,7 @@ class Plan:
 
     @property
     def extended(self) -> bool:
-        """True when the plan uses a strategy, predicates or iterator predicates (issue 7)."""
+        """True when the plan uses a strategy, predicates or iterator predicates."""
         return (self.strategy is not Strategy.SKIP_TILL_ANY_MATCH or bool(self.predicates)
                 or bool(self.iterator_predicates))
 

@@ -31,7 +31,7 @@ from udafs.errors import CountOverflowError, PlanError, UncertainTimeError
 from udafs.kernels import GroupResult, evaluate_group
 from udafs.kernels.many import evaluate_many
 from udafs.multiplan import MultiPlan
-from udafs.plan import CountType, Measure, MeasureKind, Plan, ValueType
+from udafs.plan import Measure, MeasureKind, Plan, ValueType
 
 _ARROW = {contract.BIGINT: pa.int64(), contract.DOUBLE: pa.float64(), contract.STRING: pa.string(),
           contract.DECIMAL: pa.decimal128(38, 0)}

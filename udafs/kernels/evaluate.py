@@ -84,7 +84,7 @@ def evaluate_group(plan: Plan, ts: np.ndarray, mask: np.ndarray,
         values, valid = finalize(plan, parts)
         ends = None if starts is None else starts + plan.within
         return GroupResult(starts, ends, tuple(values), tuple(valid))
-    if plan.extended:  # issue 7: strategies, cross-event and iterator predicates
+    if plan.extended:  # strategies, cross-event and iterator predicates
         parts, starts = extended.evaluate_extended(plan, ts, mask, cols, seq)
         values, valid = finalize(plan, parts)
         ends = None if starts is None else starts + plan.within
