@@ -249,6 +249,18 @@ def _first_line(statement: str) -> str:
     return line if len(line) <= 100 else line[:97] + "..."
 
 
+def _stream_arguments(parser: argparse.ArgumentParser) -> None:
+    from sparkseq import live_cli
+
+    live_cli.add_arguments(parser)
+
+
+def _stream(args: argparse.Namespace) -> int:
+    from sparkseq import live_cli
+
+    return live_cli.main(args)
+
+
 def _thrift_arguments(parser: argparse.ArgumentParser) -> None:
     from sparkseq import thrift
 
@@ -279,6 +291,8 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callab
             _sql_arguments, _sql),
     "explain": ("show what MATCH_AGGREGATE statements become: analysis, engine plan, Spark SQL",
                 _explain_arguments, _explain),
+    "stream": ("run a MATCH_AGGREGATE over files arriving in a directory (Structured Streaming) and write its "
+               "results as parquet, printing progress per micro-batch", _stream_arguments, _stream),
     "thriftserver": ("serve a Spark session with sparkseq's functions and views to JDBC/ODBC clients "
                      "(Spark's Thrift server, in-process)", _thrift_arguments, _thriftserver),
     "connect-server": ("serve a Spark session to Spark Connect clients, whose spark.sql then takes "

@@ -16,6 +16,7 @@ ENGINE_TIME = {
     OrderKind.INTEGRAL: "the column's value",
 }
 LABEL = 14  # width of the label column
+LIVE_VIEW_PREFIX = "__sparkseq_live_"  # the views holding live operators' results (sparkseq.live)
 
 
 def describe_statement(explained: StatementExplanation, number: int, total: int) -> str:
@@ -42,6 +43,11 @@ def describe_operator(operator: OperatorExplanation) -> list[str]:
                  or "(none: all rows are one partition)"))
     rows.append(("order by", f"{q.order.name} {q.order.column.type_text} "
                              f"(engine time: {ENGINE_TIME[q.order.kind]})"))
+    if q.uncertainty is not None:
+        u = q.uncertainty
+        rows.append(("uncertain", f"each event at one of {u.lo_column.name}, {u.lo_column.name} + step, ... <= "
+                                  f"{u.hi_column.name} (step {_length(u.step, q.order.kind)}; NULL: {q.order.name}), "
+                                  "uniform and independent; measures are expected values over the possible worlds"))
     rows.append(("within", _length(q.plan.within, q.order.kind)))
     if q.plan.slide is not None:
         rows.append(("slide", f"{_length(q.plan.slide, q.order.kind)}; windows [k*slide, k*slide + within)"))
@@ -49,7 +55,13 @@ def describe_operator(operator: OperatorExplanation) -> list[str]:
              for i, m in enumerate(q.measures)]
     rows.append(("count type", q.plan.count_type.value.upper()))
     rows.append(("outputs", ", ".join(f"{o.name} {o.type_text}" for o in q.outputs)))
-    rows.append(("engine", f"{operator.function_name} -> {engine_result_type(q.plan)}"))
+    if operator.function_name.startswith(LIVE_VIEW_PREFIX):
+        emitted = ("each (partition, window) row once, when the watermark passes the window's end (append mode)"
+                   if q.plan.slide is not None else "a running result per partition when it changed (update mode)")
+        rows.append(("live", f"streaming source: state per partition key (applyInPandasWithState per bucket of "
+                             f"keys), results in view {operator.function_name}; {emitted}"))
+    else:
+        rows.append(("engine", f"{operator.function_name} -> {engine_result_type(q.plan)}"))
     rows.append(("plan", q.plan.to_json()))
     title = f"MATCH_AGGREGATE {q.alias or '(no alias)'} over {q.source_schema.name}"
     return [title, *(f"  {label:<{LABEL}}{value}" for label, value in rows)]

@@ -136,6 +136,9 @@ def aggregate(spark: SparkSession, plan: Plan, source: str, *, keys: Sequence[st
 
 def _engine_input(plan: Plan, keys: Sequence[str], ts: str, mask: str, values: Sequence[str]) -> EngineInput:
     """The engine call: keys, ``CAST(ts AS BIGINT)``, ``CAST(mask AS BIGINT)``, cast values, measure names."""
+    if plan.uncertain is not None:
+        raise QueryError("a plan over imprecise timestamps needs each row's possible times: write MATCH_AGGREGATE "
+                         "with ORDER BY ts UNCERTAIN BETWEEN lo AND hi and run it with sparkseq.sql")
     if len(values) != len(plan.columns):
         raise QueryError(f"the plan declares {len(plan.columns)} value columns "
                          f"({', '.join(c.value for c in plan.columns) or 'none'}), got {len(values)} values")

@@ -18,7 +18,10 @@ catalog as the statements before it will leave it:
   TABLE (columns)``, ``CREATE VIEW``, ``CACHE TABLE … AS``) is analysed only, and an
   empty temporary view with the columns it defines stands in for it in the scratch
   copy: later statements reading it are checked against those columns;
-* concept hierarchy statements are validated (:func:`check_hierarchy_statement`).
+* concept hierarchy statements are validated (:func:`check_hierarchy_statement`);
+* a MATCH_AGGREGATE over a streaming source becomes a live operator
+  (:mod:`sparkseq.live`), registered in the scratch copy only, so that Spark analyses
+  the statement around it; its stream-specific errors come here too.
 
 What cannot be checked ahead is checked right before the statement runs (*deferred*):
 a statement whose analysis fails on an object the scratch copy cannot reproduce — a
@@ -63,6 +66,7 @@ from sqlglot.errors import SqlglotError
 from sqlglot.tokens import TokenType
 
 from sparkseq import hierarchies as registry
+from sparkseq import live
 from sparkseq.catalog import PendingRelation, SessionSchemas
 from sparkseq.functions import check_calls
 from sparkseq.probes import locate
@@ -273,10 +277,14 @@ class _Checker:
         resolver = registry.resolver(self.spark, self.hierarchies, self.overlay)
         if self.scratch is None:  # no scratch copy: every relation the script creates is pending
             schemas: SchemaProvider = SessionSchemas(self.spark, pending=self.created, cache=self.schemas)
-            return compile_statement(self.text, statement, schemas, resolver, engine_function_name)
+            return compile_statement(self.text, statement, schemas, resolver, engine_function_name,
+                                     replace=live.replacer(self.spark, self.text, register=False))
         schemas = _ScriptSchemas(self.scratch, self.unreproduced, self.parts, self.schemas)
+        # live operators over streaming sources are registered in the scratch copy only, so
+        # that Spark analyses the statement around them there
         return compile_statement(self.text, statement, schemas, resolver,
-                                 functools.partial(stand_in_function, self.scratch))
+                                 functools.partial(stand_in_function, self.scratch),
+                                 replace=live.replacer(self.scratch, self.text))
 
     def _spark_check(self, statement: Statement, explanation: StatementExplanation | None
                      ) -> tuple[Outcome, Any]:

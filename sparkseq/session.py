@@ -151,6 +151,8 @@ JIT_HUGE_METHODS = "-XX:-DontCompileHugeMethods"
 #: Lets adaptive execution coalesce the shuffle partitions of a query that is being cached.
 CACHED_PLAN_COALESCING = "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning"
 
+ROCKSDB_STATE_STORE = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+
 
 def default_conf(master: str) -> dict[str, str]:
     """sparkseq's Spark settings for ``master``: quiet, small, scratch files in one place."""
@@ -169,6 +171,9 @@ def default_conf(master: str) -> dict[str, str]:
         # it caches without adaptive coalescing unless this is on: on a cluster, with the
         # default 200 shuffle partitions, every pass ran 200 tasks (bench/cluster.py).
         CACHED_PLAN_COALESCING: "true",
+        # live MATCH_AGGREGATE keeps per-partition evaluator state (sparkseq.live):
+        # RocksDB holds large state on disk instead of in executor memory
+        "spark.sql.streaming.stateStore.providerClass": ROCKSDB_STATE_STORE,
     }
     conf.update({f"spark.executorEnv.{key}": os.environ.get(key, value) for key, value in WORKER_MALLOC.items()})
     where = cluster.classify(master)

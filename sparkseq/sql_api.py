@@ -40,6 +40,7 @@ from pyspark.sql import DataFrame, SparkSession
 from sparkseq import hierarchies as registry
 from sparkseq.catalog import PendingRelation, SessionSchemas
 from sparkseq.explaining import describe_statement
+from sparkseq import live
 from sparkseq.placeholders import format_text
 from sparkseq.registration import engine_function, engine_function_name
 from sparkseq.scripts import (
@@ -123,7 +124,9 @@ def run_statements(spark: SparkSession, text: str, *, hierarchies: HierarchyReso
         try:
             checked = check_script(spark, formatted.text, hierarchies=hierarchies, args=args)
             keep = any(created_relations(c.statement) for c in checked)  # a view may read the DataFrames
-            for statement, frame in run_script(spark, formatted.text, checked, hierarchies=hierarchies, args=args):
+            streams = live.replacer(spark, formatted.text)  # operators over streaming sources (sparkseq.live)
+            for statement, frame in run_script(spark, formatted.text, checked, hierarchies=hierarchies, args=args,
+                                               replace_for=lambda number: streams):
                 start, end = formatted.source_span(statement.start, statement.start + len(statement.text) - 1)
                 yield formatted.original[start:end + 1], frame
         except SqlRewriteError as exc:
@@ -195,8 +198,10 @@ def explain(text: str, source: Source = None, *, hierarchies: HierarchyResolver 
             continue
         schemas = _pending_aware(source, created)
         resolver = registry.resolver(session, hierarchies, overlay)
+        replace = live.replacer(session, text, register=False) if session is not None else None
         try:
-            explained = compile_statement(text, statement, schemas, resolver, engine_function_name, pretty=True)
+            explained = compile_statement(text, statement, schemas, resolver, engine_function_name, pretty=True,
+                                          replace=replace)
             parts.append(describe_statement(explained, number, len(statements)))
         except PendingRelation as pending:
             parts.append(f"-- statement {number} of {len(statements)}\n{statement.text}\n\n(reads {pending.name}, "

@@ -15,8 +15,9 @@ creates). Statements run in order, as :func:`sparkseq.sql` runs them; every stat
 is checked first, so a mistake in any of them raises before any job starts.
 
 Not shared: E-Cube operators (already one pass), operators over subqueries, CTEs or
-other operators, operators with joins attached, and operators whose source the script
-itself creates or replaces.
+other operators, operators with joins attached, operators whose source the script
+itself creates or replaces, and operators over streaming sources (each runs as its own
+live operator, :mod:`sparkseq.live`).
 
 The cached results stay until :func:`release_workload` (or the session's end); running
 the same script again recomputes them from the data as it is then.
@@ -32,6 +33,7 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
+from sparkseq import live
 from sparkseq.scripts import Checked, check_script, created_relations, run_script
 from udafs import contract
 from udafs.spark_shared import shared_pass
@@ -87,6 +89,8 @@ def plan_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyResol
     for item in checked:
         for ordinal, operator in enumerate(item.explanation.operators if item.explanation else ()):
             key = sharing_key(operator.query)
+            if operator.function_name.startswith(live.VIEW_PREFIX):
+                continue  # over a stream: a live operator of its own
             if key is not None and _relation(key[0]) not in created:
                 members.append(Member(item.number, ordinal, operator.query))
     return WorkloadPlan(text, tuple(statements), tuple(group_members(members)), tuple(checked))
@@ -116,11 +120,13 @@ def run_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyResolv
     plan = plan_workload(spark, text, hierarchies=hierarchies)
     cached: set[int] = set()
 
+    streams = live.replacer(spark, text)  # operators over streaming sources run as live operators alone
+
     def replace_for(number: int) -> Replacement:
         def replace(ordinal: int, query: object) -> tuple | None:
             found = plan.member_of(number, ordinal)
             if found is None:
-                return None
+                return streams(ordinal, query)  # type: ignore[arg-type]
             group, index = found
             if group not in cached:
                 _cache_group(spark, plan, group)

@@ -56,6 +56,7 @@ from sql_rewrites.schema import Catalog, ColumnSchema, RelationSchema, SchemaPro
 from sql_rewrites.scope import ColumnScope
 from sql_rewrites.sources import SourceResolver
 from sql_rewrites.sql_types import ORDER_TYPES_HELP, order_kind
+from sql_rewrites.uncertainty import check_where as check_uncertain_where, resolve_uncertainty
 from sql_rewrites.symbols import (
     CompiledPattern,
     PatternSymbol,
@@ -108,15 +109,20 @@ class Analyzer:
         scope = ColumnScope(node, source, self.sql)
         keys = self._partition_keys(node, scope)
         order = self._order_key(node, scope)
+        uncertainty = resolve_uncertainty(node, scope, order, self.sql)  # UNCERTAIN BETWEEN: expected values
         if is_cube(node):
             return self._analyze_cube(node, source, scope, keys, order)
         pattern = compile_pattern(node.args["pattern"], self.sql)
         within, slide = self._windows(node, order, pattern)
         symbols = self._symbols(node, pattern, scope)
         count_type = CountType(node.args["count_type"].name.lower() if node.args.get("count_type") else "bigint")
+        if uncertainty is not None:
+            count_type = CountType.DOUBLE
         ctx = MeasureContext(pattern, scope.find, count_type, self.sql)
         measures = resolve_measures(node.args.get("measures"), ctx)
         where = PredicateResolver(ctx, keys, scope.local_condition).resolve(node.args.get("where"))
+        if uncertainty is not None:
+            check_uncertain_where(node, where.predicates, where.iterators, self.sql)
         symbols = with_local_conditions(symbols, where.local)
         plan = Plan(
             symbols=tuple(s.name for s in symbols),
@@ -130,10 +136,12 @@ class Analyzer:
             strategy=strategy_of(node),
             predicates=tuple(where.predicates),
             iterator_predicates=tuple(where.iterators),
+            uncertain=None if uncertainty is None else uncertainty.step,
         )
         outputs = self._outputs(node, keys, order, measures, slide is not None)
         return MatchAggregateQuery(
-            node, source, keys, order, symbols, tuple(ctx.value_columns), tuple(measures), plan, outputs
+            node, source, keys, order, symbols, tuple(ctx.value_columns), tuple(measures), plan, outputs,
+            uncertainty=uncertainty,
         )
 
     def _analyze_cube(self, node: MatchAggregate, source: RelationSchema, scope: ColumnScope,

@@ -17,18 +17,12 @@ from udafs.contract import (
     WINDOW_START,
     engine_type,
     measure_field,
-    measure_type,
     result_field_names,
+    multi_result_type,
     result_type,
 )
-from udafs.contract import multi_result_type
 from udafs.multiplan import MultiPlan
-from udafs.plan import Measure, Plan
-
-
-def measure_engine_type(measure: Measure, plan: Plan) -> str:
-    """SQL type of the engine's value for one measure of ``plan``."""
-    return measure_type(plan, measure)
+from udafs.plan import Plan
 
 
 def engine_result_type(plan: Plan | MultiPlan) -> str:
@@ -39,5 +33,5 @@ def engine_result_type(plan: Plan | MultiPlan) -> str:
 
 __all__ = [
     "ALL_ROWS", "COUNT_TYPE_SQL", "ERROR", "PARTITION_SLOT", "WINDOW_END", "WINDOW_START", "engine_result_type",
-    "engine_type", "measure_engine_type", "measure_field", "result_field_names",
+    "engine_type", "measure_field", "result_field_names",
 ]

@@ -272,6 +272,18 @@ class StrategyError(SqlRewriteError):
     """STRATEGY (or WHERE) is used where it is not supported (e.g. with CUBE / PATTERNS)."""
 
 
+class StreamingError(SqlRewriteError):
+    """A MATCH_AGGREGATE reads a streaming source in a way a live stream cannot answer
+    (no watermark on the event time, a feature that would need unbounded state, ...)."""
+
+
+class ImpreciseTimeError(SqlRewriteError):
+    """``UNCERTAIN BETWEEN lo AND hi`` (imprecise timestamps) is malformed or combined with
+    what expected aggregates do not support: bound columns of another type than ORDER BY,
+    MIN / MAX / AVG, a COUNT TYPE other than DOUBLE, a selection strategy, cross-event
+    predicates, CUBE / PATTERNS."""
+
+
 class ParameterMarkerError(SqlRewriteError):
     """Positional parameter markers (``?``) that the rewritten statement would bind to
     other values than the statement as written: it holds them in another order, or

@@ -43,7 +43,8 @@ class MatchAggregate(_SparkSeqNode):
     ``type_by`` a column; ``hierarchy`` an identifier; ``where`` the condition of
     ``WHERE`` (cross-event, Kleene iterator and local predicates, see
     :mod:`sql_rewrites.predicates`); ``strategy`` a ``Var`` holding one of
-    :data:`sql_rewrites.parser.STRATEGIES`. An E-Cube query has either
+    :data:`sql_rewrites.parser.STRATEGIES`; ``uncertain`` a :class:`MatchUncertain`
+    (imprecise timestamps). An E-Cube query has either
     ``pattern`` and ``cube`` (a :class:`MatchCube`: the base pattern's roll-ups) or
     ``patterns`` (a :class:`MatchPatterns`: the cuboids listed); a plain one has
     ``pattern`` only.
@@ -65,6 +66,7 @@ class MatchAggregate(_SparkSeqNode):
         "count_type": False,
         "where": False,
         "strategy": False,
+        "uncertain": False,
         "alias": False,
         "joins": False,
         "laterals": False,
@@ -132,3 +134,14 @@ class MatchRollup(_SparkSeqNode):
     def kind(self) -> str:
         """``CONCEPT`` or ``PATTERN``."""
         return self.args["kind"].name
+
+
+class MatchUncertain(_SparkSeqNode):
+    """``UNCERTAIN BETWEEN lo AND hi [STEP length]``: each event's possible times.
+
+    ``this`` and ``expression`` are the columns holding the first and the last possible
+    time; ``step`` (optional) the distance between possible times (an interval or a
+    number, like WITHIN).
+    """
+
+    arg_types = {"this": True, "expression": True, "step": False}

@@ -89,7 +89,9 @@ class EngineInput:
     the first plan has no SLIDE (a workload's plans may differ); by default they are
     ``window_start``/``window_end``, present with SLIDE. ``seq`` is the contiguity rank
     (:func:`contiguity_rank`), required exactly when the plan has a contiguity strategy;
-    it is computed over the source before any row is filtered out.
+    it is computed over the source before any row is filtered out. ``bounds`` are the
+    engine times of each row's first and last possible time, exactly when the plan has
+    imprecise timestamps (``plan.uncertain``).
     """
 
     plan: Plan | MultiPlan
@@ -102,6 +104,7 @@ class EngineInput:
     instances: int | None = None
     per_plan: tuple[tuple[str, Callable[[exp.Expr], exp.Expr]], ...] = ()
     seq: exp.Expr | None = None
+    bounds: tuple[exp.Expr, exp.Expr] | None = None
 
 
 def generate(query: MatchAggregateQuery, function_name: str, source: exp.Expr | None = None) -> exp.Subquery:
@@ -117,8 +120,13 @@ def generate(query: MatchAggregateQuery, function_name: str, source: exp.Expr | 
         The operator's input as it stands now (default ``query.node.this``); differs
         when an inner operator has already been replaced.
     """
+    return aliased(query, engine_query(engine_input(query), function_name, (source or query.node.this).copy()))
+
+
+def engine_input(query: MatchAggregateQuery) -> EngineInput:
+    """The engine call of an analysed operator: keys, time, mask, values, measures."""
     order = query.order
-    spec = EngineInput(
+    return EngineInput(
         plan=query.plan,
         keys=tuple((k.name, k.expression) for k in query.partition_keys),
         time=time_to_engine(order.expression.copy(), order.kind),
@@ -128,10 +136,15 @@ def generate(query: MatchAggregateQuery, function_name: str, source: exp.Expr | 
         bound=lambda value: time_from_engine(value, order.kind, order.column.dtype),
         per_plan=_cube_columns(query),
         seq=contiguity_rank(query.plan, [k.expression for k in query.partition_keys], order.expression),
+        bounds=None if query.uncertainty is None else tuple(
+            time_to_engine(c.copy(), order.kind) for c in (query.uncertainty.lo, query.uncertainty.hi)),
     )
-    output = engine_query(spec, function_name, (source or query.node.this).copy())
+
+
+def aliased(query: MatchAggregateQuery, output: exp.Select) -> exp.Subquery:
+    """``output`` as the operator's replacement: a subquery with the operator's alias."""
     alias = query.node.args.get("alias")
-    return _sanitize(exp.Subquery(this=output, alias=alias.copy() if alias else None))
+    return _sanitize(exp.Subquery(this=output, alias=alias.copy() if alias else None))  # type: ignore[return-value]
 
 
 def contiguity_rank(plan: Plan | MultiPlan, keys: list[exp.Expr], time: exp.Expr) -> exp.Expr | None:
@@ -189,27 +202,54 @@ def engine_query(spec: EngineInput, function_name: str, source: exp.Expr) -> exp
     contiguous = not isinstance(spec.plan, MultiPlan) and spec.plan.strategy.contiguous
     if contiguous != (spec.seq is not None):
         raise ValueError("a contiguity strategy needs the seq rank (and other plans take none)")
-    names = InternalNames(name for name, _ in spec.keys)
-    roles = _Roles(names, len(spec.values), len(spec.measures))
+    if (not isinstance(spec.plan, MultiPlan) and spec.plan.uncertain is not None) != (spec.bounds is not None):
+        raise ValueError("imprecise timestamps need the possible-time bounds (and other plans take none)")
+    roles = engine_roles(spec)
     events = _events_select(spec, source, roles)
     groups = _groups_select(spec, events, check_function_name(function_name), roles)
     return _sanitize(_output_select(spec, groups, roles))  # type: ignore[return-value]
 
 
-def engine_events(spec: EngineInput, source: exp.Expr) -> tuple[exp.Select, tuple[str, ...]]:
+def engine_events(spec: EngineInput, source: exp.Expr, *, extra: tuple[tuple[str, exp.Expr], ...] = (),
+                  all_rows: bool = False) -> tuple[exp.Select, tuple[str, ...]]:
     """The engine's input rows as a query: the partition keys, then the int64 time, the
     int64 mask and the value columns (names returned, in that order), only rows that are
-    an instance of some symbol and have a time — what the engine function is fed, for
-    callers that group the rows themselves (a workload's shared pass)."""
-    names = InternalNames(name for name, _ in spec.keys)
-    roles = _Roles(names, len(spec.values), len(spec.measures))
+    an instance of some symbol (every row with ``all_rows``) and have a time — what the
+    engine function is fed, for callers that group the rows themselves (a workload's
+    shared pass, a live stream). ``extra`` columns ``(name, expression)`` come last."""
+    roles = engine_roles(spec)
     events = _events_select(spec, source, roles)
+    for name, expression in extra:
+        events = events.select(exp.alias_(expression.copy(), name))
     mask: exp.Expr = exp.column(roles.mask)
     if spec.instances is not None:
         mask = exp.paren(exp.BitwiseAnd(this=mask, expression=exp.Literal.number(spec.instances)))
-    select = exp.select("*").from_(events.subquery(roles.events)).where(exp.and_(
-        exp.NEQ(this=mask, expression=exp.Literal.number(0)), exp.column(roles.ts).is_(exp.null()).not_()))
+    condition: exp.Expr = exp.column(roles.ts).is_(exp.null()).not_()
+    if not all_rows:
+        condition = exp.and_(exp.NEQ(this=mask, expression=exp.Literal.number(0)), condition)
+    select = exp.select("*").from_(events.subquery(roles.events)).where(condition)
     return _sanitize(select), (roles.ts, roles.mask, *roles.values)  # type: ignore[return-value]
+
+
+def engine_roles(spec: EngineInput) -> _Roles:
+    """The internal column names of ``spec``'s generated queries (fresh against its keys)."""
+    return _Roles(InternalNames(name for name, _ in spec.keys), len(spec.values), len(spec.measures))
+
+
+def result_columns(spec: EngineInput) -> tuple[str, ...]:
+    """Names of the engine's result fields in the generated queries, in the contract's
+    order: window start, window end, one per measure, the error."""
+    roles = engine_roles(spec)
+    return (roles.window_start, roles.window_end, *roles.measures, roles.error)
+
+
+def flat_output(spec: EngineInput, relation: str) -> exp.Select:
+    """The typed output (what the batch rewrite's outer select computes) over a relation
+    holding one row per result: the partition keys by name and :func:`result_columns`."""
+    roles = engine_roles(spec)
+    select = exp.select(*_projections(spec, roles, roles.groups, roles.groups)).from_(
+        exp.to_table(relation).as_(roles.groups))
+    return _sanitize(select.where(_raise_on_error(spec, roles, roles.groups)))  # type: ignore[return-value]
 
 
 class _Roles:
@@ -225,6 +265,8 @@ class _Roles:
         self.plan_index = names("plan")
         self.all_rows = names("all_rows")
         self.seq = names("seq")
+        self.event_time = names("event_time")
+        self.lo, self.hi = names("lo"), names("hi")
 
 
 def _events_select(spec: EngineInput, source: exp.Expr, roles: _Roles) -> exp.Select:
@@ -234,6 +276,8 @@ def _events_select(spec: EngineInput, source: exp.Expr, roles: _Roles) -> exp.Se
     time = exp.alias_(spec.time.copy(), roles.ts)
     mask = exp.alias_(spec.mask.copy(), roles.mask)
     values = [exp.alias_(value.copy(), name) for value, name in zip(spec.values, roles.values)]
+    if spec.bounds is not None:  # imprecise timestamps: first and last possible time
+        values[0:0] = [exp.alias_(b.copy(), name) for b, name in zip(spec.bounds, (roles.lo, roles.hi))]
     if spec.seq is not None:  # window functions run before the groups select drops rows
         values.insert(0, exp.alias_(spec.seq.copy(), roles.seq))
     return exp.select(*keys, time, mask, *values).from_(source)
@@ -263,6 +307,8 @@ def _groups_select(spec: EngineInput, events: exp.Select, function_name: str, ro
     arguments = [exp.column(roles.ts), exp.column(roles.mask)]  # the plan is bound into the function
     if spec.seq is not None:
         arguments.append(exp.column(roles.seq))
+    if spec.bounds is not None:
+        arguments += [exp.column(roles.lo), exp.column(roles.hi)]
     arguments += [exp.column(name) for name in roles.values]
     call = exp.Anonymous(this=function_name, expressions=arguments)
     mask: exp.Expr = exp.column(roles.mask)
@@ -283,14 +329,6 @@ def _groups_select(spec: EngineInput, events: exp.Select, function_name: str, ro
 
 def _output_select(spec: EngineInput, groups: exp.Select, roles: _Roles) -> exp.Select:
     row = roles.row
-    projections: list[exp.Expr] = [exp.column(name, table=roles.groups) for name, _ in spec.keys]
-    if spec.plan.slide is not None:
-        for field, name in ((roles.window_start, "window_start"), (roles.window_end, "window_end")):
-            projections.append(exp.alias_(spec.bound(exp.column(field, table=row)), name))
-    for name, from_index in spec.per_plan:
-        projections.append(exp.alias_(from_index(exp.column(roles.plan_index, table=row)), name))
-    for (name, from_engine), field in zip(spec.measures, roles.measures):
-        projections.append(exp.alias_(from_engine(exp.column(field, table=row)), name))
     fields = [roles.window_start, roles.window_end, *roles.measures, roles.error]
     if isinstance(spec.plan, MultiPlan):
         fields.insert(0, roles.plan_index)
@@ -299,14 +337,29 @@ def _output_select(spec: EngineInput, groups: exp.Select, roles: _Roles) -> exp.
         view=True,
         alias=exp.TableAlias(this=exp.to_identifier(row), columns=[exp.to_identifier(f) for f in fields]),
     )
-    select = exp.select(*projections).from_(groups.subquery(roles.groups))
+    select = exp.select(*_projections(spec, roles, roles.groups, row)).from_(groups.subquery(roles.groups))
     select.append("laterals", lateral)
-    return select.where(_raise_on_error(spec, roles))
+    return select.where(_raise_on_error(spec, roles, row))
 
 
-def _raise_on_error(spec: EngineInput, roles: _Roles) -> exp.Expr:
-    """Raise the engine's ``error``, with the partition key spliced in as JSON."""
-    error = exp.column(roles.error, table=roles.row)
+def _projections(spec: EngineInput, roles: _Roles, keys: str, row: str) -> list[exp.Expr]:
+    """The output columns: the keys (of table ``keys``), then the window bounds, per-plan
+    columns and measures converted to their SQL types (from the fields of table ``row``)."""
+    projections: list[exp.Expr] = [exp.column(name, table=keys) for name, _ in spec.keys]
+    if spec.plan.slide is not None:
+        for field, name in ((roles.window_start, "window_start"), (roles.window_end, "window_end")):
+            projections.append(exp.alias_(spec.bound(exp.column(field, table=row)), name))
+    for name, from_index in spec.per_plan:
+        projections.append(exp.alias_(from_index(exp.column(roles.plan_index, table=row)), name))
+    for (name, from_engine), field in zip(spec.measures, roles.measures):
+        projections.append(exp.alias_(from_engine(exp.column(field, table=row)), name))
+    return projections
+
+
+def _raise_on_error(spec: EngineInput, roles: _Roles, row: str) -> exp.Expr:
+    """Raise the engine's ``error`` (a field of table ``row``), with the partition key
+    spliced in as JSON."""
+    error = exp.column(roles.error, table=row)
     if spec.keys:
         pairs: list[exp.Expr] = []
         for name, _ in spec.keys:
@@ -332,4 +385,5 @@ def _sanitize(tree: exp.Expr) -> exp.Expr:
     return tree
 
 
-__all__ = ["generate", "engine_query", "engine_events", "EngineInput", "check_function_name", "mask_expression"]
+__all__ = ["generate", "engine_query", "engine_events", "engine_input", "engine_roles", "result_columns", "flat_output",
+           "aliased", "EngineInput", "check_function_name", "mask_expression"]

@@ -19,6 +19,7 @@ from sql_rewrites.expressions import (
     MatchPatternElement,
     MatchPatterns,
     MatchRollup,
+    MatchUncertain,
 )
 
 
@@ -33,6 +34,7 @@ class SparkSeqGenerator(Spark.Generator):
         MatchPatterns: lambda self, e: f"({self.expressions(e, flat=True)})",
         MatchCube: lambda self, e: f"({self.expressions(e, flat=True)})",
         MatchRollup: lambda self, e: self.matchrollup_sql(e),
+        MatchUncertain: lambda self, e: self.matchuncertain_sql(e),
     }
 
     def literal_sql(self, expression: exp.Literal) -> str:
@@ -50,6 +52,7 @@ class SparkSeqGenerator(Spark.Generator):
             (
                 self._match_clause("PARTITION BY", self.expressions(expression, key="partition_by", flat=True)),
                 self._match_clause("", self.sql(expression, "order")),
+                self._match_clause("UNCERTAIN", self.sql(expression, "uncertain")),
                 self._match_clause("PATTERN", self.sql(expression, "pattern")),
                 self._match_clause("PATTERNS", self.sql(expression, "patterns")),
                 self._match_clause("CUBE", self.sql(expression, "cube")),
@@ -82,6 +85,11 @@ class SparkSeqGenerator(Spark.Generator):
     def matchrollup_sql(self, expression: MatchRollup) -> str:
         to = self.sql(expression, "to")
         return f"{expression.kind} ROLLUP {self.sql(expression, 'this')}" + (f" TO {to}" if to else "")
+
+    def matchuncertain_sql(self, expression: MatchUncertain) -> str:
+        step = self.sql(expression, "step")
+        bounds = f"BETWEEN {self.sql(expression, 'this')} AND {self.sql(expression, 'expression')}"
+        return bounds + (f" STEP {step}" if step else "")
 
     def _match_clause(self, keyword: str, body: str) -> str:
         if not body:

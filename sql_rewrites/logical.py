@@ -51,6 +51,19 @@ class OrderKey:
 
 
 @dataclass(frozen=True)
+class Uncertainty:
+    """``UNCERTAIN BETWEEN lo AND hi STEP step``: the columns holding each event's first and
+    last possible time (typed like ORDER BY) and the step between possible times, in
+    engine units."""
+
+    lo: exp.Column
+    hi: exp.Column
+    lo_column: ColumnSchema
+    hi_column: ColumnSchema
+    step: int
+
+
+@dataclass(frozen=True)
 class SymbolSpec:
     """Symbol ``index`` (mask bit ``index``) and its row condition over the source."""
 
@@ -132,6 +145,7 @@ class MatchAggregateQuery:
     plan: Plan | MultiPlan
     outputs: tuple[OutputColumn, ...]
     cube: CubeSpec | None = None  # E-Cube queries: plan is a MultiPlan, one plan per cuboid
+    uncertainty: Uncertainty | None = None  # imprecise timestamps: measures are expected values
 
     @property
     def alias(self) -> str:

@@ -33,6 +33,7 @@ from sql_rewrites.expressions import (
     MatchPatternElement,
     MatchPatterns,
     MatchRollup,
+    MatchUncertain,
 )
 
 MATCH_AGGREGATE = "MATCH_AGGREGATE"
@@ -63,6 +64,7 @@ class SparkSeqParser(Spark.Parser):
         "COUNT TYPE": lambda self: ("count_type", self._parse_match_count_type()),
         "WHERE": lambda self: ("where", self._parse_match_where()),
         "STRATEGY": lambda self: ("strategy", self._parse_match_strategy()),
+        "UNCERTAIN": lambda self: ("uncertain", self._parse_match_uncertain()),
     }
 
     TABLE_OPERATOR_PARSERS: t.ClassVar[dict[str, t.Callable[..., exp.Expr]]] = {
@@ -323,10 +325,24 @@ class SparkSeqParser(Spark.Parser):
             self.raise_error(f"Expecting one of {', '.join(COUNT_TYPES)} after COUNT TYPE")
         return exp.var(self._prev.text.upper())
 
+    #: True while parsing MATCH_AGGREGATE's WHERE, where ``B[]`` (SASE++: the whole Kleene set) is read
+    _kleene_where = False
+
+    def _parse_bracket(self, this: exp.Expr | None = None) -> exp.Expr | None:
+        if (self._kleene_where and this is not None and self._curr and self._next
+                and self._curr.token_type == TokenType.L_BRACKET and self._next.token_type == TokenType.R_BRACKET):
+            self._advance(2)  # B[] becomes B[*]: analysis reports what it cannot count
+            return super()._parse_bracket(self.expression(exp.Bracket(this=this, expressions=[exp.Star()])))
+        return super()._parse_bracket(this)
+
     def _parse_match_where(self) -> exp.Expr:
         """``WHERE <condition>``: cross-event, iterator and local predicates (checked by analysis)."""
         token = self._curr
-        condition = self._parse_disjunction()
+        self._kleene_where = True
+        try:
+            condition = self._parse_disjunction()
+        finally:
+            self._kleene_where = False
         if condition is None:
             self.raise_error("Expecting a condition after WHERE, e.g. A.price < B.price", token)
             return exp.true()
@@ -340,3 +356,17 @@ class SparkSeqParser(Spark.Parser):
                 return self.expression(exp.var(words), token)
         self.raise_error(f"Expecting one of {', '.join(STRATEGIES)} after STRATEGY", token)
         return exp.var(STRATEGIES[0])
+
+    def _parse_match_uncertain(self) -> MatchUncertain:
+        """``UNCERTAIN BETWEEN lo AND hi [STEP length]`` (imprecise timestamps)."""
+        start = self._curr
+        if not self._match(TokenType.BETWEEN):
+            self.raise_error("Expecting BETWEEN after UNCERTAIN, e.g. UNCERTAIN BETWEEN ts_lo AND ts_hi")
+        lo = self._parse_column()
+        if lo is None or not self._match(TokenType.AND):
+            self.raise_error("Expecting UNCERTAIN BETWEEN <column> AND <column>")
+        hi = self._parse_column()
+        if hi is None:
+            self.raise_error("Expecting a column after UNCERTAIN BETWEEN ... AND")
+        step = self._parse_match_duration("STEP") if self._match_text_seq("STEP") else None
+        return self.expression(MatchUncertain(this=lo, expression=hi, step=step), start)

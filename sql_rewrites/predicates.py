@@ -26,6 +26,7 @@ of the offending text, before any Spark job.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -46,7 +47,8 @@ COMPARISONS: dict[type[exp.Expr], CmpOp] = {
     exp.EQ: CmpOp.EQ, exp.NEQ: CmpOp.NE, exp.LT: CmpOp.LT, exp.LTE: CmpOp.LE, exp.GT: CmpOp.GT, exp.GTE: CmpOp.GE,
 }
 FORMS_HELP = ("X.col OP Y.col [+|- constant] with OP one of =, <>, <, <=, >, >=, or B[i].col OP B[i-1].col "
-              "[+|- constant] for a Kleene symbol B+")
+              "[+|- constant] for a Kleene symbol B+ (also B[1].col, and MAX / MIN(B[1..i-1].col) where "
+              "equivalent)")
 COMPLEX_TYPES = (DType.ARRAY, DType.MAP, DType.STRUCT)
 
 
@@ -103,6 +105,9 @@ class PredicateResolver:
     # --- classification ---------------------------------------------------------------
 
     def _conjunct(self, node: exp.Expr, out: WhereClause) -> None:
+        if any(isinstance(n, SET_AGGREGATES) and self._over_set(n.this) for n in node.walk()):
+            out.iterators.append(self._running_aggregate(node))
+            return
         if any(self._lagged(b) is not None for b in node.find_all(exp.Bracket)):
             out.iterators.append(self._iterator(node))
             return
@@ -173,15 +178,20 @@ class PredicateResolver:
         if op is None:
             self._fail(f"WHERE condition {text} is not supported; B[i] may only appear in {FORMS_HELP}", node)
         left, right = self._operand(node.this, text), self._operand(node.expression, text)
-        if {left.lag, right.lag} != {0, 1} or left.symbol.index != right.symbol.index:
+        lags = {left.lag, right.lag}
+        if lags not in ({0, 1}, {0, FIRST}) or left.symbol.index != right.symbol.index:
             self._fail(f"WHERE condition {text} is not supported: an iterator predicate compares B[i] with B[i-1] "
-                       f"of one Kleene symbol ({FORMS_HELP}); other offsets, lags or aggregates are not supported",
-                       node)
+                       f"or B[1] of one Kleene symbol ({FORMS_HELP}); other indexes are not supported", node)
+        return self._iterator_of(node, text, op, left, right)
+
+    def _iterator_of(self, node: exp.Expr, text: str, op: CmpOp, left: _Operand, right: _Operand
+                     ) -> IteratorPredicate:
+        """``B[i].c OP B[j].c`` (either side first, j = i-1 or 1) as the engine's predicate."""
         if left.column.name.casefold() != right.column.name.casefold():
             self._fail(f"WHERE condition {text}: an iterator predicate compares one column of B[i] and B[i-1] "
                        f"(B[i].c OP B[i-1].c), got {left.column.name} and {right.column.name}", node)
         current, previous = left, right
-        if left.lag == 1:  # B[i-1].c + kl OP B[i].c + kr  <=>  B[i].c + kr OP' B[i-1].c + kl
+        if left.lag != 0:  # B[j].c + kl OP B[i].c + kr  <=>  B[i].c + kr OP' B[j].c + kl
             current, previous, op = right, left, op.mirrored()
         symbol = current.symbol
         positions = [i for i, e in enumerate(self.pattern.elements) if e.symbol == symbol.index]
@@ -189,10 +199,78 @@ class PredicateResolver:
             self._fail(f"WHERE condition {text}: {symbol.name}[i] needs {symbol.name} to be a Kleene symbol "
                        f"({symbol.name}+) at exactly one position of the pattern", node)
         column, _, offset, left_offset = self._columns(current, previous, op, text, node)
-        return IteratorPredicate(positions[0], column, op, offset, left_offset)
+        return IteratorPredicate(positions[0], column, op, offset, left_offset, first=previous.lag == FIRST)
+
+    def _running_aggregate(self, node: exp.Expr) -> IteratorPredicate:
+        """``B[i].c OP MAX|MIN(B[1..i-1].c) [± k]``, reduced to a lag-1 or a first-element
+        predicate where that is equivalent (docs/predicates-and-strategies.md section 7);
+        every other aggregate over a Kleene set is refused with the reason."""
+        text = node.sql(dialect=SparkSeq)
+        aggregate = next(n for n in node.walk() if isinstance(n, SET_AGGREGATES) and self._over_set(n.this))
+        name = SET_AGGREGATES_NAMES[type(aggregate)]
+        if name in ("AVG", "SUM", "COUNT"):
+            self._fail(f"WHERE condition {text} compares with {name} over a Kleene set: which subsets of the "
+                       f"candidate rows satisfy it depends on the sum of their values (a subset-sum condition), and "
+                       "counting such subsets is #P-hard, so no exact polynomial-time count is known (SASE++ "
+                       f"enumerates the sets); iterator predicates can compare B[i] with B[i-1], B[1], or "
+                       f"MAX / MIN(B[1..i-1]) where that is equivalent", node)
+        op = COMPARISONS.get(type(node))
+        sides = [self._aggregate_operand(node.this, text), self._aggregate_operand(node.expression, text)]
+        if op is None or sorted(side is None for side in sides) != [False, True]:
+            self._fail(f"WHERE condition {text} is not supported: a running aggregate must be compared with the "
+                       f"current row, B[i].c OP {name}(B[1..i-1].c) [+|- constant]", node)
+        current = self._operand(node.this if sides[0] is None else node.expression, text)
+        previous, agg = sides[0] or sides[1]
+        if sides[0] is not None:  # MAX(...) OP B[i].c  <=>  B[i].c OP' MAX(...)
+            op = op.mirrored()
+        if current.lag != 0 or previous.symbol.index != current.symbol.index:
+            self._fail(f"WHERE condition {text}: {name}(B[1..i-1].c) compares with B[i].c of the same Kleene "
+                       "symbol", node)
+        constant = previous.constant - current.constant  # B[i].c OP agg + k
+        lag = _reduction(agg, op, constant)
+        if lag is None:
+            self._fail(f"WHERE condition {text} is not supported: B[i].c {op.value} {agg}(B[1..i-1].c) "
+                       f"{'+' if constant >= 0 else '-'} {abs(constant)} is equivalent neither to a comparison "
+                       "with B[i-1] nor with B[1] (docs/predicates-and-strategies.md section 7 lists the forms "
+                       "that are)", node)
+        predicate = self._iterator_of(node, text, op, current, dataclasses.replace(previous, lag=lag))
+        if predicate.offset and predicate.left_offset:  # DOUBLE: each side keeps its constant
+            self._fail(f"WHERE condition {text}: with DOUBLE columns write the constant of a comparison with "
+                       f"{agg}(B[1..i-1].c) on one side only; Spark rounds each side's sum separately, and the "
+                       "reduction to B[i-1] or B[1] holds for one rounded sum, not for two", node)
+        return predicate
+
+    def _over_set(self, argument: exp.Expr) -> bool:
+        """An aggregate's argument reads several rows of a Kleene set: ``B.c``, ``B[].c`` or
+        ``B[1..i-1].c`` with B+ in the pattern."""
+        if isinstance(argument, exp.Column):
+            symbol = self._symbol(argument)
+        elif isinstance(argument, exp.Dot) and isinstance(argument.this, exp.Bracket):
+            found = self._lagged(argument.this)
+            symbol = found[0] if found is not None and found[1] not in (0, 1, FIRST) else None
+        else:
+            return False
+        return symbol is not None and any(e.kleene for e in self.pattern.elements if e.symbol == symbol.index)
+
+    def _aggregate_operand(self, node: exp.Expr, text: str) -> tuple[_Operand, str] | None:
+        """``MAX|MIN(B[1..i-1].c) [± k]`` as (operand of B's column with constant k, name), or None."""
+        base, constant, terms = _split_constant(node)
+        if not isinstance(base, (exp.Max, exp.Min)):
+            return None
+        inner = base.this
+        bracket = inner.this if isinstance(inner, exp.Dot) else None
+        if (not isinstance(bracket, exp.Bracket) or not isinstance(inner.expression, exp.Identifier)
+                or self._lagged(bracket) is None or self._lagged(bracket)[1] != PREFIX or constant is None):
+            self._fail(f"WHERE condition {text}: {SET_AGGREGATES_NAMES[type(base)]} must range over the rows before "
+                       f"the current one, written {SET_AGGREGATES_NAMES[type(base)]}(B[1..i-1].c) (or B[1:i-1]); "
+                       f"got {base.sql(dialect=SparkSeq)}", node)
+        symbol = self._lagged(bracket)[0]
+        operand = _Operand(symbol, exp.column(inner.expression.copy()), constant, PREFIX, node, terms)
+        return operand, SET_AGGREGATES_NAMES[type(base)]
 
     def _lagged(self, bracket: exp.Bracket) -> tuple[PatternSymbol, int] | None:
-        """``(symbol, lag)`` for ``S[i]`` (0) / ``S[i-1]`` (1) / any other index (-1)."""
+        """``(symbol, lag)`` for ``S[i]`` (0) / ``S[i-1]`` (1) / ``S[1]`` (:data:`FIRST`) /
+        ``S[1..i-1]`` or ``S[1:i-1]`` (:data:`PREFIX`) / any other index (-1)."""
         target = bracket.this
         if not isinstance(target, exp.Column) or target.args.get("table") is not None:
             return None
@@ -204,6 +282,10 @@ class PredicateResolver:
             return symbol, 0
         if isinstance(index, exp.Sub) and _is_i(index.this) and _integer(index.expression) == 1:
             return symbol, 1
+        if _integer(index) == 1:
+            return symbol, FIRST
+        if _is_prefix(index):
+            return symbol, PREFIX
         return symbol, -1
 
     # --- operands and types -----------------------------------------------------------
@@ -219,9 +301,10 @@ class PredicateResolver:
             if found is not None:
                 symbol, lag = found
                 column = exp.column(base.expression.copy())
-                if lag < 0:
-                    self._fail(f"WHERE condition {text}: only B[i] and B[i-1] are supported as Kleene indexes "
-                               f"(lag 1), got {base.this.sql(dialect=SparkSeq)}", base)
+                if lag not in (0, 1, FIRST):
+                    self._fail(f"WHERE condition {text}: only B[i], B[i-1] and B[1] are supported as Kleene "
+                               f"indexes (and B[1..i-1] inside MAX / MIN), got {base.this.sql(dialect=SparkSeq)}",
+                               base)
         elif isinstance(base, exp.Column):
             symbol = self._symbol(base)
             column = exp.column(base.this.copy())
@@ -306,6 +389,46 @@ def conjuncts(node: exp.Expr) -> list[exp.Expr]:
     if isinstance(node, exp.And):
         return conjuncts(node.this) + conjuncts(node.expression)
     return [node]
+
+
+#: ``B[1]``: the Kleene set's first row; ``B[1..i-1]``: the rows before the current one
+FIRST, PREFIX = -2, -3
+SET_AGGREGATES_NAMES = {exp.Max: "MAX", exp.Min: "MIN", exp.Avg: "AVG", exp.Sum: "SUM", exp.Count: "COUNT"}
+SET_AGGREGATES = tuple(SET_AGGREGATES_NAMES)
+
+
+def _reduction(aggregate: str, op: CmpOp, k: Decimal) -> int | None:
+    """The lag equivalent to ``b[i] OP aggregate(b[1..i-1]) + k`` over every set, or None.
+
+    For the sets in time order b_1 .. b_m (m >= 2; docs/predicates-and-strategies.md
+    section 7 proves each line):
+
+    * MAX with ``>=`` / ``>`` / ``=`` and k >= 0, MIN with ``<=`` / ``<`` / ``=`` and
+      k <= 0: the running extreme is the previous row (the sequence is monotone), so
+      it is ``b[i] OP b[i-1] + k`` (lag 1);
+    * MIN with ``>=`` / ``>`` and k >= 0, MAX with ``<=`` / ``<`` and k <= 0: the
+      running extreme stays the first row, so it is ``b[i] OP b[1] + k``.
+    """
+    if op is CmpOp.EQ and k == 0 or (aggregate == "MAX" and op in (CmpOp.GE, CmpOp.GT, CmpOp.EQ) and k >= 0) or (
+            aggregate == "MIN" and op in (CmpOp.LE, CmpOp.LT, CmpOp.EQ) and k <= 0):
+        return 1
+    if (aggregate == "MIN" and op in (CmpOp.GE, CmpOp.GT) and k >= 0) or (
+            aggregate == "MAX" and op in (CmpOp.LE, CmpOp.LT) and k <= 0):
+        return FIRST
+    return None
+
+
+def _is_prefix(index: exp.Expr) -> bool:
+    """``1..i-1`` (read by the tokenizer as ``1. .i - 1``) or ``1:i-1``."""
+    if isinstance(index, exp.Slice):
+        end = index.expression
+        return _integer(index.this) == 1 and isinstance(end, exp.Sub) and _is_i(end.this) and _integer(
+            end.expression) == 1
+    if isinstance(index, exp.Sub) and _integer(index.expression) == 1 and isinstance(index.this, exp.Dot):
+        dot = index.this
+        return (isinstance(dot.this, exp.Literal) and dot.this.name in ("1.", "1") and isinstance(dot.expression,
+                exp.Identifier) and dot.expression.name.casefold() == "i")
+    return False
 
 
 def _is_i(node: exp.Expr) -> bool:

@@ -49,10 +49,12 @@ def field_column(field: int) -> str:
 
 def sharing_key(query: MatchAggregateQuery) -> tuple | None:
     """What operators must have in common to share one pass, or None for one that cannot
-    share (an E-Cube, cross-event predicates or a selection strategy, a source that is
-    not a plain table or view, a join on the operator)."""
+    share (an E-Cube, cross-event predicates or a selection strategy, imprecise
+    timestamps, a source that is not a plain table or view, a join on the operator)."""
     source = query.node.this
     if query.cube is not None or not isinstance(source, exp.Table) or query.plan.extended:
+        return None
+    if query.uncertainty is not None:
         return None
     if query.node.args.get("joins") or query.node.args.get("laterals") or source.args.get("joins"):
         return None

@@ -101,11 +101,6 @@ def is_exact_integral(dtype: exp.DataType) -> bool:
     return False
 
 
-def is_numeric(dtype: exp.DataType) -> bool:
-    """Types SUM and AVG accept."""
-    return dtype.this in INTEGRAL | FLOATING or dtype.this == DType.DECIMAL
-
-
 def order_kind(dtype: exp.DataType) -> OrderKind | None:
     """The :class:`OrderKind` of an ORDER BY type, or ``None`` when unsupported."""
     if dtype.this in TIMESTAMP_LTZ:

@@ -125,7 +125,7 @@ def window_matches(ev: Events, plan: Plan, start: int, end: int) -> list[Match]:
     return out
 
 
-# -- issue 7: predicates, iterator predicates, selection strategies ---------------
+# -- predicates, iterator predicates, selection strategies ---------------
 
 def compare(op: CmpOp, left: object, right: object, offset: int | float, as_float: bool,
             left_offset: int | float = 0) -> bool:
@@ -159,10 +159,12 @@ def predicate_holds(ev: Events, plan: Plan, k: int, left_row: int, right_row: in
                    _float_cmp(plan, (p.offset, p.left_offset), p.left_column, p.right_column), p.left_offset)
 
 
-def iterator_holds(ev: Events, plan: Plan, element: int, prev: int, cur: int) -> bool:
-    """Clause 7 for one pair: every iterator predicate of ``element`` on (b[i-1], b[i]) = (prev, cur)."""
+def iterator_holds(ev: Events, plan: Plan, element: int, prev: int, cur: int, first: int) -> bool:
+    """Clause 7 for one row: every iterator predicate of ``element`` on (b[i-1], b[i]) =
+    (prev, cur), or on (b[1], b[i]) = (first, cur) for a first-element form."""
     for q in plan.iterator_predicates:
-        if q.element == element and not compare(q.op, ev.values[q.column][cur], ev.values[q.column][prev],
+        other = first if q.first else prev
+        if q.element == element and not compare(q.op, ev.values[q.column][cur], ev.values[q.column][other],
                                                  q.offset, _float_cmp(plan, (q.offset, q.left_offset), q.column),
                                                  q.left_offset):
             return False
@@ -185,10 +187,12 @@ def predicates_hold(ev: Events, plan: Plan, m: Match) -> bool:
 
 
 def iterators_hold(ev: Events, plan: Plan, m: Match) -> bool:
-    """Clause 7: consecutive rows of every Kleene set satisfy its iterator predicates."""
+    """Clause 7: every row of a Kleene set after its first satisfies the set's iterator
+    predicates against the row before it (``b[i-1]``) or, for first-element forms,
+    against the set's first row (``b[1]``)."""
     for i, part in enumerate(m):
         rows = in_time_order(ev, part)
-        if any(not iterator_holds(ev, plan, i, a, b) for a, b in zip(rows, rows[1:])):
+        if any(not iterator_holds(ev, plan, i, a, b, rows[0]) for a, b in zip(rows, rows[1:])):
             return False
     return True
 
@@ -209,7 +213,8 @@ def _candidate(ev: Events, plan: Plan, m: Match, i: int, x: int, z: int) -> bool
     against x) or z is bound to element i+1 (symbol, every predicate between i+1 and an
     element <= i). Negation, WITHIN and later elements are not asked: see the docs."""
     el = plan.elements[i]
-    if el.kleene and ev.is_instance(z, 1 << el.symbol) and iterator_holds(ev, plan, i, x, z):
+    first = in_time_order(ev, m[i])[0]  # the set's first row, bound before x
+    if el.kleene and ev.is_instance(z, 1 << el.symbol) and iterator_holds(ev, plan, i, x, z, first):
         return True
     if i + 1 == plan.length or not ev.is_instance(z, 1 << plan.elements[i + 1].symbol):
         return False

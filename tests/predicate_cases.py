@@ -18,7 +18,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from tests import oracle, sql_cases
 from udafs.kernels import compare
-from udafs.plan import CmpOp, Plan, Strategy
+from udafs.plan import CmpOp, IteratorPredicate, Plan, Strategy
 
 COLUMNS = ("i", "f", "s")
 SCHEMA = "g int, ts bigint, mask bigint, i bigint, f double, s double"
@@ -74,8 +74,28 @@ def where_sql(plan: Plan, seed: int = 0) -> str:
     for q in plan.iterator_predicates:
         s, c = sym(q.element), COLUMNS[q.column]
         exact = not compare.is_float(plan, (q.offset, q.left_offset), q.column)
-        conds.append(_comparison(f"{s}[i].{c}", f"{s}[i-1].{c}", q.op, q.left_offset, q.offset, exact, rnd))
+        other = f"{s}[1].{c}" if q.first else f"{s}[i-1].{c}"
+        running = _running_extreme(q)  # the equivalent MAX / MIN(B[1..i-1]) form, if any
+        # (with doubles only for a constant on one side: the compiler refuses two, see _running_extreme)
+        if running and (exact or not (q.offset and q.left_offset)) and rnd.randrange(2):
+            other = f"{running}({s}[1..i-1].{c})"
+        conds.append(_comparison(f"{s}[i].{c}", other, q.op, q.left_offset, q.offset, exact, rnd))
     return " AND ".join(conds)
+
+
+def _running_extreme(q: IteratorPredicate) -> str | None:
+    """MAX or MIN when ``B[i] OP agg(B[1..i-1]) + k`` is equivalent to ``q``, k being its
+    net constant (docs/predicates-and-strategies.md section 7), else None."""
+    k, op = q.offset - q.left_offset, q.op
+    if not q.first:
+        if op in (CmpOp.GE, CmpOp.GT) and k >= 0:
+            return "MAX"
+        if op in (CmpOp.LE, CmpOp.LT) and k <= 0:
+            return "MIN"
+        return "MAX" if op is CmpOp.EQ and k >= 0 else None
+    if op in (CmpOp.GE, CmpOp.GT) and k >= 0:
+        return "MIN"
+    return "MAX" if op in (CmpOp.LE, CmpOp.LT) and k <= 0 else None
 
 
 def _comparison(left: str, right: str, op: CmpOp, left_offset: int | float, offset: int | float, exact: bool,
@@ -89,12 +109,13 @@ def _comparison(left: str, right: str, op: CmpOp, left_offset: int | float, offs
     return f"{right}{_plus(offset)} {_op(op.mirrored(), rnd)} {left}{_plus(left_offset)}"
 
 
-def match_aggregate(plan: Plan, source: str = "pcases", seed: int = 0) -> str:
+def match_aggregate(plan: Plan, source: str = "pcases", seed: int = 0, **options: object) -> str:
     """``<source> MATCH_AGGREGATE (...) AS m`` computing ``plan`` per ``g``, with its WHERE and
-    (always when not the default, else on odd seeds) its STRATEGY clause."""
+    (always when not the default, else on odd seeds) its STRATEGY clause; ``options`` go to
+    :func:`tests.sql_cases.match_aggregate`."""
     spelled = plan.strategy is not Strategy.SKIP_TILL_ANY_MATCH or seed % 2
     return sql_cases.match_aggregate(plan, source, where=where_sql(plan, seed), columns=COLUMNS,
-                                     strategy=STRATEGY_SQL[plan.strategy] if spelled else "")
+                                     strategy=STRATEGY_SQL[plan.strategy] if spelled else "", **options)
 
 
 def select_sql(plan: Plan, seed: int = 0) -> str:

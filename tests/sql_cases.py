@@ -30,24 +30,26 @@ def measure_sql(plan: Plan, m: Measure, columns: tuple[str, ...] = VALUE_COLUMNS
     return f"{m.kind.value.upper()}({symbol}.{columns[m.column]}) AS {name}"
 
 
-def window_sql(value: int, timestamp: bool) -> str:
-    """A WITHIN / SLIDE length in engine units, for a BIGINT or a TIMESTAMP ORDER BY."""
-    return f"INTERVAL {value} MICROSECONDS" if timestamp else str(value)
+def window_sql(value: int, timestamp: bool, unit: str = "MICROSECONDS") -> str:
+    """A WITHIN / SLIDE length of ``value`` engine units, for a BIGINT or a TIMESTAMP
+    ORDER BY (``unit``: what one engine time unit is on the timestamp)."""
+    return f"INTERVAL {value} {unit}" if timestamp else str(value)
 
 
 def match_aggregate(plan: Plan, source: str = "cases", *, timestamp: bool = False, alias: str = "m",
                     keys: str = "g", order: str = "ts", where: str = "", strategy: str = "",
-                    columns: tuple[str, ...] = VALUE_COLUMNS) -> str:
+                    columns: tuple[str, ...] = VALUE_COLUMNS, unit: str = "MICROSECONDS") -> str:
     """``<source> MATCH_AGGREGATE (...) AS <alias>`` computing ``plan`` per ``keys`` (``where``:
-    the WHERE clause's condition, ``strategy``: the STRATEGY clause's words, both optional)."""
+    the WHERE clause's condition, ``strategy``: the STRATEGY clause's words, both optional;
+    ``unit``: the timestamp span of one engine time unit in WITHIN / SLIDE)."""
     defines = ", ".join(f"{plan.symbols[k]} AS (mask & {1 << k}) <> 0" for k in pattern_symbols(plan))
     clauses = [f"PARTITION BY {keys}" if keys else "", f"ORDER BY {order}", f"PATTERN {plan.describe()}",
                f"DEFINE {defines}", f"WHERE {where}" if where else "",
                f"MEASURES {', '.join(measure_sql(plan, m, columns) for m in plan.measures)}"]
     if plan.within is not None:
-        clauses.append(f"WITHIN {window_sql(plan.within, timestamp)}")
+        clauses.append(f"WITHIN {window_sql(plan.within, timestamp, unit)}")
     if plan.slide is not None:
-        clauses.append(f"SLIDE {window_sql(plan.slide, timestamp)}")
+        clauses.append(f"SLIDE {window_sql(plan.slide, timestamp, unit)}")
     if plan.count_type is not CountType.BIGINT:
         clauses.append(f"COUNT TYPE {plan.count_type.value.upper()}")
     if strategy:

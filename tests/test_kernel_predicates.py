@@ -87,7 +87,8 @@ def ext_plans(draw: st.DrawFn, window: str = "any", strategy: Strategy | None = 
                 col = draw(st.integers(0, 2))
                 as_float = COLUMNS3[col] is ValueType.FLOAT
                 its.append(IteratorPredicate(i, col, draw(st.sampled_from(list(CmpOp))), draw(offsets(as_float)),
-                                             draw(offsets(as_float)) if draw(st.booleans()) else 0))
+                                             draw(offsets(as_float)) if draw(st.booleans()) else 0,
+                                             first=draw(st.integers(0, 3)) == 0))  # b[i] OP b[1]
     strat = strategy if strategy is not None else draw(st.sampled_from(list(Strategy)))
     return dataclasses.replace(base, predicates=tuple(p for p in preds if p is not None),
                                iterator_predicates=tuple(its), strategy=strat)
@@ -128,7 +129,7 @@ def run_kernel(plan: Plan, ev: oracle.Events) -> GroupResult:
 
 
 def vectorisable(plan: Plan) -> Plan:
-    """Keep adjacent predicates (one per pair) and one iterator predicate per element."""
+    """Keep adjacent predicates (one per pair) and one lag-1 iterator predicate per element."""
     seen, preds = set(), []
     for p in plan.predicates:
         if abs(p.left - p.right) == 1 and min(p.left, p.right) not in seen:
@@ -136,7 +137,7 @@ def vectorisable(plan: Plan) -> Plan:
             preds.append(p)
     its, els = [], set()
     for q in plan.iterator_predicates:
-        if q.element not in els:
+        if q.element not in els and not q.first:
             els.add(q.element)
             its.append(q)
     return dataclasses.replace(plan, predicates=tuple(preds), iterator_predicates=tuple(its))
@@ -390,6 +391,52 @@ def test_dominance_boxes(data: st.DataObject) -> None:
     eq = equal_prefix(rank, w, Arith(Kind.INT))
     got = (eq(hi, a) - eq(lo, a)).tolist()
     assert got == [sum(int(w[x]) for x in range(s, e) if rank[x] == a_) for s, e, a_ in zip(lo, hi, a)]
+
+
+# -- first-element iterator predicates (b[i] OP b[1]): the state DP keeps the set's first value --
+
+@pytest.mark.parametrize("window", ["none", "within", "slide"])
+@SETTINGS
+@given(data=st.data())
+def test_first_element_iterator_predicates(window: str, data: st.DataObject) -> None:
+    """Long Kleene sets whose first value differs from the previous row's, every strategy."""
+    op = data.draw(st.sampled_from(list(CmpOp)))
+    col = data.draw(st.integers(0, 2))
+    lag1 = data.draw(st.booleans())  # also a lag-1 predicate on another column of the same set
+    as_float = COLUMNS3[col] is ValueType.FLOAT
+    left_offset = data.draw(offsets(as_float)) if data.draw(st.booleans()) else 0
+    its = (IteratorPredicate(1, col, op, data.draw(offsets(as_float)), left_offset, first=True),)
+    if lag1:
+        its += (IteratorPredicate(1, (col + 1) % 3, data.draw(st.sampled_from(list(CmpOp)))),)
+    within = data.draw(st.integers(2, 9)) if window != "none" else None
+    plan = Plan(symbols=("A", "B", "C"), elements=(Element(0), Element(1, True), Element(2)), negations=(0, 0, 0, 0),
+                within=within, slide=data.draw(st.integers(1, 3)) if window == "slide" else None,
+                measures=(Measure(MeasureKind.COUNT_STAR, name="n"), Measure(MeasureKind.SUM, 1, 0, "s"),
+                          Measure(MeasureKind.MAX, 1, 1, "x")),
+                columns=COLUMNS3, iterator_predicates=its, strategy=data.draw(st.sampled_from(list(Strategy))))
+    n = data.draw(st.integers(3, 8))
+    ts = sorted(data.draw(st.integers(0, 9)) for _ in range(n))
+    mask = [1] + [2] * (n - 2) + [4]
+    ints = [data.draw(st.one_of(st.none(), st.integers(-3, 3))) for _ in range(n)]
+    floats = [data.draw(st.sampled_from([0.5, 1.0, 2.5, -1.0, 3.0])) for _ in range(n)]
+    special = [data.draw(st.sampled_from(SPECIAL)) for _ in range(n)]
+    seq = list(range(n))
+    check(plan, oracle.Events(ts, mask, (ints, floats, special), seq=seq))
+
+
+def test_first_element_example() -> None:
+    """SEQ(B+) with b[i].v >= b[1].v over values 2, 1, 3, 2 at times 1..4: a set is its first
+    row plus any subset of the later rows at least as large. First 2: any subset of {3, 2'}
+    (4 sets); first 1: any subset of {3, 2'} (4); first 3: {3} only (2' < 3); first 2': 1.
+    Total 10. The lag-1 form b[i].v >= b[i-1].v counts non-decreasing subsequences
+    instead: 4 singletons + (2,3) (2,2') (1,3) (1,2') = 8."""
+    base = Plan(symbols=("B",), elements=(Element(0, True),), negations=(0, 0), columns=(ValueType.INT,),
+                iterator_predicates=(IteratorPredicate(0, 0, CmpOp.GE, 0, first=True),))
+    vals = (np.array([2, 1, 3, 2]), np.ones(4, dtype=bool))
+    assert int(evaluate_group(base, np.arange(1, 5), np.ones(4, dtype=np.int64), [vals]).values[0][0]) == 10
+    lag = dataclasses.replace(base, iterator_predicates=(IteratorPredicate(0, 0, CmpOp.GE),))
+    assert int(evaluate_group(lag, np.arange(1, 5), np.ones(4, dtype=np.int64), [vals]).values[0][0]) == 8
+    assert Plan.from_json(base.to_json()) == base and '"ip":[[0,0,">=",0,0,1]]' in base.to_json()
 
 
 @pytest.mark.parametrize("path", ["state-dp", "vectorised"])

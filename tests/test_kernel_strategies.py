@@ -21,7 +21,7 @@ from tests.test_kernel_oracle import as_rows, assert_same, plans
 from udafs.errors import InputDataError, PlanError
 from udafs.kernels import evaluate_group
 from udafs.kernels.streaming import StreamEvaluator
-from udafs.plan import CmpOp, Element, IteratorPredicate, Plan, Predicate, Strategy, ValueType
+from udafs.plan import CmpOp, CountType, Element, IteratorPredicate, Plan, Predicate, Strategy, ValueType
 
 SETTINGS = settings(max_examples=120, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
@@ -142,13 +142,41 @@ def test_json_version_checks() -> None:
     assert doc["st"] == "next" and doc["v"] == 2
     with pytest.raises(PlanError, match=r"version 1 cannot carry the keys \['st'\]"):
         Plan.from_json(json.dumps({**doc, "v": 1}))
-    with pytest.raises(PlanError, match="unsupported plan version 3"):
+    with pytest.raises(PlanError, match="unsupported plan version 4"):
+        Plan.from_json(json.dumps({**doc, "v": 4}))
+    with pytest.raises(PlanError, match="'un' .* exactly in plans of version 3"):
         Plan.from_json(json.dumps({**doc, "v": 3}))
     plain = {k: v for k, v in doc.items() if k != "st"}
     with pytest.raises(PlanError, match="plan version 2 without"):
         Plan.from_json(json.dumps(plain))
     with pytest.raises(PlanError, match="malformed plan field"):
         Plan.from_json(json.dumps({**doc, "st": "sometimes"}))
+
+
+def test_iterator_predicate_json_entries() -> None:
+    """``[element, column, op, offset]``, then ``left_offset`` when set or when ``first`` is,
+    then ``1`` for a first-element form; a plan over imprecise timestamps is version 3 and
+    keeps its iterator predicates with their offsets."""
+    base = Plan(symbols=("A", "B"), elements=(Element(0), Element(1, True)), negations=(0, 0, 0),
+                columns=(ValueType.INT, ValueType.FLOAT))
+    for q, entry in ((IteratorPredicate(1, 1, CmpOp.GE, 0.5), [1, 1, ">=", 0.5]),
+                     (IteratorPredicate(1, 1, CmpOp.GE, 0.5, -1.5), [1, 1, ">=", 0.5, -1.5]),
+                     (IteratorPredicate(1, 1, CmpOp.GE, 0.5, first=True), [1, 1, ">=", 0.5, 0, 1]),
+                     (IteratorPredicate(1, 1, CmpOp.LT, 0.5, -1.5, True), [1, 1, "<", 0.5, -1.5, 1])):
+        plan = dataclasses.replace(base, iterator_predicates=(q,))
+        doc = json.loads(plan.to_json())
+        assert doc["v"] == 2 and doc["ip"] == [entry] and Plan.from_json(plan.to_json()) == plan
+        if q.first:  # the imprecise kernel keeps lag-1 chains only
+            with pytest.raises(PlanError, match=r"first-element iterator predicates .* not supported with imprecise"):
+                dataclasses.replace(plan, uncertain=2, count_type=CountType.DOUBLE)
+            continue
+        imprecise = dataclasses.replace(plan, uncertain=2, count_type=CountType.DOUBLE)
+        doc = json.loads(imprecise.to_json())
+        assert doc["v"] == 3 and doc["ip"] == [entry] and Plan.from_json(imprecise.to_json()) == imprecise
+    assert plan.describe_extensions() == "WHERE E1[i].c1 - 1.5 < E1[1].c1 + 0.5"
+    for bad in ([1, 1, ">=", 0.5, 0, 2], [1, 1, ">=", 0.5, 0, True], [1, 1, ">=", 0.5, 0, 1, 0]):
+        with pytest.raises(PlanError, match="malformed plan field"):
+            Plan.from_json(json.dumps({**json.loads(plan.to_json()), "ip": [bad]}))
 
 
 # -- rejected plans ----------------------------------------------------------------

@@ -105,3 +105,10 @@ def test_stock_sectors(spark) -> None:
         ("SEQ(Computer, QQQ, ANAT)", True), ("SEQ(Computer, Services, ANAT)", True), ("SEQ(Computer, ANAT)", True),
         ("SEQ(INTC, ANAT)", False)]
     assert all(total > 0 for _, _, total, _ in results["navigation"])
+
+
+def test_streaming_funnel(utc, tmp_path: Path) -> None:
+    """The live funnel over replayed JSON files: rows streamed, every one equal to the batch answer."""
+    streamed, wrong = example("streaming_funnel").run(utc, tmp_path, files=3, pause=0.2)
+    assert streamed.count() > 0 and wrong == 0
+    assert streamed.columns == ["customer_id", "window_start", "window_end", "funnels", "revenue"]

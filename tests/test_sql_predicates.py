@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+
+import numpy as np
 import re
 
 import pytest
@@ -185,7 +187,7 @@ ERRORS = [
     ("SEQ(A, B)", "A.price < B.qty", PredicateError, "different decimal scales"),
     ("SEQ(A, B)", "A.price < B.px", PredicateError, "different decimal scales"),
     ("SEQ(A, B)", "A.price = B.price + 0.001", PredicateError, "can never hold"),
-    ("SEQ(A, B+)", "B[i].qty > B[i-2].qty", PredicateError, "only B\\[i\\] and B\\[i-1\\]"),
+    ("SEQ(A, B+)", "B[i].qty > B[i-2].qty", PredicateError, "only B\\[i\\], B\\[i-1\\] and B\\[1\\]"),
     ("SEQ(A, B+)", "B[i].qty > B[i-1].vol", PredicateError, "one column"),
     ("SEQ(A, B+)", "B[i].qty > A.qty", PredicateError, "compares B\\[i\\] with B\\[i-1\\]"),
     ("SEQ(A, B)", "B[i].qty > B[i-1].qty", PredicateError, "Kleene symbol"),
@@ -233,3 +235,105 @@ def test_hostile_text_in_where_never_changes_the_query_shape(names: dict[str, st
     benign = rewrite(*_hostile({r: "x" for r in names}), lambda plan: "f")
     assert len(sqlglot.parse(nasty, read="spark")) == 1
     assert shape(sqlglot.parse_one(nasty, read="spark")) == shape(sqlglot.parse_one(benign, read="spark"))
+
+
+# --- running aggregates over a Kleene set: MAX / MIN(B[1..i-1]) and first-element forms ---------
+
+RUNNING = {"runs": {"g": "int", "ts": "bigint", "kind": "string", "v": "bigint", "x": "double"}}
+
+
+def _running(condition: str):
+    [query] = analyze_sql(f"SELECT * FROM runs MATCH_AGGREGATE (PARTITION BY g ORDER BY ts PATTERN SEQ(B+) "
+                          f"DEFINE B AS kind = 'b' WHERE {condition}) AS m", RUNNING)
+    return query
+
+
+def _literal_count(values: list[int | None], holds) -> int:
+    """Sets (in time order) of distinct-time rows whose every later row satisfies ``holds``."""
+    import itertools
+
+    count = 0
+    for k in range(1, len(values) + 1):
+        for rows in itertools.combinations(range(len(values)), k):
+            seq = [values[r] for r in rows]
+            count += all(holds(seq[j], seq[:j]) for j in range(1, len(seq)))
+    return count
+
+
+def _sql_max(prefix: list) -> int | None:  # SQL MAX / MIN skip NULLs
+    vals = [p for p in prefix if p is not None]
+    return max(vals) if vals else None
+
+
+def _sql_min(prefix: list) -> int | None:
+    vals = [p for p in prefix if p is not None]
+    return min(vals) if vals else None
+
+
+_OPS = {">=": lambda a, b: a >= b, ">": lambda a, b: a > b, "<=": lambda a, b: a <= b, "<": lambda a, b: a < b,
+        "=": lambda a, b: a == b}
+REDUCIBLE = [("MAX", op, k) for op in (">=", ">", "=") for k in (0, 1, 3)] + \
+            [("MIN", op, k) for op in ("<=", "<", "=") for k in (0, -1, -3)] + \
+            [("MIN", op, k) for op in (">=", ">") for k in (0, 2)] + [("MAX", op, k) for op in ("<=", "<") for k in (0, -2)]
+
+
+@pytest.mark.parametrize("aggregate, op, k", REDUCIBLE)
+@settings(max_examples=40, deadline=None)
+@given(values=st.lists(st.one_of(st.none(), st.integers(-3, 3)), min_size=1, max_size=7))
+def test_running_aggregates_equal_their_literal_meaning(aggregate: str, op: str, k: int, values: list) -> None:
+    """B[i].v OP MAX|MIN(B[1..i-1].v) + k, reduced by the compiler (lag 1 or first element),
+    counts exactly the sets whose every later row satisfies the literal condition (SQL NULL
+    rules: MAX / MIN skip NULLs, a NULL comparison is not TRUE)."""
+    from udafs.kernels import evaluate_group
+
+    plan = _running(f"B[i].v {op} {aggregate}(B[1..i-1].v) {'+' if k >= 0 else '-'} {abs(k)}").plan
+    extreme = _sql_max if aggregate == "MAX" else _sql_min
+
+    def holds(cur: int | None, prefix: list) -> bool:
+        agg = extreme(prefix)
+        return cur is not None and agg is not None and _OPS[op](cur, agg + k)
+
+    ts = np.arange(len(values))
+    col = (np.array([0 if v is None else v for v in values]), np.array([v is not None for v in values]))
+    got = evaluate_group(plan, ts, np.ones(len(values), dtype=np.int64), [col])
+    assert int(got.values[0][0]) == _literal_count(values, holds)
+
+
+def test_running_aggregates_reduce_to_lag_one_or_first_element() -> None:
+    first = [_running(c).plan.iterator_predicates[0] for c in (
+        "B[i].v >= MIN(B[1..i-1].v)", "B[i].v < MAX(B[1:i-1].v) - 1", "B[i].v > B[1].v + 2", "B[1].v <= B[i].v")]
+    assert all(q.first for q in first) and [q.op for q in first] == [CmpOp.GE, CmpOp.LT, CmpOp.GT, CmpOp.GE]
+    lag = [_running(c).plan.iterator_predicates[0] for c in ("B[i].v >= MAX(B[1..i-1].v)",
+                                                              "MAX(B[1..i-1].v) + 2 < B[i].v")]
+    assert [(q.first, q.op, q.offset) for q in lag] == [(False, CmpOp.GE, 0), (False, CmpOp.GT, 2)]
+
+
+def test_double_constants_on_first_element_and_running_aggregates() -> None:
+    """DOUBLE columns keep each side's constant (Spark rounds each side's sum), also against
+    B[1] and for MAX / MIN that reduce to a lag-1 or first-element predicate; a running
+    aggregate with a constant on both sides is refused (docs/predicates-and-strategies.md
+    section 7: the reduction holds for one rounded sum)."""
+    its = [q("SEQ(A, B+, C)", w).plan.iterator_predicates[0] for w in (
+        "B[i].px + 0.1 >= B[1].px + 0.2", "MIN(B[1..i-1].px) + 0.25 < B[i].px", "B[i].px - 0.5 >= MAX(B[1..i-1].px)")]
+    assert its == [IteratorPredicate(1, 0, CmpOp.GE, 0.2, 0.1, first=True),
+                   IteratorPredicate(1, 0, CmpOp.GT, 0.25, 0.0, first=True),
+                   IteratorPredicate(1, 0, CmpOp.GE, 0.0, -0.5)]
+    assert q("SEQ(A, B+, C)", "B[i].qty + 1 > MAX(B[1..i-1].qty) + 3").plan.iterator_predicates == (
+        IteratorPredicate(1, 0, CmpOp.GT, 2),)  # integers: one net constant, both sides allowed
+    with pytest.raises(PredicateError, match="on one side only") as info:
+        q("SEQ(A, B+, C)", "B[i].px + 0.1 >= MAX(B[1..i-1].px) + 0.2")
+    assert "at line 1, column" in str(info.value)
+
+
+@pytest.mark.parametrize("condition, message", [
+    ("B[i].v <> MAX(B[1..i-1].v)", "equivalent neither to a comparison with B[i-1] nor with B[1]"),
+    ("B[i].v >= MAX(B[1..i-1].v) - 1", "equivalent neither"),
+    ("B[B.len].v > 2 * AVG(B[].v)", "compares with AVG over a Kleene set"),
+    ("B[i].v > SUM(B[1..i-1].v)", "subset-sum condition"),
+    ("B[i].v >= MAX(B.v)", "MAX must range over the rows before the current one"),
+    ("B[i - 2].v < B[i].v", "only B[i], B[i-1] and B[1] are supported"),
+])
+def test_other_set_aggregates_are_refused_with_the_reason(condition: str, message: str) -> None:
+    with pytest.raises(PredicateError, match=re.escape(message)) as info:
+        _running(condition)
+    assert "at line 1, column" in str(info.value)

@@ -17,7 +17,13 @@ argument right after ``mask``::
 ``seq`` is the contiguity rank of the row, computed before any row is filtered out:
 ``DENSE_RANK() OVER (ORDER BY ts)`` over the whole input for STRICT_CONTIGUITY,
 ``DENSE_RANK() OVER (PARTITION BY <keys> ORDER BY ts)`` for PARTITION_CONTIGUITY
-(docs/predicates-and-strategies.md, section 6). Other plans never take it. The function returns :func:`result_type` ``(plan)``:
+(docs/predicates-and-strategies.md, section 6). Other plans never take it. A plan over
+imprecise timestamps (:func:`takes_bounds`: ``plan.uncertain`` set) takes each row's
+first and last possible time next (NULL: the row's ``ts``)::
+
+    <engine function of the plan>(ts BIGINT, mask BIGINT, lo BIGINT, hi BIGINT, v0, v1, ...)
+
+The function returns :func:`result_type` ``(plan)``:
 an array of structs, one per output row of the group (one without SLIDE, one per
 window with SLIDE), with fields ``window_start BIGINT, window_end BIGINT`` (NULL
 without SLIDE), ``m0 .. m{k-1}`` (one per ``plan.measures``, typed by
@@ -57,6 +63,11 @@ VALUE_TYPE_SQL = {ValueType.INT: BIGINT, ValueType.FLOAT: DOUBLE, ValueType.DECI
 def takes_seq(plan: Plan) -> bool:
     """True when ``plan``'s engine function takes the contiguity rank ``seq`` after ``mask``."""
     return plan.strategy.contiguous
+
+
+def takes_bounds(plan: Plan) -> bool:
+    """True when ``plan``'s engine function takes ``lo, hi`` (possible times) after ``mask``."""
+    return plan.uncertain is not None
 
 
 def measure_field(index: int) -> str:
@@ -114,7 +125,7 @@ def result_field_names(plan: Plan) -> tuple[str, ...]:
 __all__ = [
     "WINDOW_START", "WINDOW_END", "ERROR", "PARTITION_SLOT", "ALL_ROWS", "COUNT_TYPE_SQL", "VALUE_TYPE_SQL",
     "DECIMAL",
-    "measure_field", "takes_seq", "value_type", "engine_type", "measure_type", "result_fields", "result_type", "result_field_names",
+    "measure_field", "takes_seq", "takes_bounds", "value_type", "engine_type", "measure_type", "result_fields", "result_type", "result_field_names",
     "PLAN_INDEX", "multi_result_fields", "multi_result_type",
 ]
 

@@ -55,3 +55,27 @@ DECIMAL_SUM_OVERFLOW = ("Spark's own SUM / AVG of the column overflow as well (a
 
 class InputDataError(SparkSeqError, ValueError):
     """Event data handed to a kernel is unusable (shapes, dtypes)."""
+
+
+class StateError(SparkSeqError, ValueError):
+    """Stored streaming state cannot be used: not sparkseq's, another format version,
+    damaged, or written by a different query (plan) than the one reading it."""
+
+
+class UncertainTimeError(InputDataError):
+    """Events with imprecise timestamps that the engine cannot evaluate (exactly).
+
+    Raised for a lower bound above the upper one, too many possible times, or input
+    outside the exact method's conditions (``docs/sql-reference.md`` section 15).
+    ``partition`` names the group, when the caller knows it.
+    """
+
+    def __init__(self, message: str, partition: object = None) -> None:
+        self.message = message
+        self.partition = partition
+        where = f" in partition {partition!r}" if partition is not None else ""
+        super().__init__(f"imprecise timestamps{where}: {message}")
+
+    def with_partition(self, partition: object) -> UncertainTimeError:
+        """Return the same error naming ``partition``."""
+        return UncertainTimeError(self.message, partition)

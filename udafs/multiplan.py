@@ -27,7 +27,7 @@ import json
 from dataclasses import dataclass
 
 from udafs.errors import PlanError
-from udafs.plan import CountType, Measure, MeasureKind, Plan, ValueType
+from udafs.plan import CountType, Measure, Plan, ValueType
 
 MULTI_VERSION = 1
 
@@ -122,11 +122,6 @@ class MultiPlan:
             raise PlanError(f"malformed multi-plan: {exc}") from None
 
 
-def is_multi(text: str) -> bool:
-    """True when a plan JSON text is a :class:`MultiPlan` (cheap check)."""
-    return text.startswith('{"v":') and '"multi":' in text[:40]
-
-
 def _validate(mp: MultiPlan) -> None:
     n = len(mp.plans)
     if n == 0:
@@ -180,4 +175,4 @@ def _validate_derivations(mp: MultiPlan) -> None:
         visit(i)
 
 
-__all__ = ["MultiPlan", "is_multi"]
+__all__ = ["MultiPlan"]

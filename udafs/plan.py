@@ -15,13 +15,19 @@ Pattern ``SEQ(p1, ..., pm)`` is stored as its positive elements ``E1..En``
 ``E_i`` and ``E_{i+1}``, ``negations[n]`` the trailing gap (after En).
 See ../shared/SEMANTICS.md sections 2-5 for what a match is.
 
-Optional extensions (issue 7; ``docs/predicates-and-strategies.md`` is their contract):
+Optional extensions (``docs/predicates-and-strategies.md`` is their contract):
 ``strategy`` (event selection strategy), ``predicates`` (cross-event comparisons
 between two positive non-Kleene elements, by element *position*) and
 ``iterator_predicates`` (comparisons between consecutive rows of one Kleene set).
 Plans that use none of them serialise exactly as before (version 1); plans that do
 are written as version 2, so that an older engine refuses them instead of ignoring
 the new keys.
+
+``uncertain`` (imprecise timestamps, ``docs/sql-reference.md`` section 15): when set,
+every event carries an interval of possible times ``lo, lo + uncertain, ...,  <= hi``
+(uniform, independent between events) and every measure is an expectation over the
+possible worlds. Such plans are written as version 3, which may carry the keys of
+version 2 as well (one number per plan: 3 if imprecise, else 2 if extended, else 1).
 """
 
 from __future__ import annotations
@@ -34,6 +40,9 @@ from udafs.errors import PlanError
 
 PLAN_VERSION = 1  # plans without the issue-7 extensions
 PLAN_VERSION_EXTENDED = 2  # plans with a strategy, predicates or iterator predicates
+PLAN_VERSION_UNCERTAIN = 3  # plans over events with imprecise timestamps (expected aggregates)
+#: Measures that are expectations (linear in the matches) and so defined under imprecise timestamps.
+UNCERTAIN_MEASURES = frozenset({"count_star", "count", "sum"})
 MAX_SYMBOLS = 63  # one int64 bitmask per row; bit 63 is the sign bit, left unused
 MAX_DECIMAL_DIGITS = 38  # Spark's widest DECIMAL
 
@@ -131,7 +140,9 @@ class IteratorPredicate:
     """Kleene iterator predicate ``b[i].col + left_offset OP b[i-1].col + offset`` on
     element ``element`` (``left_offset`` as for :class:`Predicate`).
 
-    ``b[i-1]``, ``b[i]`` are consecutive rows of the Kleene set in time order.
+    ``b[i-1]``, ``b[i]`` are consecutive rows of the Kleene set in time order. With
+    ``first`` the predicate is ``b[i].col + left_offset OP b[1].col + offset``: every row of the set
+    after its first compares with the first (``docs/predicates-and-strategies.md``).
     """
 
     element: int
@@ -139,6 +150,7 @@ class IteratorPredicate:
     op: CmpOp
     offset: int | float = 0
     left_offset: int | float = 0
+    first: bool = False
 
 
 @dataclass(frozen=True)
@@ -198,6 +210,7 @@ class Plan:
     strategy: Strategy = Strategy.SKIP_TILL_ANY_MATCH
     predicates: tuple[Predicate, ...] = ()
     iterator_predicates: tuple[IteratorPredicate, ...] = ()
+    uncertain: int | None = None
     positions_of: dict[int, tuple[int, ...]] = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
@@ -214,7 +227,7 @@ class Plan:
 
     @property
     def extended(self) -> bool:
-        """True when the plan uses a strategy, predicates or iterator predicates (issue 7)."""
+        """True when the plan uses a strategy, predicates or iterator predicates."""
         return (self.strategy is not Strategy.SKIP_TILL_ANY_MATCH or bool(self.predicates)
                 or bool(self.iterator_predicates))
 
@@ -249,8 +262,9 @@ class Plan:
         ``Ek`` is element position k, ``cj`` column j."""
         conds = [f"E{p.left}.c{p.left_column}{_plus(p.left_offset)} {p.op.value} E{p.right}.c{p.right_column}"
                  f"{_plus(p.offset)}" for p in self.predicates]
-        conds += [f"E{q.element}[i].c{q.column}{_plus(q.left_offset)} {q.op.value} E{q.element}[i-1].c{q.column}"
-                  f"{_plus(q.offset)}" for q in self.iterator_predicates]
+        conds += [f"E{q.element}[i].c{q.column}{_plus(q.left_offset)} {q.op.value} "
+                  f"E{q.element}[{1 if q.first else 'i-1'}].c{q.column}{_plus(q.offset)}"
+                  for q in self.iterator_predicates]
         parts = [("WHERE " + " AND ".join(conds)) if conds else ""]
         if self.strategy is not Strategy.SKIP_TILL_ANY_MATCH:
             parts.append("STRATEGY " + self.strategy.name.lower().replace("_", "-"))
@@ -277,8 +291,10 @@ class Plan:
                 doc["pr"] = [[p.left, p.left_column, p.op.value, p.right, p.right_column, p.offset]
                              + ([p.left_offset] if p.left_offset else []) for p in self.predicates]
             if self.iterator_predicates:
-                doc["ip"] = [[q.element, q.column, q.op.value, q.offset] + ([q.left_offset] if q.left_offset else [])
-                             for q in self.iterator_predicates]
+                doc["ip"] = [_iterator_entry(q) for q in self.iterator_predicates]
+        if self.uncertain is not None:
+            doc["v"] = PLAN_VERSION_UNCERTAIN
+            doc["un"] = self.uncertain
         return json.dumps(doc, separators=(",", ":"))
 
     @staticmethod
@@ -289,12 +305,15 @@ class Plan:
         except (TypeError, ValueError) as exc:
             raise PlanError(f"plan is not valid JSON: {exc}") from None
         version = doc.get("v") if isinstance(doc, dict) else None
-        if version not in (PLAN_VERSION, PLAN_VERSION_EXTENDED) or isinstance(version, bool):
+        versions = (PLAN_VERSION, PLAN_VERSION_EXTENDED, PLAN_VERSION_UNCERTAIN)
+        if version not in versions or isinstance(version, bool):
             raise PlanError(f"unsupported plan version {version!r}; "
-                            f"this engine reads versions {PLAN_VERSION} and {PLAN_VERSION_EXTENDED}")
+                            f"this engine reads versions {', '.join(map(str, versions))}")
         new_keys = sorted(k for k in ("st", "pr", "ip") if k in doc)
         if version == PLAN_VERSION and new_keys:
             raise PlanError(f"plan version 1 cannot carry the keys {new_keys}; they need version 2")
+        if ("un" in doc) != (version == PLAN_VERSION_UNCERTAIN):
+            raise PlanError("the key 'un' (imprecise timestamps) is written exactly in plans of version 3")
         try:
             plan = Plan(
                 symbols=tuple(doc["sym"]),
@@ -309,17 +328,32 @@ class Plan:
                 predicates=tuple(Predicate(int(l), int(lc), CmpOp(op), int(r), int(rc), _number(c),
                                            *(_number(x) for x in left))
                                  for l, lc, op, r, rc, c, *left in map(_at_most(7), doc.get("pr", ()))),
-                iterator_predicates=tuple(IteratorPredicate(int(e), int(c), CmpOp(op), _number(off),
-                                                            *(_number(x) for x in left))
-                                          for e, c, op, off, *left in map(_at_most(5), doc.get("ip", ()))),
+                iterator_predicates=tuple(_iterator_predicate(*q) for q in map(_at_most(6), doc.get("ip", ()))),
+                uncertain=doc.get("un"),
             )
         except (KeyError, TypeError, ValueError) as exc:
             if isinstance(exc, PlanError):
                 raise
             raise PlanError(f"malformed plan field: {exc}") from None
-        if version == PLAN_VERSION_EXTENDED and not plan.extended:
+        if version == PLAN_VERSION_EXTENDED and (not plan.extended or plan.uncertain is not None):
             raise PlanError("plan version 2 without a strategy, predicate or iterator predicate; write version 1")
         return plan
+
+
+def _iterator_entry(q: IteratorPredicate) -> list:
+    """One ``ip`` entry: ``[element, column, op, offset]``, then ``left_offset`` when set or
+    when ``first`` is, then ``1`` for a first-element form (plans without either read as before)."""
+    tail = [q.left_offset, 1] if q.first else [q.left_offset] if q.left_offset else []
+    return [q.element, q.column, q.op.value, q.offset, *tail]
+
+
+def _iterator_predicate(e: object, c: object, op: str, off: object, *tail: object) -> IteratorPredicate:
+    """Inverse of :func:`_iterator_entry`."""
+    if len(tail) == 2 and (isinstance(tail[1], bool) or tail[1] != 1):
+        raise PlanError(f"malformed plan field: iterator predicate {[e, c, op, off, *tail]!r} ends with "
+                        f"{tail[1]!r}; the sixth entry is 1 (a first-element form) or absent")
+    left = _number(tail[0]) if tail else 0
+    return IteratorPredicate(int(e), int(c), CmpOp(op), _number(off), left, len(tail) == 2)
 
 
 def _plus(offset: int | float) -> str:
@@ -357,6 +391,7 @@ def _validate(p: Plan) -> None:
     _validate_window(p)
     _validate_measures(p)
     _validate_extensions(p)
+    _validate_uncertain(p)
 
 
 def _validate_window(p: Plan) -> None:
@@ -424,8 +459,34 @@ def _validate_extensions(p: Plan) -> None:
             raise PlanError(f"{what}: element {ip.element} ({p.symbols[p.elements[ip.element].symbol]}) is not "
                             "Kleene; b[i] OP b[i-1] needs a Kleene element X+")
         _check_column(what, "", ip.column, n_col)
+        if not isinstance(ip.first, bool):
+            raise PlanError(f"{what}: first must be a bool, got {ip.first!r}")
         for offset in (ip.offset, ip.left_offset):
             _check_offset(what, offset, (p.columns[ip.column],))
+
+
+def _validate_uncertain(p: Plan) -> None:
+    """Imprecise timestamps: expectations of linear measures, skip-till-any-match only."""
+    if p.uncertain is None:
+        return
+    if not _is_int(p.uncertain) or p.uncertain <= 0:
+        raise PlanError(f"uncertain (the step between possible times) must be a positive integer, got {p.uncertain!r}")
+    if p.count_type is not CountType.DOUBLE:
+        raise PlanError("a plan over imprecise timestamps computes expected values: its count type must be DOUBLE")
+    for m in p.measures:
+        if m.kind.value not in UNCERTAIN_MEASURES:
+            raise PlanError(f"measure {m.kind.value.upper()} is not an expectation over possible worlds; "
+                            "imprecise timestamps support COUNT(*), COUNT(X) and SUM(X.col)")
+    if p.strategy is not Strategy.SKIP_TILL_ANY_MATCH:
+        raise PlanError("imprecise timestamps are evaluated under skip-till-any-match only")
+    if p.predicates:
+        raise PlanError("cross-event predicates are not supported with imprecise timestamps")
+    elements = [q.element for q in p.iterator_predicates]
+    if len(set(elements)) < len(elements):
+        raise PlanError("with imprecise timestamps a Kleene element takes one iterator predicate at most")
+    if any(q.first for q in p.iterator_predicates):
+        raise PlanError("first-element iterator predicates (b[i] OP b[1]) are not supported with imprecise "
+                        "timestamps")
 
 
 def _is_int(x: object) -> bool:

@@ -27,12 +27,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from udafs import contract
-from udafs.worker_faults import kill_if_armed
-from udafs.errors import CountOverflowError, PlanError
+from udafs.errors import CountOverflowError, PlanError, UncertainTimeError
 from udafs.kernels import GroupResult, evaluate_group
 from udafs.kernels.many import evaluate_many
 from udafs.multiplan import MultiPlan
-from udafs.plan import CountType, Measure, MeasureKind, Plan, ValueType
+from udafs.plan import Measure, MeasureKind, Plan, ValueType
+from udafs.worker_faults import kill_if_armed
 
 _ARROW = {contract.BIGINT: pa.int64(), contract.DOUBLE: pa.float64(), contract.STRING: pa.string(),
           contract.DECIMAL: pa.decimal128(38, 0)}
@@ -93,6 +93,16 @@ def group_arrays_seq(plan: Plan, ts: pa.Array, mask: pa.Array, values: Sequence[
     return _int64(ts), _int64(mask), cols, None if seq is None else _int64(seq)
 
 
+def group_bounds(ts: pa.Array, mask: pa.Array, bounds: Sequence[pa.Array]) -> tuple[np.ndarray, np.ndarray]:
+    """First and last possible times of the rows :func:`group_arrays_seq` keeps; a NULL
+    bound is the row's own time (a point event when both are NULL)."""
+    lo, hi = (pc.coalesce(b, ts) for b in bounds)
+    if ts.null_count or mask.null_count:
+        keep = pc.and_(ts.is_valid(), mask.is_valid())
+        lo, hi = lo.filter(keep), hi.filter(keep)
+    return _int64(lo), _int64(hi)
+
+
 def column_arrays(arr: pa.Array, vt: ValueType) -> Column:
     """A nullable Arrow column as the kernel's ``(values, valid)`` pair (a DECIMAL column
     as its unscaled integers, :func:`unscaled`)."""
@@ -103,6 +113,11 @@ def column_arrays(arr: pa.Array, vt: ValueType) -> Column:
         return arr.to_numpy(zero_copy_only=False).astype(dtype, copy=False), np.ones(len(arr), dtype=bool)
     valid = arr.is_valid().to_numpy(zero_copy_only=False)
     return pc.fill_null(arr, 0).to_numpy(zero_copy_only=False).astype(dtype, copy=False), valid
+
+
+def arrow_type(sql: str) -> pa.DataType:
+    """The Arrow type of a result field's SQL type (:mod:`udafs.contract`)."""
+    return _ARROW[sql]
 
 
 def unscaled(arr: pa.Array) -> Column:
@@ -185,22 +200,29 @@ def plan_aggregate(plan_json: str) -> Callable[..., pa.Scalar]:
                 raise PlanError(f"a plan with strategy {p.strategy.name} takes (ts, mask, seq, v0, ...): "
                                 f"{len(p.columns) + 3} arguments, got {len(values) + 2}")
             return aggregate_group(p, ts, mask, values[1:], seq=values[0])
+        if contract.takes_bounds(p):
+            if len(values) != len(p.columns) + 2:
+                raise PlanError(f"a plan over imprecise timestamps takes (ts, mask, lo, hi, v0, ...): "
+                                f"{len(p.columns) + 4} arguments, got {len(values) + 2}")
+            return aggregate_group(p, ts, mask, values[2:], bounds=values[:2])
         return aggregate_group(p, ts, mask, values)
 
     return engine
 
 
 def aggregate_group(p: Plan, ts: pa.Array, mask: pa.Array, values: Sequence[pa.Array],
-                    seq: pa.Array | None = None) -> pa.Scalar:
+                    seq: pa.Array | None = None, bounds: Sequence[pa.Array] | None = None) -> pa.Scalar:
     """Every measure of ``p`` for one group as the contract's ``array<struct<...>>`` value;
-    ``seq`` is the contiguity rank of each row (contiguity strategies only)."""
+    ``seq`` is the contiguity rank of each row (contiguity strategies only), ``bounds``
+    the first and last possible time (imprecise timestamps only; NULL means ``ts``)."""
     fields = result_fields(p) + [(contract.ERROR, contract.STRING)]
     names = [n for n, _ in fields]
     kill_if_armed()
     try:
         ts_, mask_, cols, seq_ = group_arrays_seq(p, ts, mask, values, seq)
-        res = evaluate_group(p, ts_, mask_, cols, seq=seq_)
-    except CountOverflowError as exc:
+        lohi = None if bounds is None else group_bounds(ts, mask, bounds)
+        res = evaluate_group(p, ts_, mask_, cols, seq=seq_, bounds=lohi)
+    except (CountOverflowError, UncertainTimeError) as exc:
         return _error_value(fields, str(exc.with_partition(Verbatim(PARTITION_SLOT))))
     except MemoryError:  # numpy's failed allocation; the worker itself is still alive
         return _error_value(fields, out_of_memory(PARTITION_SLOT, len(ts)))

@@ -64,15 +64,6 @@ class Candidate:
         return f"({', '.join(self.pattern)}) in {{{occ}}}"
 
 
-def leftmost_occurrence(query: Query, pattern: tuple[str, ...]) -> int | None:
-    """Start of the leftmost all-sharable occurrence of ``pattern`` in ``query`` (or None)."""
-    n, m = query.length, len(pattern)
-    for s in range(n - m + 1):
-        if query.pattern[s:s + m] == pattern and all(query.sharable[s:s + m]):
-            return s
-    return None
-
-
 def find_candidates(queries: Sequence[Query]) -> tuple[Candidate, ...]:
     """All sharing candidates ``(p, Q_p)`` of one sharing class, Apriori-style.
 

@@ -145,7 +145,7 @@ def query_from_plan(query_id: str, plan: object, type_keys: Sequence[str] | None
     Query
         Kleene elements and the elements around negated gaps are marked not sharable;
         every element is, when the plan uses another selection strategy than
-        skip-till-any-match or cross-event / iterator predicates (issue 7), since the
+        skip-till-any-match or cross-event / iterator predicates, since the
         counts of a shared segment do not combine under those.
     """
     symbols = tuple(type_keys) if type_keys is not None else tuple(plan.symbols)  # type: ignore[attr-defined]

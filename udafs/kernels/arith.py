@@ -41,16 +41,18 @@ class Kind(enum.Enum):
     INT = "int"
     EXACT = "exact"
     FLOAT = "float"
+    RATIONAL = "rational"  # object arrays of fractions.Fraction: expected values, exactly (tests)
 
 
 class Arith:
     """Array arithmetic on non-negative counts in one number system."""
 
-    def __init__(self, kind: Kind, capped: bool = True) -> None:
+    def __init__(self, kind: Kind, capped: bool = True, prune: bool | None = None) -> None:
         self.kind = kind
-        self.dtype = {Kind.INT: np.int64, Kind.EXACT: object, Kind.FLOAT: np.float64}[kind]
+        self.dtype = {Kind.INT: np.int64, Kind.EXACT: object, Kind.FLOAT: np.float64, Kind.RATIONAL: object}[kind]
         self.checked = kind is Kind.INT
-        self.prune = kind is not Kind.INT  # fallbacks drop dead partial matches first
+        # fallbacks drop dead partial matches first (their counts overflowed int64)
+        self.prune = kind in (Kind.EXACT, Kind.FLOAT) if prune is None else prune
         self.capped = capped and kind is Kind.EXACT  # raise TooLarge at EXACT_CAP
 
     def __repr__(self) -> str:
@@ -64,7 +66,7 @@ class Arith:
 
     def asarray(self, x: np.ndarray) -> np.ndarray:
         """Convert non-negative counts (or 0/1 weights) into this number system."""
-        if self.kind is Kind.EXACT:
+        if self.dtype is object:
             return np.asarray(x).astype(object) if np.asarray(x).dtype != object else x
         return np.asarray(x, dtype=self.dtype)
 
@@ -109,6 +111,8 @@ class Arith:
         if self.checked:
             return int(self.excl_cumsum(x)[-1])
         s = x.sum()
+        if self.kind is Kind.RATIONAL:
+            return s
         return float(s) if self.kind is Kind.FLOAT else int(s)
 
     def dot(self, x: np.ndarray, y: np.ndarray) -> int | float:
@@ -124,7 +128,7 @@ class Arith:
         saturated ``a`` times ``b != 0`` then overflows, as the exact value would).
         ``signed`` allows negative ``b``.
         """
-        if self.kind is Kind.EXACT:
+        if self.dtype is object:
             b = a_late * b_early + b_late
             if self.capped and not signed and len(b) and max(b) >= EXACT_CAP:
                 raise TooLarge

@@ -7,7 +7,7 @@ from typing import Callable, NamedTuple, Sequence, TypeVar
 import numpy as np
 
 from udafs.errors import CountOverflowError, InputDataError, PlanError
-from udafs.kernels import extended, paths, within
+from udafs.kernels import extended, paths, uncertain, within
 from udafs.kernels.arith import EXACT_CAP, Arith, Kind, Overflow, TooLarge
 from udafs.kernels.measures import Column, Partial, Tally, finalize, measure_symbols, partials
 from udafs.plan import CountType, MeasureKind, Plan, ValueType
@@ -28,7 +28,8 @@ class GroupResult(NamedTuple):
 
 
 def evaluate_group(plan: Plan, ts: np.ndarray, mask: np.ndarray,
-                   columns: Sequence[Column] = (), seq: np.ndarray | None = None) -> GroupResult:
+                   columns: Sequence[Column] = (), seq: np.ndarray | None = None,
+                   bounds: tuple[np.ndarray, np.ndarray] | None = None) -> GroupResult:
     """Exact aggregates over all matches of ``plan`` in one group of events.
 
     Parameters
@@ -49,6 +50,11 @@ def evaluate_group(plan: Plan, ts: np.ndarray, mask: np.ndarray,
         PARTITION_CONTIGUITY takes the dense rank within the partition, or derives it
         when every row of the partition (mask 0 included) is passed. Ignored by
         other plans.
+    bounds : (lo, hi) arrays of int64, optional
+        Only for plans with imprecise timestamps (``plan.uncertain``): the first and
+        last possible time of each row (default: ``ts`` for both, point times).
+        Measures are then expected values over the possible worlds
+        (:mod:`udafs.kernels.uncertain`).
 
     Returns
     -------
@@ -72,7 +78,13 @@ def evaluate_group(plan: Plan, ts: np.ndarray, mask: np.ndarray,
     2
     """
     ts, mask, cols = validate(plan, ts, mask, columns)
-    if plan.extended:  # issue 7: strategies, cross-event and iterator predicates
+    if plan.uncertain is not None:  # imprecise timestamps: expected values
+        lo, hi = _bounds(ts, bounds)
+        parts, starts = uncertain.evaluate_uncertain(plan, ts, mask, cols, lo, hi)
+        values, valid = finalize(plan, parts)
+        ends = None if starts is None else starts + plan.within
+        return GroupResult(starts, ends, tuple(values), tuple(valid))
+    if plan.extended:  # strategies, cross-event and iterator predicates
         parts, starts = extended.evaluate_extended(plan, ts, mask, cols, seq)
         values, valid = finalize(plan, parts)
         ends = None if starts is None else starts + plan.within
@@ -88,6 +100,17 @@ def evaluate_group(plan: Plan, ts: np.ndarray, mask: np.ndarray,
     values, valid = finalize(plan, parts)
     ends = None if starts is None else starts + plan.within
     return GroupResult(starts, ends, tuple(values), tuple(valid))
+
+
+def _bounds(ts: np.ndarray, bounds: tuple[np.ndarray, np.ndarray] | None) -> tuple[np.ndarray, np.ndarray]:
+    """Validated (lo, hi) possible-time bounds; point times without ``bounds``."""
+    if bounds is None:
+        return ts, ts
+    lo, hi = (np.asarray(b) for b in bounds)
+    if lo.shape != ts.shape or hi.shape != ts.shape or (len(ts) and (lo.dtype.kind not in "iu" or
+                                                                    hi.dtype.kind not in "iu")):
+        raise InputDataError(f"bounds must be two integer arrays of shape {ts.shape}")
+    return lo.astype(np.int64, copy=False), hi.astype(np.int64, copy=False)
 
 
 T = TypeVar("T")
@@ -176,9 +199,9 @@ def sorted_instances(plan: Plan, ts: np.ndarray, mask: np.ndarray,
     callers (e.g. ``many.evaluate_many``) would silently drop their strategy and
     predicates, so they get a ``PlanError`` instead.
     """
-    if plan.extended:
-        raise PlanError("a plan with a selection strategy, cross-event or iterator predicates is evaluated by "
-                        "evaluate_group only (udafs.kernels.extended); this path would ignore them")
+    if plan.extended or plan.uncertain is not None:
+        raise PlanError("a plan with a selection strategy, cross-event or iterator predicates, or imprecise "
+                        "timestamps is evaluated by evaluate_group only; this path would ignore them")
     pm = plan.pattern_symbols_mask
     m = mask & pm
     keep = m != 0

@@ -200,7 +200,9 @@ def _extreme(kind: MeasureKind, vals: np.ndarray, sel: np.ndarray, bounds: np.nd
     ufunc = np.minimum if kind is MeasureKind.MIN else np.maximum
     masked = np.where(sel, vals, np.array(fill, dtype=vals.dtype)) if vals.dtype != object else \
         np.array([v if s else fill for v, s in zip(vals.tolist(), sel.tolist())] + [None], dtype=object)[:-1]
-    out = ufunc.reduceat(masked, np.minimum(bounds[:-1], len(vals) - 1))
+    empty = bounds[1:] == bounds[:-1]
+    out = np.full(n_out, fill, dtype=vals.dtype)
+    out[~empty] = ufunc.reduceat(masked, bounds[:-1][~empty])  # as in seg_sum: non-empty starts only
     return _blank(out, has)
 
 
@@ -247,10 +249,13 @@ def seg_sum(x: np.ndarray, bounds: np.ndarray, ar: Arith | None = None) -> np.nd
         raise Overflow
     if not len(x):
         return np.zeros(n_out, dtype=x.dtype)
-    out = np.add.reduceat(x, np.minimum(bounds[:-1], len(x) - 1))
     empty = bounds[1:] == bounds[:-1]
-    if empty.any():
-        out[empty] = 0
+    if not empty.any():
+        return np.add.reduceat(x, bounds[:-1])
+    # reduceat sums up to the next index given, so only non-empty segments may start one
+    # (a trailing empty segment would otherwise cut the last non-empty one short)
+    out = np.zeros(n_out, dtype=x.dtype)
+    out[~empty] = np.add.reduceat(x, bounds[:-1][~empty])
     return out
 
 

@@ -47,9 +47,8 @@ def forward(tl: Timeline, pat: Pattern, ar: Arith, start: np.ndarray | None = No
         if i == 0:
             entry = ar.ones(len(tl.rows(sym))) if start is None else start
         else:
-            lo, hi = tl.prev_ranges(pat.symbols[i - 1], sym, pat.gaps[i - 1])
-            cs = ar.excl_cumsum(out[-1])
-            entry = cs[hi] - cs[lo]
+            entry = tl.step(pat.symbols[i - 1], sym, pat.gaps[i - 1], out[-1], ar)
+        entry = tl.weigh(sym, entry, ar)  # weighted timelines: the bound row's probability
         if live is not None:
             entry = _keep(entry, live[i])
         f = _kleene(tl, sym, entry, ar, None if live is None else live[i]) if pat.kleene[i] else entry
@@ -136,19 +135,30 @@ def _kleene(tl: Timeline, sym: int, entry: np.ndarray, ar: Arith, live: np.ndarr
         return entry
     cs = ar.excl_cumsum(entry)
     e = cs[bounds[1:]] - cs[bounds[:-1]]
+    if tl.weight is not None:  # a set takes at most one row of a group, each with its probability
+        w = tl.weigh(sym, ar.ones(len(gid)), ar)
+        if live is not None:
+            w = _keep(w, live)
+        cw = ar.excl_cumsum(w)
+        p = affine_scan(ar.add(cw[bounds[1:]] - cw[bounds[:-1]], ar.ones(len(e))), e, seg_first, ar)
+        return ar.add(entry, ar.mul(w, p[gid]))
     m = np.diff(bounds) if live is None else np.diff(count_true(live)[bounds])
     p = affine_scan(ar.asarray(m + 1), e, seg_first, ar)
     return ar.add(entry, p[gid])
 
 
 def _tie_groups(tl: Timeline, sym: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Tie groups among ``sym`` rows: group id per row, group bounds, first group of segment."""
+    """Tie groups among ``sym`` rows (Kleene groups on weighted timelines): group id per row,
+    group bounds, first group of segment."""
     key = ("kg", sym)
     if key not in tl._cache:
         r = tl.rows(sym)
-        ties = tl.tie_start_of(sym)
+        ties = tl.kleene_key_of(sym)
         new = np.ones(len(r), dtype=bool)
         new[1:] = ties[1:] != ties[:-1]
+        if tl.group is not None:  # group keys repeat across segments (tie starts never do)
+            seg_rows = tl.seg_of(sym)
+            new[1:] |= seg_rows[1:] != seg_rows[:-1]
         starts = np.flatnonzero(new)
         gid = np.cumsum(new) - 1
         seg = tl.seg_id[r[starts]]
@@ -187,9 +197,14 @@ def run(tl: Timeline, pat: Pattern, ar: Arith, start: np.ndarray | None = None,
     if not need_pairs:
         return Run(totals, None)
     bw = backward(tl, pat, ar, end, live)
-    return Run(totals, [ar.mul(f, g) for f, g in zip(fw, bw)])
+    return Run(totals, pairs_with(fw, bw, ar, tl, pat))
 
 
-def pairs_with(fw: list[np.ndarray], bw: list[np.ndarray], ar: Arith) -> list[np.ndarray]:
-    """Pair counts from matching forward and backward passes."""
-    return [ar.mul(f, g) for f, g in zip(fw, bw)]
+def pairs_with(fw: list[np.ndarray], bw: list[np.ndarray], ar: Arith, tl: Timeline | None = None,
+               pat: Pattern | None = None) -> list[np.ndarray]:
+    """Pair counts from matching forward and backward passes (on a weighted timeline
+    ``tl`` both hold row r's weight: it is divided out once)."""
+    pairs = [ar.mul(f, g) for f, g in zip(fw, bw)]
+    if tl is None or tl.inv is None:
+        return pairs
+    return [tl.unweigh(sym, p, ar) for sym, p in zip(pat.symbols, pairs)]

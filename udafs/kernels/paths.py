@@ -65,19 +65,32 @@ def sliding(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: Sequence[Column]
     trailing negation become 0/1 start / end weights. ``k_range = (k0, k1)`` keeps
     windows k0 <= k < k1 only. Returns per-window partials and window starts.
     """
+    k, starts, ends = window_ranges(plan, ts, k_range)
+    return window_partials(plan, ts, mask, cols, ar, starts, ends), k * plan.slide
+
+
+def window_ranges(plan: Plan, ts: np.ndarray, k_range: tuple[int, int] | None = None
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The windows holding a row of the sorted ``ts`` (numbers k, within ``k_range``) and
+    each window's rows as the index range ``[starts, ends)``."""
     w, s = plan.within, plan.slide
     k = sliding_windows(ts, w, s)
     if k_range is not None:
         k = k[(k >= k_range[0]) & (k < k_range[1])]
-    starts = np.searchsorted(ts, k * s, "left")
-    ends = np.searchsorted(ts, k * s + w, "left")
+    return k, np.searchsorted(ts, k * s, "left"), np.searchsorted(ts, k * s + w, "left")
+
+
+def window_partials(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: Sequence[Column], ar: Arith,
+                    starts: np.ndarray, ends: np.ndarray) -> list[Partial]:
+    """Partials of the windows whose rows are ``[starts, ends)`` (non-empty ranges, each
+    sorted by time; the ranges may lie in different partitions' rows concatenated)."""
     parts = [_window_batch(plan, ts, mask, cols, ar, starts[a:b], ends[a:b]) for a, b in batches(ends - starts)]
     if not parts:
         tally = Tally(ar.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64),
                       new_acc(measure_symbols(plan), 0, ar))
         parts = [partials(plan, tally, cols, ar)]
     return [Partial(*(np.concatenate([p[j][f] for p in parts]) for f in range(2)))
-            for j in range(len(plan.measures))], k * s
+            for j in range(len(plan.measures))]
 
 
 def _window_batch(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: Sequence[Column], ar: Arith,

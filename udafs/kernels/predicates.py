@@ -74,6 +74,8 @@ def vectorised(plan: Plan) -> str | None:
     its = [q.element for q in plan.iterator_predicates]
     if len(set(its)) != len(its):
         return "several iterator predicates on one Kleene element"
+    if any(q.first for q in plan.iterator_predicates):
+        return "a first-element iterator predicate (b[i] OP b[1]): the state keeps the set's first value"
     return None
 
 

@@ -29,7 +29,7 @@ from udafs.kernels import compare
 from udafs.kernels.arith import LIMIT, Arith, Overflow
 from udafs.kernels.dominance import Dominance, equal_prefix
 from udafs.kernels.measures import Column
-from udafs.kernels.passes import Run, _kleene
+from udafs.kernels.passes import Run, _kleene, pairs_with
 from udafs.kernels.pattern import Pattern
 from udafs.kernels.scan import affine_scan
 from udafs.kernels.timeline import Timeline
@@ -131,6 +131,8 @@ def forward(tl: Timeline, pp: PredPattern, cols: Sequence[Column], ar: Arith,
     for i, sym in enumerate(pat.symbols):
         if i == 0:
             entry = ar.ones(len(tl.rows(sym))) if start is None else start
+        elif pp.rank is None and pp.within2 is None and pp.steps[i - 1] is None:
+            entry = tl.step(pat.symbols[i - 1], sym, pat.gaps[i - 1], out[-1], ar)
         else:
             prev = pat.symbols[i - 1]
             lo, hi = tl.prev_ranges(prev, sym, pat.gaps[i - 1])
@@ -148,6 +150,7 @@ def forward(tl: Timeline, pp: PredPattern, cols: Sequence[Column], ar: Arith,
                 entry = cs[hi] - cs[lo]
             else:
                 entry = predicate_step(tl, prev, sym, step, cols, out[-1], lo, hi, ar, base)
+        entry = tl.weigh(sym, entry, ar)  # weighted timelines (imprecise timestamps)
         if pp.row_ok is not None and pp.row_ok[i] is not None:  # fixed values of enumerated predicates
             entry = ar.asarray(np.where(pp.row_ok[i][base[tl.rows(sym)]], entry, 0))
         if pat.kleene[i]:
@@ -185,7 +188,7 @@ def run(tl: Timeline, pp: PredPattern, cols: Sequence[Column], ar: Arith, start:
     if not need_pairs:
         return Run(totals, None)
     bw = backward(tl, pp, cols, ar, end)
-    return Run(totals, [ar.mul(f, g) for f, g in zip(fw, bw)])
+    return Run(totals, pairs_with(fw, bw, ar, tl, pp.pat))
 
 
 def _keys(base: np.ndarray, rows: np.ndarray, side: Side, cols: Sequence[Column]) -> tuple[np.ndarray, np.ndarray]:
@@ -284,7 +287,8 @@ def chain_step(tl: Timeline, sym: int, chain: Step, cols: Sequence[Column], entr
         return entry  # no pair can hold: only one-row sets
     rs, rq, n_r = _ranks(ks, oks, kq, okq)
     a, b = _rank_range(chain.op, rq, n_r)
-    seg, ties = tl.seg_of(sym).tolist(), tl.tie_start_of(sym).tolist()
+    seg, ties = tl.seg_of(sym).tolist(), tl.kleene_key_of(sym).tolist()  # tie groups, or Kleene groups
+    weight = None if tl.weight is None else tl.weigh(sym, ar.ones(len(rows)), ar).tolist()
     ent = entry.tolist()
     rs_l, a_l, b_l, rq_l = rs.tolist(), a.tolist(), b.tolist(), rq.tolist()
     oks_l, okq_l = oks.tolist(), okq.tolist()
@@ -302,7 +306,7 @@ def chain_step(tl: Timeline, sym: int, chain: Step, cols: Sequence[Column], entr
                 got = fen.range(a_l[q], b_l[q])
                 if chain.op is CmpOp.NE:
                     got -= fen.range(rq_l[q], rq_l[q] + 1)
-                out[q] = ent[q] + got
+                out[q] = ent[q] + (got if weight is None else weight[q] * got)
         for s in range(k, e):
             if oks_l[s] and out[s]:
                 fen.add(rs_l[s], out[s])

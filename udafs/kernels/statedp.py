@@ -155,6 +155,9 @@ def evaluate_segment(plan: Plan, g: Group, lo: int, hi: int, edges: Edges, chans
     sym_bit = [1 << e.symbol for e in plan.elements]
     gap_times = [[ts[r] for r in range(lo, hi) if mask[r] & neg] for neg in plan.negations]
     it_of = [[k for k, q in enumerate(plan.iterator_predicates) if q.element == i] for i in range(n_el)]
+    # first-element forms (b[i] OP b[1]): an open Kleene set's state also keeps its first row's
+    # compared values, appended to the key while the set is open
+    first_of = [[k for k in it_of[i] if plan.iterator_predicates[k].first] for i in range(n_el)]
     next_strategy = plan.strategy is Strategy.SKIP_TILL_NEXT_MATCH
     contiguous = plan.strategy.contiguous
     w = edges.within
@@ -180,9 +183,13 @@ def evaluate_segment(plan: Plan, g: Group, lo: int, hi: int, edges: Edges, chans
         have = slot.get((el, key))
         slot[(el, key)] = acc if have is None else _merge(have, acc, chans)
 
-    def iter_ok(el: int, x: int, z: int) -> bool:
-        return all(compare.holds(plan.iterator_predicates[k].op, comp.cur_key[k][z], comp.prev_key[k][x])
-                   for k in it_of[el])
+    def first_part(el: int, row: int) -> tuple:
+        return tuple(comp.prev_key[k][row] for k in first_of[el])
+
+    def iter_ok(el: int, x: int, z: int, key: tuple) -> bool:
+        stored = dict(zip(first_of[el], key[len(key) - len(first_of[el]):]))
+        return all(compare.holds(plan.iterator_predicates[k].op, comp.cur_key[k][z],
+                                 stored[k] if k in stored else comp.prev_key[k][x]) for k in it_of[el])
 
     def advance_key(el: int, key: tuple, z: int) -> tuple | None:
         """Open key after binding row z to element el + 1, or None if a predicate fails."""
@@ -198,7 +205,7 @@ def evaluate_segment(plan: Plan, g: Group, lo: int, hi: int, edges: Edges, chans
             if not compare.holds(p.op, left, right):
                 return None
         new = tuple(old[k] if comp.span[k][0] != nxt else _side_key(plan, comp, k, z) for k in comp.open_at[nxt])
-        return (key[0],) + new
+        return (key[0],) + new + first_part(nxt, z)
 
     def complete(x: int, key: tuple, acc: list) -> None:
         first = key[0]
@@ -220,7 +227,8 @@ def evaluate_segment(plan: Plan, g: Group, lo: int, hi: int, edges: Edges, chans
             t_end += 1
         for a in range(r, t_end):  # new partial matches start at E1 rows of this tie group
             if mask[a] & sym_bit[0]:
-                key = (ts[a] if need_first else None,) + tuple(_side_key(plan, comp, k, a) for k in comp.open_at[0])
+                key = ((ts[a] if need_first else None,) + tuple(_side_key(plan, comp, k, a) for k in comp.open_at[0])
+                       + first_part(0, a))
                 push(a, 0, key, bind([1] + [_identity(c) for c in chans], a, 0))
         for x in range(r, t_end):
             for (el, key), acc in pending.pop(x, {}).items():
@@ -236,7 +244,7 @@ def evaluate_segment(plan: Plan, g: Group, lo: int, hi: int, edges: Edges, chans
                         break  # S2: past the earliest tie group of candidates
                     if contiguous and g.rank[z] != g.rank[x] + 1:
                         continue
-                    if kleene and mask[z] & sym_bit[el] and iter_ok(el, x, z):
+                    if kleene and mask[z] & sym_bit[el] and iter_ok(el, x, z, key):
                         ext.append(z)
                     if el + 1 < n_el and mask[z] & sym_bit[el + 1]:
                         nk = advance_key(el, key, z)

@@ -18,14 +18,14 @@ until a later one arrives (more rows at that time may still come). Per mode:
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 
 from udafs.errors import InputDataError, PlanError
 from udafs.kernels import evaluate, paths, within
 from udafs.kernels.arith import EXACT_CAP, Arith, Kind, Overflow
-from udafs.kernels.carry import Carry, Channel, Chunk, Numbers, empty_agg, merge, run_chunk, saturate
+from udafs.kernels.carry import Agg, Carry, Channel, Chunk, Numbers, empty_agg, merge, run_chunk, saturate
 from udafs.kernels.evaluate import GroupResult, evaluate_group, too_large, validate, with_fallback
 from udafs.kernels.measures import Column, Partial, combine, finalize, float_key, key_float, measure_symbols, partials
 from udafs.kernels.pattern import Pattern
@@ -74,6 +74,19 @@ class _Buffer:
         self.cols = [(v[:0], ok[:0]) for v, ok in self.cols]
         return out
 
+    def __len__(self) -> int:
+        return len(self.ts) + sum(len(p[0]) for p in self._parts)
+
+    def to_state(self) -> list[object]:
+        """The rows as plain data (:mod:`udafs.state_codec`)."""
+        ts, mask, cols = self.view()
+        return [ts, mask, [[v, ok] for v, ok in cols]]
+
+    def restore(self, state: list) -> None:
+        """Replace the rows by those of :meth:`to_state`."""
+        ts, mask, cols = state
+        self.ts, self.mask, self.cols, self._parts = ts, mask, [(v, ok) for v, ok in cols], []
+
 
 class StreamEvaluator:
     """Evaluate one group pushed in time-ordered chunks (see module docstring).
@@ -90,6 +103,9 @@ class StreamEvaluator:
     """
 
     def __init__(self, plan: Plan) -> None:
+        if plan.uncertain is not None:
+            raise PlanError("imprecise timestamps (expected aggregates) are not supported on the streaming path; "
+                            "use the batch path (evaluate_group)")
         if plan.extended:
             used = [name for name, on in (("a selection strategy other than skip-till-any-match",
                                            plan.strategy.value != "any"),
@@ -151,10 +167,28 @@ def _concat(a: tuple, b: tuple) -> tuple[np.ndarray, np.ndarray, list[Column]]:
             [(np.concatenate((x[0], y[0])), np.concatenate((x[1], y[1]))) for x, y in zip(a[2], b[2])])
 
 
+def _result_slice(res: GroupResult, keep: np.ndarray) -> GroupResult:
+    """The output rows of ``res`` where ``keep`` is True."""
+    ends = None if res.window_end is None else res.window_end[keep]
+    starts = None if res.window_start is None else res.window_start[keep]
+    return GroupResult(starts, ends, tuple(v[keep] for v in res.values), tuple(ok[keep] for ok in res.valid))
+
+
 def _result(plan: Plan, parts: Sequence[Partial], starts: np.ndarray | None = None) -> GroupResult:
     values, valid = finalize(plan, parts)
     ends = None if starts is None else starts + plan.within
     return GroupResult(starts, ends, tuple(values), tuple(valid))
+
+
+class DueWindows(NamedTuple):
+    """Final windows of one partition: numbers ``k`` before ``k_end`` holding a row, and
+    each window's rows as the range ``[starts, ends)`` of ``rows`` (ts, mask, columns)."""
+
+    k_end: int
+    rows: tuple[np.ndarray, np.ndarray, list[Column]]
+    k: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
 
 
 class _SlideMode:
@@ -176,17 +210,38 @@ class _SlideMode:
 
     def _emit(self, k_end: int) -> GroupResult | None:
         """Windows ``k_next <= k < k_end`` (all final), then forget rows before ``k_end``."""
+        due = self.due(k_end)
+        if due is None:
+            return None
+        plan = self.plan
+        parts = with_fallback(plan, lambda ar: paths.window_partials(plan, *due.rows, ar, due.starts, due.ends))
+        self.done(due)
+        return _result(plan, parts, due.k * plan.slide) if len(due.k) else None
+
+    def due(self, k_end: int) -> DueWindows | None:
+        """The windows ``k_next <= k < k_end`` that hold a row, with the rows they need
+        (None when there is none to evaluate); :meth:`done` forgets them afterwards."""
         ts, mask, cols = self.buf.view()
         if not len(ts) or k_end <= self.k_next:
             return None
-        plan, k_range = self.plan, (self.k_next, k_end)
+        plan = self.plan
         # only the rows of the finished windows: each row is then looked at once per window
         cut = int(np.searchsorted(ts, (k_end - 1) * plan.slide + plan.within, "left"))
-        ts, mask, cols = ts[:cut], mask[:cut], [(v[:cut], ok[:cut]) for v, ok in cols]
-        parts, starts = with_fallback(plan, lambda ar: paths.sliding(plan, ts, mask, cols, ar, k_range))
-        self.k_next = k_end
-        self.buf.drop_before(k_end * plan.slide)
-        return _result(plan, parts, starts) if len(starts) else None
+        rows = (ts[:cut], mask[:cut], [(v[:cut], ok[:cut]) for v, ok in cols])
+        k, starts, ends = paths.window_ranges(plan, rows[0], (self.k_next, k_end))
+        return DueWindows(k_end, rows, k, starts, ends)
+
+    def done(self, due: DueWindows) -> None:
+        """The windows of ``due`` were returned: forget the rows no later window needs."""
+        self.k_next = due.k_end
+        self.buf.drop_before(due.k_end * self.plan.slide)
+
+    def to_state(self) -> dict[str, object]:
+        return {"buf": self.buf.to_state(), "k": self.k_next}
+
+    def restore(self, state: dict) -> None:
+        self.buf.restore(state["buf"])
+        self.k_next = state["k"]
 
 
 class _WithinMode:
@@ -214,15 +269,33 @@ class _WithinMode:
         self._fold(None if self.first_lo is None else (self.first_lo, _TS_MAX))
         return _result(self.plan, self.parts)
 
+    def snapshot(self) -> GroupResult:
+        """The result over the rows fed so far, leaving the state as it is."""
+        parts = self._partials(None if self.first_lo is None else (self.first_lo, _TS_MAX))
+        return _result(self.plan, parts if self.parts is None else combine(self.plan, self.parts, parts))
+
     def _fold(self, first: tuple[int, int] | None) -> None:
+        parts = self._partials(first)
+        self.parts = parts if self.parts is None else combine(self.plan, self.parts, parts)
+
+    def _partials(self, first: tuple[int, int] | None) -> list[Partial]:
+        """Partials of the buffered matches whose first row lies in ``first`` (all: None)."""
         ts, mask, cols = self.buf.view()
         plan, symbols = self.plan, measure_symbols(self.plan)
 
         def attempt(ar: Arith) -> list[Partial]:
             return partials(plan, within.within_blocks(plan, ts, mask, ar, symbols, first), cols, ar)
 
-        parts = with_fallback(plan, attempt)
-        self.parts = parts if self.parts is None else combine(plan, self.parts, parts)
+        return with_fallback(plan, attempt)
+
+    def to_state(self) -> dict[str, object]:
+        parts = None if self.parts is None else [[p.value, p.nn] for p in self.parts]
+        return {"buf": self.buf.to_state(), "lo": self.first_lo, "parts": parts}
+
+    def restore(self, state: dict) -> None:
+        self.buf.restore(state["buf"])
+        self.first_lo = state["lo"]
+        self.parts = None if state["parts"] is None else [Partial(v, nn) for v, nn in state["parts"]]
 
 
 class _CarryMode:
@@ -241,9 +314,21 @@ class _CarryMode:
 
     def finish(self, ts: np.ndarray, mask: np.ndarray, cols: list[Column]) -> GroupResult:
         self._chunk(ts, mask, cols)
+        return self.snapshot()
+
+    def snapshot(self) -> GroupResult:
+        """The result over the rows fed so far (the matches ended so far)."""
         if not isinstance(self.ended.count, float) and self.ended.count >= EXACT_CAP:
             raise too_large(self.plan)
         return _result(self.plan, self._partials())
+
+    def to_state(self) -> dict[str, object]:
+        return {"pool": [_agg_state(a) for a in self.carry.pool], "kleene": [_agg_state(a) for a in self.carry.kleene],
+                "ended": _agg_state(self.ended)}
+
+    def restore(self, state: dict) -> None:
+        self.carry = Carry(tuple(_agg(a) for a in state["pool"]), tuple(_agg(a) for a in state["kleene"]))
+        self.ended = _agg(state["ended"])
 
     def _chunk(self, ts: np.ndarray, mask: np.ndarray, cols: list[Column]) -> None:
         if not len(ts):
@@ -273,6 +358,15 @@ class _CarryMode:
             else:
                 out.append(Partial(_scalar(value, dtype), nn))
         return out
+
+
+def _agg_state(a: Agg) -> list[object]:
+    return [a.count, list(a.chans)]
+
+
+def _agg(state: list) -> Agg:
+    count, chans = state
+    return Agg(count, tuple(chans))
 
 
 def _scalar(v: object, dtype: np.dtype | None) -> np.ndarray:

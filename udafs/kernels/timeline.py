@@ -13,8 +13,12 @@ negation-limited predecessor ranges.
 from __future__ import annotations
 
 import weakref
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from udafs.kernels.arith import Arith
 
 _IDX = np.int64
 
@@ -24,14 +28,22 @@ class Timeline:
 
     Segments must be non-empty. ``origin`` maps each row to a row of the caller's
     base array (identity when ``None``).
+
+    Weighted timelines (imprecise timestamps, :mod:`udafs.kernels.uncertain`): a row is
+    a possible time of one or more events and ``weight`` its probability (``inv`` =
+    1/weight); every bound row multiplies a partial match by its weight. ``group`` is
+    the Kleene group key of each row: a Kleene set takes at most one row per group,
+    and groups follow each other in time (default: rows with equal ts, the tie groups).
     """
 
     def __init__(self, ts: np.ndarray, mask: np.ndarray, bounds: np.ndarray,
-                 origin: np.ndarray | None = None) -> None:
+                 origin: np.ndarray | None = None, weight: np.ndarray | None = None,
+                 inv: np.ndarray | None = None, group: np.ndarray | None = None) -> None:
         self.ts = ts
         self.mask = mask
         self.bounds = np.asarray(bounds, dtype=_IDX)
         self.origin = origin
+        self.weight, self.inv, self.group = weight, inv, group
         self.n = len(ts)
         self.n_seg = len(self.bounds) - 1
         self._cache: dict[object, np.ndarray] = {}
@@ -68,6 +80,45 @@ class Timeline:
             ties = self.tie_start
             self._cache[key] = self.rows(sym) if self._cache["no_ties"] else ties[self.rows(sym)]
         return self._cache[key]
+
+    def kleene_key_of(self, sym: int) -> np.ndarray:
+        """Kleene group key of the ``sym`` rows: ``group`` if set, else the tie-group start."""
+        if self.group is None:
+            return self.tie_start_of(sym)
+        key = ("kk", sym)
+        if key not in self._cache:
+            self._cache[key] = self.group[self.rows(sym)]
+        return self._cache[key]
+
+    # -- weights (imprecise timestamps) ----------------------------------------
+    def weigh(self, sym: int, x: np.ndarray, ar: Arith) -> np.ndarray:
+        """``x`` (per ``sym`` row) times each row's weight; ``x`` itself when unweighted."""
+        if self.weight is None:
+            return x
+        return ar.mul(x, self._gather("w", self.weight, sym))
+
+    def unweigh(self, sym: int, x: np.ndarray, ar: Arith) -> np.ndarray:
+        """``x`` divided by each ``sym`` row's weight (a pair count holds it twice)."""
+        if self.inv is None:
+            return x
+        return ar.mul(x, self._gather("inv", self.inv, sym))
+
+    def _gather(self, name: str, values: np.ndarray, sym: int) -> np.ndarray:
+        key = (name, sym)
+        if key not in self._cache:
+            self._cache[key] = values[self.rows(sym)]
+        return self._cache[key]
+
+    # -- the step of a forward pass ----------------------------------------------
+    def step(self, prev_sym: int, sym: int, neg: int, f: np.ndarray, ar: Arith) -> np.ndarray:
+        """Per ``sym`` row r: ``Σ f`` over the valid predecessors of r (:meth:`prev_ranges`).
+
+        ``f`` holds a count per ``prev_sym`` row. Weighted timelines whose negated
+        events have imprecise times override this (the gap factor is not 0/1 there).
+        """
+        lo, hi = self.prev_ranges(prev_sym, sym, neg)
+        cs = ar.excl_cumsum(f)
+        return cs[hi] - cs[lo]
 
     def seg_of(self, sym: int) -> np.ndarray:
         """Segment index of the ``sym`` rows."""
@@ -177,13 +228,20 @@ class Timeline:
         twin = self._twin()
         if twin is not None:
             return twin
-        origin = None if self.origin is None else self.origin[::-1]
-        rev = Timeline(-self.ts[::-1], self.mask[::-1], self.n - self.bounds[::-1], origin)
+        rev = self._make_reversed()
         # weak way back: a strong one would make a reference cycle that holds large
         # arrays until the cyclic GC runs (which numpy allocations rarely trigger)
         rev._origin_ref = weakref.ref(self)
         self._reversed = rev
         return rev
+
+    def _make_reversed(self) -> Timeline:
+        """A new timeline: this one with time negated and rows reversed."""
+        def flip(x: np.ndarray | None) -> np.ndarray | None:
+            return None if x is None else x[::-1]
+
+        return Timeline(-self.ts[::-1], self.mask[::-1], self.n - self.bounds[::-1], flip(self.origin),
+                        flip(self.weight), flip(self.inv), flip(self.group))
 
     def _twin(self) -> Timeline | None:
         """The other direction of this timeline, if it exists."""

@@ -97,10 +97,11 @@ def _crossing(tl: Timeline, sp: Split, w: int, ar: Arith, acc: dict[int, np.ndar
     count = ar.dot(h, f)
     if acc:
         f_start = f if start is None else ar.mul(f, start)
-        add_pairs(acc, tl, sp.left, pairs_with(forward(tl, sp.left, ar, f_start, live_left), bw_left, ar), ar)
+        fw_left = forward(tl, sp.left, ar, f_start, live_left)
+        add_pairs(acc, tl, sp.left, pairs_with(fw_left, bw_left, ar, tl, sp.left), ar)
         ch = ar.excl_cumsum(h)
         bw_right = backward(tl, sp.right, ar, ch[v_hi] - ch[v_lo], live_right)
-        add_pairs(acc, tl, sp.right, pairs_with(fw_right, bw_right, ar), ar)
+        add_pairs(acc, tl, sp.right, pairs_with(fw_right, bw_right, ar, tl, sp.right), ar)
     return count
 
 

@@ -1,0 +1,214 @@
+"""MATCH_AGGREGATE over a live stream == the batch MATCH_AGGREGATE over the same rows.
+
+Each example writes random partitions as parquet files (:mod:`tests.live_cases`): rows
+in a random arrival order (late ones included), one file per micro-batch, a real file
+source with a watermark, a checkpoint in a temp dir. ``sparkseq.sql`` returns a
+streaming DataFrame; ``foreachBatch`` collects what it emits. Then:
+
+* SLIDE: every (partition, window) row once, equal to the batch row;
+* WITHIN without SLIDE, no window: the last row emitted per partition equals the batch
+  row, and no partition is emitted twice in a row with the same values;
+* late rows: Spark's ``numRowsDroppedByWatermark`` equals the number of late rows.
+
+A streaming query costs seconds per micro-batch, so examples are few and each holds
+up to 12 partitions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+import sparkseq
+from sparkseq import live
+from tests import live_cases, oracle, predicate_cases, sql_cases
+from tests.test_kernel_oracle import events, plans
+from tests.test_kernel_predicates import ext_events, ext_plans
+from udafs.plan import Element, Measure, MeasureKind, Plan, Strategy
+
+# no shrinking: a failing example is reported as found (each costs seconds of streaming)
+SETTINGS = settings(max_examples=2, deadline=None, suppress_health_check=list(HealthCheck),
+                    phases=[Phase.explicit, Phase.reuse, Phase.generate])
+_runs = itertools.count()
+
+
+def run_case(spark, tmp: Path, plan: Plan, groups: list[oracle.Events], seed: int, text_of,
+             every_row_passes: bool = False) -> int:
+    """Stream the case through ``text_of(source)`` and compare with the batch answer
+    (returns the number of batch rows compared)."""
+    rng = np.random.default_rng(seed)
+    run = next(_runs)
+    a = live_cases.arrival(plan, groups, delay=int(rng.integers(0, 4)), jitter=int(rng.integers(0, 6)),
+                           files=int(rng.integers(2, 5)), rng=rng, every_row_passes=every_row_passes)
+    source = tmp / f"src{run}"
+    source.mkdir()
+    files = live_cases.write_files(a, source, 1 << plan.elements[0].symbol)
+    spark.readStream.schema(live_cases.SCHEMA).parquet(str(source)).withWatermark(
+        "ts", f"{a.delay} seconds").createOrReplaceTempView("live_src")
+    frame = sparkseq.sql(spark, text_of("live_src"))
+    assert frame.isStreaming
+    batches: list[tuple[int, list[dict]]] = []
+    mode = "append" if plan.slide is not None else "update"
+    query = (frame.writeStream.foreachBatch(live_cases.collector(batches)).outputMode(mode)
+             .option("checkpointLocation", str(tmp / f"ck{run}")).start())
+    try:
+        for path in files:
+            live_cases.release(path, source)
+            query.processAllAvailable()
+        dropped = sum(op["numRowsDroppedByWatermark"] for p in query.recentProgress for op in p["stateOperators"])
+    finally:
+        query.stop()
+    live_cases.accepted_view(spark, a, "live_batch")
+    want_rows = [r.asDict() for r in sparkseq.sql(spark, text_of("live_batch")).collect()]
+    measures = [m.name for m in plan.measures]
+    windows = plan.slide is not None
+    want = live_cases.rows_by_key(want_rows, windows)
+    emitted = [r for _, rows in sorted(batches, key=lambda b: b[0]) for r in rows]
+    if windows:
+        have = live_cases.rows_by_key(emitted, windows)
+    else:
+        have = last_per_partition(emitted, measures)
+    live_cases.assert_rows_equal(have, want)
+    assert dropped == int(a.late.sum())
+    return len(want)
+
+
+def last_per_partition(rows: list[dict], measures: list[str]) -> dict[tuple, dict]:
+    """The last running result per partition (rows in emission order); a partition is
+    emitted again only when its values changed."""
+    last: dict[tuple, dict] = {}
+    for r in rows:
+        if r["g"] == live_cases.FLUSH:
+            continue
+        key = (r["g"], None)
+        if key in last:
+            assert [last[key][m] for m in measures] != [r[m] for m in measures], f"{key} re-emitted unchanged"
+        last[key] = r
+    return last
+
+
+def plain_text(plan: Plan):
+    def text(source: str) -> str:
+        columns = ["g", *(["window_start", "window_end"] if plan.slide else []), *(f"`{m.name}`" for m in plan.measures)]
+        return (f"SELECT {', '.join(columns)} FROM "
+                f"{sql_cases.match_aggregate(plan, source, timestamp=True, unit='SECONDS')}")
+    return text
+
+
+@st.composite
+def cases(draw: st.DrawFn, **plan_options: object) -> tuple[Plan, list[oracle.Events], int]:
+    plan = draw(plans(**plan_options))
+    groups = draw(st.lists(events(plan, max_rows=12, max_ts=20), min_size=1, max_size=12))
+    return plan, groups, draw(st.integers(0, 2**32 - 1))
+
+
+@pytest.mark.parametrize("window", ["slide", "within", "none"])
+def test_live_equals_batch(spark, tmp_path: Path, window: str) -> None:
+    """Negation (leading / trailing with WITHIN), Kleene, every measure and count type."""
+    @SETTINGS
+    @given(cases(window=window, middle_negation=True, edges=window != "none"))
+    def check(case: tuple[Plan, list[oracle.Events], int]) -> None:
+        plan, groups, seed = case
+        run_case(spark, tmp_path, plan, groups, seed, plain_text(plan))
+
+    check()
+
+
+@pytest.mark.parametrize("strategy", [Strategy.SKIP_TILL_ANY_MATCH, Strategy.SKIP_TILL_NEXT_MATCH,
+                                      Strategy.PARTITION_CONTIGUITY])
+def test_live_predicates_and_strategies(spark, tmp_path: Path, strategy: Strategy) -> None:
+    """Cross-event and iterator predicates and strategies, per SLIDE window; PARTITION
+    CONTIGUITY ranks count rows of no symbol."""
+    @settings(SETTINGS, max_examples=1)
+    @given(st.data())
+    def check(data: st.DataObject) -> None:
+        plan = predicate_cases.sql_expressible(data.draw(ext_plans(window="slide", strategy=strategy, need_pred=True)))
+        groups = data.draw(st.lists(ext_events(plan, max_rows=12, max_ts=20), min_size=1, max_size=10))
+        seed = data.draw(st.integers(0, 2**32 - 1))
+
+        def text(source: str) -> str:
+            columns = ["g", "window_start", "window_end", *(f"`{m.name}`" for m in plan.measures)]
+            body = predicate_cases.match_aggregate(plan, source, seed=seed, timestamp=True, unit="SECONDS")
+            return f"SELECT {', '.join(columns)} FROM {body}"
+
+        run_case(spark, tmp_path, plan, groups, seed, text)
+
+    check()
+
+
+TICKERS = ("DELL", "IBM", "GS", "JPM", "Harvard", "MIT", "ANAT")
+SECTORS = [("DELL", "Computer"), ("IBM", "Computer"), ("GS", "Finance"), ("JPM", "Finance"),
+           ("Harvard", "Education"), ("MIT", "Education"), ("ANAT", "Insurance"), ("Computer", "Technology"),
+           ("Finance", "Services"), ("Education", "Services"), ("Insurance", "Services")]
+# one partition with a match for sure (DELL, GS, ANAT), NaN and infinity among its values
+SURE_MATCH = oracle.Events(ts=[1, 2, 2, 4], mask=[0, 2, 3, 6],
+                           values=([1, 2, None, 3], [0.5, 1.0, 2.5, None], [float("nan"), float("inf"), 1.0, float("nan")]))
+
+
+@st.composite
+def ticker_groups(draw: st.DrawFn, plan: Plan) -> list[oracle.Events]:
+    """Partitions whose ``mask`` column is an index into :data:`TICKERS` (pattern companies
+    drawn more often), values with NULLs, NaN and infinities."""
+    groups = draw(st.lists(ext_events(plan, max_rows=14, max_ts=20), min_size=1, max_size=7))
+    pick = st.sampled_from([0, 1, 2, 3, 4, 5, 6, 6, 2])
+    return [SURE_MATCH, *(dataclasses.replace(ev, mask=draw(st.lists(pick, min_size=len(ev.ts), max_size=len(ev.ts))))
+                          for ev in groups)]
+
+
+def test_live_hierarchy_key_types_and_nan(spark, tmp_path: Path, isolated_hierarchies) -> None:
+    """A concept hierarchy, a subquery view over the stream, partition keys of several
+    types (NULL keys too), and MIN / MAX over NaN and infinities, against the batch answer."""
+    sparkseq.register_hierarchy(spark, "sectors", SECTORS)
+    # arrival() reads only the window and the measure names: every row is some company, so every row passes
+    plan = Plan(symbols=tuple(f"S{k}" for k in range(7)), elements=(Element(0), Element(1)), negations=(0, 0, 0),
+                within=6, slide=3, measures=tuple(Measure(MeasureKind.COUNT_STAR, name=n) for n in ("n", "lo", "hi", "total")))
+
+    @settings(SETTINGS, max_examples=1)
+    @given(ticker_groups(plan), st.integers(0, 2**32 - 1))
+    def check(groups: list[oracle.Events], seed: int) -> None:
+        def text(source: str) -> str:
+            tickers = ", ".join(f"'{t}'" for t in TICKERS)
+            return f"""
+CREATE OR REPLACE TEMP VIEW {source}_ticks AS
+  SELECT g, CASE WHEN g % 3 = 0 THEN NULL ELSE concat('k', g) END AS sk, CAST(g / 4 AS DECIMAL(10, 2)) AS dk,
+         timestamp_seconds(g) AS tk, ts, element_at(array({tickers}), CAST(mask + 1 AS INT)) AS ticker, i, s
+  FROM {source};
+SELECT g, sk, dk, tk, window_start, window_end, n, lo, hi, total FROM {source}_ticks MATCH_AGGREGATE (
+  PARTITION BY g, sk, dk, tk ORDER BY ts
+  PATTERN SEQ(Computer, Finance+, !Education, ANAT) TYPE BY ticker HIERARCHY sectors
+  MEASURES COUNT(*) AS n, MIN(Finance.s) AS lo, MAX(ANAT.s) AS hi, SUM(Finance.i) AS total
+  WITHIN INTERVAL 6 SECONDS SLIDE INTERVAL 3 SECONDS) AS m"""
+
+        assert run_case(spark, tmp_path, plan, groups, seed, text, every_row_passes=True) > 0
+
+    check()
+
+
+def test_live_source_in_a_cte_and_a_subquery_inside_a_larger_statement(spark, tmp_path: Path) -> None:
+    """The stream reaches the operator through CTEs of two nested WITH clauses and a
+    subquery, and a filter and a computed column stand around the operator's result:
+    the same rows as in batch."""
+    @settings(SETTINGS, max_examples=1)
+    @given(cases(window="slide"))
+    def check(case: tuple[Plan, list[oracle.Events], int]) -> None:
+        plan, groups, seed = case
+        measures = ", ".join(f"`{m.name}`" for m in plan.measures)
+
+        def text(source: str) -> str:
+            body = sql_cases.match_aggregate(plan, "(SELECT * FROM kept)", timestamp=True, unit="SECONDS")
+            return f"""
+WITH rows_of AS (SELECT g, ts, mask, i, f, s FROM {source})
+SELECT g, window_start, window_end, {measures}
+FROM (WITH kept AS (SELECT * FROM rows_of WHERE g <> {live_cases.FLUSH - 1})
+      SELECT *, n + 1 AS n_plus_one FROM {body})
+WHERE n_plus_one > 0"""
+
+        run_case(spark, tmp_path, plan, groups, seed, text)
+
+    check()
