@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import getpass
 import os
-import re
 import sys
 import tempfile
 import warnings
@@ -13,6 +12,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from sparkseq import cluster
 from sparkseq.registration import register
 
 DEFAULT_MASTER = "local[2]"
@@ -21,7 +21,8 @@ _ROOT = _PACKAGE.parent  # the source checkout (or site-packages when installed)
 
 
 def session(master: str | None = None, app_name: str = "sparkseq",
-            conf: Mapping[str, object] | None = None, *, parser_extension: bool = True) -> SparkSession:
+            conf: Mapping[str, object] | None = None, *, parser_extension: bool = True,
+            check_workers: bool = True) -> SparkSession:
     """Start (or reuse) a SparkSession, register sparkseq's functions in it and let its
     ``spark.sql`` accept MATCH_AGGREGATE.
 
@@ -29,9 +30,12 @@ def session(master: str | None = None, app_name: str = "sparkseq",
     ----------
     master : str, optional
         Spark master URL, or a Spark Connect URL ``sc://host:port``. Default: the
-        ``SPARKSEQ_MASTER`` environment variable, else ``local[2]``. With a cluster
-        URL, sparkseq must be installed on the workers; with a Connect URL, on the
-        server (its Python workers run sparkseq's functions).
+        ``SPARKSEQ_MASTER`` environment variable, else ``local[2]``. A ``local[N]``
+        master retries a failed task once (``local[N,2]``; :mod:`sparkseq.cluster`).
+        With a ``local-cluster[...]`` or cluster URL sparkseq ships itself to the
+        executors (:func:`sparkseq.cluster.ship`); their Python must have numpy,
+        pyarrow and pandas (docs/cluster.md). With a Connect URL, sparkseq must be
+        installed on the server (its Python workers run sparkseq's functions).
     app_name : str
         Spark application name.
     conf : mapping, optional
@@ -44,6 +48,12 @@ def session(master: str | None = None, app_name: str = "sparkseq",
         without it), a :class:`ParserExtensionWarning` says so and ``sparkseq.sql``
         remains the way to run MATCH_AGGREGATE. A Connect session takes MATCH_AGGREGATE
         in ``spark.sql`` when its server is ``python -m sparkseq connect-server``.
+    check_workers : bool
+        On a master with separate executor processes, run one small job at start that
+        imports sparkseq on the executors and raises
+        :class:`sparkseq.cluster.WorkerEnvironmentError` naming what their Python lacks
+        (:func:`sparkseq.cluster.check_workers`), instead of a ``ModuleNotFoundError``
+        in the first query.
 
     Examples
     --------
@@ -55,16 +65,22 @@ def session(master: str | None = None, app_name: str = "sparkseq",
     master = master or os.environ.get("SPARKSEQ_MASTER") or DEFAULT_MASTER
     if master.startswith("sc://"):
         return _connect_session(master, app_name, conf)
-    _python_environment(local=master.startswith("local"))
-    settings = {**default_conf(master), **{key: str(value) for key, value in (conf or {}).items()}}
+    where = cluster.classify(master)
+    _process_environment(where)
+    settings = {**default_conf(where.url), **{key: str(value) for key, value in (conf or {}).items()}}
+    cluster.worker_python_conf(settings)
     unavailable = None
     if parser_extension:
         settings, unavailable = _with_extension(settings)
-    builder = SparkSession.builder.master(master).appName(app_name)
+    builder = SparkSession.builder.master(where.url).appName(app_name)
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    if where.ships:  # before any function is built: each captures the zip then
+        cluster.ship(spark, scratch_dir() / "pyfiles")
+        if check_workers:
+            cluster.check_workers(spark)
     register(spark)
     if parser_extension and unavailable is None:
         from sparkseq import jvm_parser
@@ -74,6 +90,16 @@ def session(master: str | None = None, app_name: str = "sparkseq",
         warnings.warn(f"spark.sql does not accept MATCH_AGGREGATE in this session: {unavailable}",
                       ParserExtensionWarning, stacklevel=2)
     return spark
+
+
+def _process_environment(where: cluster.Master) -> None:
+    """Environment variables the JVM about to start (and what it starts) inherit."""
+    cluster.python_environment(where, _ROOT)
+    if where.kind is cluster.MasterKind.LOCAL:  # local workers inherit the JVM's environment, which inherits ours
+        for key, value in WORKER_MALLOC.items():
+            os.environ.setdefault(key, value)
+    elif where.kind is cluster.MasterKind.LOCAL_CLUSTER:  # its executors' files, else in pyspark's install
+        os.environ.setdefault("SPARK_WORKER_DIR", str(scratch_dir() / "work"))
 
 
 class ParserExtensionWarning(UserWarning):
@@ -122,6 +148,9 @@ def is_session(value: object) -> bool:
 JIT_HUGE_METHODS = "-XX:-DontCompileHugeMethods"
 
 
+#: Lets adaptive execution coalesce the shuffle partitions of a query that is being cached.
+CACHED_PLAN_COALESCING = "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning"
+
 ROCKSDB_STATE_STORE = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
 
@@ -138,18 +167,23 @@ def default_conf(master: str) -> dict[str, str]:
         "spark.driver.extraJavaOptions": (f"-Dlog4j2.configurationFile={(_PACKAGE / 'log4j2.properties').as_uri()}"
                                           f" -Dderby.stream.error.file={scratch / 'derby.log'} {JIT_HUGE_METHODS}"),
         "spark.executor.extraJavaOptions": JIT_HUGE_METHODS,
+        # A workload's shared pass is cached (sparkseq.workloads), and Spark plans a query
+        # it caches without adaptive coalescing unless this is on: on a cluster, with the
+        # default 200 shuffle partitions, every pass ran 200 tasks (bench/cluster.py).
+        CACHED_PLAN_COALESCING: "true",
         # live MATCH_AGGREGATE keeps per-partition evaluator state (sparkseq.live):
         # RocksDB holds large state on disk instead of in executor memory
         "spark.sql.streaming.stateStore.providerClass": ROCKSDB_STATE_STORE,
     }
     conf.update({f"spark.executorEnv.{key}": os.environ.get(key, value) for key, value in WORKER_MALLOC.items()})
-    cores = _local_cores(master)
-    if cores is not None:
+    where = cluster.classify(master)
+    if where.cores is not None:
         conf.update({
             # Spark's default of 200 shuffle partitions costs seconds of task overhead per
-            # query on a laptop; two per core keeps both busy with little skew.
-            "spark.sql.shuffle.partitions": str(2 * cores),
-            "spark.default.parallelism": str(2 * cores),
+            # query on a laptop; two per core keeps both busy with little skew. On a
+            # cluster adaptive execution coalesces the 200 (sparkseq.workloads too).
+            "spark.sql.shuffle.partitions": str(2 * where.cores),
+            "spark.default.parallelism": str(2 * where.cores),
             "spark.local.dir": str(scratch / "local"),
             "spark.ui.enabled": "false",
         })
@@ -173,15 +207,6 @@ def scratch_dir() -> Path:
     return path
 
 
-def _local_cores(master: str) -> int | None:
-    """Cores of a ``local``, ``local[N]`` or ``local[*]`` master; None for a cluster."""
-    found = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\s*\d+)?\])?", master.strip())
-    if found is None:
-        return None
-    n = found.group(1)
-    return (os.cpu_count() or 1) if n == "*" else int(n or 1)
-
-
 #: glibc malloc settings for the Python workers. The kernels allocate and free many
 #: large numpy arrays; by default glibc serves each from a fresh mmap and returns it at
 #: once, so every pass page-faults its memory in again. Keeping up to 32 MB blocks on
@@ -193,19 +218,3 @@ WORKER_MALLOC = {
     "MALLOC_TRIM_THRESHOLD_": str(256 << 20),
     "MALLOC_TOP_PAD_": str(64 << 20),
 }
-
-
-def _python_environment(local: bool) -> None:
-    """Python workers must run this interpreter (numpy, pyarrow, sparkseq importable)."""
-    setter = os.environ.__setitem__ if local else os.environ.setdefault
-    setter("PYSPARK_PYTHON", sys.executable)
-    setter("PYSPARK_DRIVER_PYTHON", sys.executable)
-    if local:  # local workers inherit the JVM's environment, which inherits ours
-        for key, value in WORKER_MALLOC.items():
-            os.environ.setdefault(key, value)
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # no loopback-hostname warning
-        # Local workers inherit PYTHONPATH: make the packages importable there even
-        # when running from a source checkout that is not pip-installed.
-        paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
-        if str(_ROOT) not in paths:
-            os.environ["PYTHONPATH"] = os.pathsep.join([str(_ROOT), *filter(None, paths)])

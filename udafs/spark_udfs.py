@@ -32,6 +32,7 @@ from udafs.kernels import GroupResult, evaluate_group
 from udafs.kernels.many import evaluate_many
 from udafs.multiplan import MultiPlan
 from udafs.plan import Measure, MeasureKind, Plan, ValueType
+from udafs.worker_faults import kill_if_armed
 
 _ARROW = {contract.BIGINT: pa.int64(), contract.DOUBLE: pa.float64(), contract.STRING: pa.string(),
           contract.DECIMAL: pa.decimal128(38, 0)}
@@ -216,14 +217,15 @@ def aggregate_group(p: Plan, ts: pa.Array, mask: pa.Array, values: Sequence[pa.A
     the first and last possible time (imprecise timestamps only; NULL means ``ts``)."""
     fields = result_fields(p) + [(contract.ERROR, contract.STRING)]
     names = [n for n, _ in fields]
+    kill_if_armed()
     try:
         ts_, mask_, cols, seq_ = group_arrays_seq(p, ts, mask, values, seq)
         lohi = None if bounds is None else group_bounds(ts, mask, bounds)
         res = evaluate_group(p, ts_, mask_, cols, seq=seq_, bounds=lohi)
     except (CountOverflowError, UncertainTimeError) as exc:
-        message = str(exc.with_partition(Verbatim(PARTITION_SLOT)))
-        arrays = [pa.nulls(1, _ARROW[t]) for _, t in fields[:-1]] + [pa.array([message])]
-        return _as_list_value(arrays, names)
+        return _error_value(fields, str(exc.with_partition(Verbatim(PARTITION_SLOT))))
+    except MemoryError:  # numpy's failed allocation; the worker itself is still alive
+        return _error_value(fields, out_of_memory(PARTITION_SLOT, len(ts)))
     arrays = result_arrays(p, res)
     return _as_list_value(arrays + [pa.nulls(len(arrays[0]), pa.string())], names)
 
@@ -249,13 +251,27 @@ def aggregate_many(mp: MultiPlan, ts: pa.Array, mask: pa.Array, values: Sequence
     """Every reported plan's measures for one group, as one ``array<struct<plan, ...>>`` value."""
     fields = contract.multi_result_fields(mp) + [(contract.ERROR, contract.STRING)]
     names = [n for n, _ in fields]
+    kill_if_armed()
     try:
         results = evaluate_many(mp, *group_arrays(mp.plans[0], ts, mask, values))
     except CountOverflowError as exc:
-        message = str(exc.with_partition(Verbatim(PARTITION_SLOT)))
-        arrays = [pa.nulls(1, _ARROW[t]) for _, t in fields[:-1]] + [pa.array([message])]
-        return _as_list_value(arrays, names)
+        return _error_value(fields, str(exc.with_partition(Verbatim(PARTITION_SLOT))))
+    except MemoryError:
+        return _error_value(fields, out_of_memory(PARTITION_SLOT, len(ts)))
     return _as_list_value(multi_result_arrays(mp, results), names)
+
+
+def _error_value(fields: list[tuple[str, str]], message: str) -> pa.Scalar:
+    """The one-row result carrying ``message`` in ``error`` (the generated SQL raises it)."""
+    arrays = [pa.nulls(1, _ARROW[t]) for _, t in fields[:-1]] + [pa.array([message])]
+    return _as_list_value(arrays, [n for n, _ in fields])
+
+
+def out_of_memory(partition: str, rows: int) -> str:
+    """The message for a group whose evaluation ran out of memory in a Python worker."""
+    return (f"a Python worker ran out of memory evaluating partition {partition} ({rows:,} rows); give the "
+            "executors' Python workers more memory (spark.executor.memoryOverhead, spark.executor.pyspark.memory) "
+            "or evaluate this partition on the bounded-memory streaming path (sparkseq.stream_query)")
 
 
 def multi_result_arrays(mp: MultiPlan, results: Sequence[GroupResult | None]) -> list[pa.Array]:
