@@ -103,7 +103,7 @@ def plain_text(plan: Plan):
 
 @st.composite
 def cases(draw: st.DrawFn, **plan_options: object) -> tuple[Plan, list[oracle.Events], int]:
-    plan = draw(plans(**plan_options))
+    plan = draw(plans(**plan_options, sql=True))  # SQL refuses SLIDE > WITHIN
     groups = draw(st.lists(events(plan, max_rows=12, max_ts=20), min_size=1, max_size=12))
     return plan, groups, draw(st.integers(0, 2**32 - 1))
 
@@ -128,7 +128,7 @@ def test_live_predicates_and_strategies(spark, tmp_path: Path, strategy: Strateg
     @settings(SETTINGS, max_examples=1)
     @given(st.data())
     def check(data: st.DataObject) -> None:
-        plan = predicate_cases.sql_expressible(data.draw(ext_plans(window="slide", strategy=strategy, need_pred=True)))
+        plan = predicate_cases.sql_expressible(data.draw(ext_plans(window="slide", strategy=strategy, need_pred=True, sql=True)))
         groups = data.draw(st.lists(ext_events(plan, max_rows=12, max_ts=20), min_size=1, max_size=10))
         seed = data.draw(st.integers(0, 2**32 - 1))
 
