@@ -1,4 +1,4 @@
-"""Hadoop cluster monitoring: the six SASE++ case-study queries (seed 004, Tables 1 and 5).
+"""Hadoop cluster monitoring: the six case-study queries of the SASE++ paper (Tables 1 and 5).
 
 SASE++ monitors a Hadoop cluster with Kleene+ pattern queries over a merged log of
 Hadoop job / task events (microsecond times) and Ganglia metrics (15-second samples).

@@ -14,7 +14,9 @@ placeholder instead of its view name.
 
 The views live while the statements run. Afterwards they are dropped, as ``spark.sql``
 drops them — unless a statement of the text created a view or table, which may read
-them (a temporary view reads them by name when it is used): then they stay.
+them (a temporary view reads them by name when it is used): then they stay. On a Spark
+Connect session they always stay: a Connect DataFrame is analysed by the server when it
+is used, after :func:`sparkseq.sql` returned, and would no longer find them.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from sparkseq.session import is_connect_session
 from sql_rewrites.errors import SqlRewriteError, position_of
 
 
@@ -80,8 +83,9 @@ class Formatted:
         return exc.relocated(position, message)
 
     def clear(self, keep: bool = False) -> None:
-        """Drop the DataFrames' temporary views (unless ``keep``)."""
-        if self.session is None or keep:
+        """Drop the DataFrames' temporary views (unless ``keep``, or on Spark Connect, whose
+        DataFrames resolve the views when they are used: module docstring)."""
+        if self.session is None or keep or is_connect_session(self.session):
             return
         for view in self.views:
             self.session.catalog.dropTempView(view)
@@ -117,7 +121,7 @@ def format_text(spark: SparkSession, text: str, values: Mapping[str, Any]) -> Fo
         out.append(value)
         length, cursor = length + len(value), close + 1
     views = {view: placeholders.get(view, view) for _, view in formatter._temp_views}
-    if _is_connect(spark):  # Connect's formatter leaves the views to the SQL command; sparkseq runs several
+    if is_connect_session(spark):  # Connect's formatter leaves the views to the SQL command; sparkseq runs several
         for frame, view in formatter._temp_views:
             frame.createOrReplaceTempView(view)
     return Formatted(text, "".join(out), tuple(pieces), views, spark, formatter)
@@ -164,12 +168,8 @@ def _value(formatter: string.Formatter, name: str, spec: str | None, conversion:
     return formatter.format_field(value, spec)
 
 
-def _is_connect(spark: SparkSession) -> bool:
-    return type(spark).__module__.startswith("pyspark.sql.connect")
-
-
 def _formatter(spark: SparkSession) -> Any:
-    if _is_connect(spark):
+    if is_connect_session(spark):
         from pyspark.sql.connect.sql_formatter import SQLStringFormatter as ConnectFormatter
 
         return ConnectFormatter(spark)  # type: ignore[arg-type]

@@ -135,8 +135,11 @@ def _connect_session(url: str, app_name: str, conf: Mapping[str, object] | None)
 
 def is_session(value: object) -> bool:
     """True for a SparkSession, classic or Spark Connect."""
-    if isinstance(value, SparkSession):
-        return True
+    return isinstance(value, SparkSession) or is_connect_session(value)
+
+
+def is_connect_session(value: object) -> bool:
+    """True for a Spark Connect SparkSession (a client: no JVM in this process)."""
     connect = sys.modules.get("pyspark.sql.connect.session")  # imported once a Connect session exists
     return connect is not None and isinstance(value, connect.SparkSession)
 

@@ -88,6 +88,7 @@ def sparkseq_client(url: str) -> dict[str, object]:
         "session": lambda: type(spark).__module__,
         "warnings": lambda: [str(w.message) for w in caught],
         "sql": lambda: sparkseq.sql(spark, query).collect(),
+        "sql_dataframe": lambda: sparkseq.sql(spark, own_query("{src}"), src=spark.table("own")).collect(),
         "spark_sql": lambda: spark.sql(query).collect(),
         "explain": lambda: sparkseq.explain(query, spark).splitlines()[4].strip(),
         "explain_active": lambda: sparkseq.explain(query).splitlines()[4].strip(),

@@ -135,6 +135,7 @@ def test_sparkseq_api_on_a_connect_session(servers: tuple[Server, Server, str, s
     assert seen.pop("session") == "pyspark.sql.connect.session"
     assert seen.pop("warnings") == []
     assert seen.pop("sql") == OWN
+    assert seen.pop("sql_dataframe") == OWN  # {src} placeholder filled by Connect's own formatter
     assert seen.pop("spark_sql") == OWN  # rewritten by the server
     assert seen.pop("explain") == "pattern       SEQ(A, B)"
     assert seen.pop("explain_active") == "pattern       SEQ(A, B)"
