@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from sqlglot import exp
 
 from sparkseq import hierarchies as registry
 from sparkseq.catalog import SessionSchemas
@@ -42,7 +43,6 @@ from sql_rewrites.expressions import MatchAggregate, MatchPattern, MatchPatternE
 from sql_rewrites.hierarchy import ConceptHierarchy, HierarchyResolver, resolve_hierarchy
 from sql_rewrites.logical import MatchAggregateQuery
 from sql_rewrites.rewriter import split_statements
-from sqlglot import exp
 
 
 @dataclass(frozen=True)
@@ -113,7 +113,8 @@ def cube(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver | Non
                                   functools.partial(engine_function, spark))
     cubes = [op.query for op in explained.operators if op.query.cube is not None]
     if len(cubes) != 1:
-        raise CubeError(f"sparkseq.cube needs exactly one E-Cube MATCH_AGGREGATE (CUBE or PATTERNS), found {len(cubes)}")
+        raise CubeError("sparkseq.cube needs exactly one E-Cube MATCH_AGGREGATE (CUBE or PATTERNS), "
+                        f"found {len(cubes)}")
     df = run_checked_sql(spark, text, statements[0], explained)
     if "pattern" not in df.columns:
         raise CubeError("the statement's result must keep the cube's pattern column to navigate it")

@@ -179,8 +179,8 @@ def _run(spark: Any, document: _Document, node: MatchAggregate, view: str,
     tree = exp.select("*").from_(node)
     resolver = registry.resolver(spark, hierarchies)
     try:
-        sql, operators = rewrite_tree(tree, document.text, SessionSchemas(spark), lambda plan: engine_function(spark, plan),
-                                      hierarchies=resolver)
+        sql, operators = rewrite_tree(tree, document.text, SessionSchemas(spark),
+                                      lambda plan: engine_function(spark, plan), hierarchies=resolver)
     except SqlRewriteError as exc:
         raise document.relocate(exc, view) from None
     try:

@@ -53,9 +53,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-from fractions import Fraction
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 import pyarrow as pa
@@ -64,9 +64,9 @@ from sqlglot import exp
 
 from sql_rewrites.errors import (
     NegatedMeasureError,
-    UnknownHierarchyError,
     NonNumericMeasureError,
     OrderByError,
+    UnknownHierarchyError,
     UnknownSymbolError,
     WindowTypeMismatchError,
 )

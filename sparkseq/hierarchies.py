@@ -24,8 +24,8 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Union
 
-from pyspark.sql import SparkSession
 from pyspark.errors import AnalysisException
+from pyspark.sql import SparkSession
 
 from sparkseq.catalog import PendingRelation, SessionSchemas
 from sql_rewrites.errors import HierarchyError, SourcePosition, UnknownHierarchyError, UnknownTableError

@@ -276,5 +276,6 @@ def progress(last: dict | None) -> dict[str, object] | None:
     }
 
 
-__all__ = ["replacer", "source_frame", "in_scope", "engine_value", "check_watermark", "check_keys", "frame", "view_name", "encode_key", "decode_key",
-           "progress", "bucket_count", "check_checkpoint", "BUCKETS_CONF", "DEFAULT_BUCKETS"]
+__all__ = ["replacer", "source_frame", "in_scope", "engine_value", "check_watermark", "check_keys", "frame",
+           "view_name", "encode_key", "decode_key", "progress", "bucket_count", "check_checkpoint", "BUCKETS_CONF",
+           "DEFAULT_BUCKETS"]

@@ -39,7 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--file", "-f", type=Path, help="read the statement from this file")
     parser.add_argument("--source-dir", required=True, type=Path, help="directory the event files arrive in")
     parser.add_argument("--format", choices=FORMATS, default="json", help="file format (default json; csv: header row)")
-    parser.add_argument("--schema", required=True, help="the files' schema as Spark DDL, e.g. 'k INT, ts TIMESTAMP, a STRING'")
+    parser.add_argument("--schema", required=True,
+                        help="the files' schema as Spark DDL, e.g. 'k INT, ts TIMESTAMP, a STRING'")
     parser.add_argument("--name", default="events", help="view name the statement reads the stream by (default events)")
     parser.add_argument("--watermark", required=True, metavar="DELAY",
                         help="how late rows may arrive, e.g. '10 minutes'; rows at or before the watermark are dropped")
@@ -56,7 +57,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     """Run the ``stream`` command; returns the exit code."""
     import sparkseq
-
     from sparkseq.cli import _read_text, _reporting
 
     text = _read_text(args)
@@ -110,7 +110,8 @@ def _event_time(spark: SparkSession, text: str, name: str, column: str | None) -
     from sql_rewrites import analyze_sql
 
     queries = analyze_sql(text, SessionSchemas(spark))
-    reading = [q for q in queries if isinstance(q.node.this, exp.Table) and q.node.this.name.casefold() == name.casefold()]
+    reading = [q for q in queries
+               if isinstance(q.node.this, exp.Table) and q.node.this.name.casefold() == name.casefold()]
     if not reading:
         raise SystemExit(f"the statement has no MATCH_AGGREGATE reading {name} (FROM {name} MATCH_AGGREGATE (...))")
     orders = sorted({q.order.column.name for q in reading})

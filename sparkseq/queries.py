@@ -31,8 +31,8 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from sparkseq.registration import engine_function, stream_function
-from sql_rewrites.generate import EngineInput, InternalNames, contiguity_rank, engine_query
 from sql_rewrites.dialect import SparkSeq
+from sql_rewrites.generate import EngineInput, InternalNames, contiguity_rank, engine_query
 from udafs.errors import SparkSeqError
 from udafs.plan import Plan, ValueType
 from udafs.spark_udfs import result_fields, value_sql_type

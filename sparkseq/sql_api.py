@@ -38,9 +38,9 @@ from typing import Any, Union
 from pyspark.sql import DataFrame, SparkSession
 
 from sparkseq import hierarchies as registry
+from sparkseq import live
 from sparkseq.catalog import PendingRelation, SessionSchemas
 from sparkseq.explaining import describe_statement
-from sparkseq import live
 from sparkseq.placeholders import format_text
 from sparkseq.registration import engine_function, engine_function_name
 from sparkseq.scripts import (
@@ -102,8 +102,8 @@ def sql(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver | None
     ...              "PATTERN SEQ(a, b) TYPE BY kind MEASURES COUNT(*) AS n) AS m", events=df)  # doctest: +SKIP
     """
     result: DataFrame | None = None
-    for _, result in run_statements(spark, text, hierarchies=hierarchies, args=args, **dataframes):
-        pass
+    for _, frame in run_statements(spark, text, hierarchies=hierarchies, args=args, **dataframes):
+        result = frame
     assert result is not None
     return result
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 from sqlglot import exp
 
+from sql_rewrites.dialect import SparkSeq
 from sql_rewrites.shared import SharedGroup
 from sql_rewrites.sharing import Statistics
 from sql_rewrites.sql_types import time_to_engine
-from sql_rewrites.dialect import SparkSeq
 
 
 def symbol_keys(group: SharedGroup) -> tuple[str, ...]:

@@ -37,8 +37,15 @@ from pyspark.sql import SparkSession
 
 from sparkseq import jvm_parser, servers
 from sparkseq.registration import FUNCTIONS
-from sparkseq.servers import (DEFAULT_HOST, PortInUseError, ServerError, check_port, is_loopback, relation_names,
-                              wait_listening)
+from sparkseq.servers import (
+    DEFAULT_HOST,
+    PortInUseError,
+    ServerError,
+    check_port,
+    is_loopback,
+    relation_names,
+    wait_listening,
+)
 from sparkseq.session import scratch_dir
 
 DEFAULT_PORT = 10000
@@ -144,7 +151,8 @@ def _check_view_names(spark: SparkSession) -> None:
 
 def temporary_view_names(spark: SparkSession) -> list[str]:
     """Names of the session's (local) temporary views; no Spark job."""
-    return [row["tableName"] for row in spark.sql("SHOW TABLES").collect() if row["isTemporary"] and not row["namespace"]]
+    return [row["tableName"] for row in spark.sql("SHOW TABLES").collect()
+            if row["isTemporary"] and not row["namespace"]]
 
 
 def _share_session(spark: SparkSession) -> None:

@@ -35,14 +35,14 @@ from pyspark.sql import types as T
 
 from sparkseq import live
 from sparkseq.scripts import Checked, check_script, created_relations, run_script
-from udafs import contract
-from udafs.spark_shared import shared_pass
+from sql_rewrites.dialect import SparkSeq
 from sql_rewrites.hierarchy import HierarchyResolver
 from sql_rewrites.rewriter import Replacement, Statement
 from sql_rewrites.shared import Member, SharedGroup, group_members, sharing_key
-from sql_rewrites.dialect import SparkSeq
 from sql_rewrites.sharing import Units
 from sql_rewrites.windows import describe_length
+from udafs import contract
+from udafs.spark_shared import shared_pass
 
 
 @dataclass(frozen=True)

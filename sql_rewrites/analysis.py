@@ -27,36 +27,35 @@ from __future__ import annotations
 from sqlglot import exp
 
 from sql_rewrites.cube_analysis import CubeAnalysis, build_cuboids, is_cube
-from sql_rewrites.dialect import parse_statement, SparkSeq
+from sql_rewrites.dialect import SparkSeq, parse_statement
 from sql_rewrites.errors import (
     DuplicateSymbolError,
     HierarchyError,
     OrderByError,
     PartitionByError,
     UnknownSymbolError,
-    UnusedSymbolError,
     UnresolvedSourceError,
+    UnusedSymbolError,
 )
 from sql_rewrites.expressions import MatchAggregate
 from sql_rewrites.hierarchy import ConceptHierarchy, HierarchyResolver, resolve_hierarchy
 from sql_rewrites.logical import (
     MatchAggregateQuery,
-    check_unique_outputs,
     MeasureSpec,
     OrderKey,
     OutputColumn,
     PartitionKey,
     SymbolOrigin,
     SymbolSpec,
+    check_unique_outputs,
 )
 from sql_rewrites.measures import MeasureContext, resolve_measures
 from sql_rewrites.predicates import PredicateResolver
-from sql_rewrites.selection import refuse_in_cube, strategy_of, with_local_conditions
 from sql_rewrites.schema import Catalog, ColumnSchema, RelationSchema, SchemaProvider
 from sql_rewrites.scope import ColumnScope
+from sql_rewrites.selection import refuse_in_cube, strategy_of, with_local_conditions
 from sql_rewrites.sources import SourceResolver
 from sql_rewrites.sql_types import ORDER_TYPES_HELP, order_kind
-from sql_rewrites.uncertainty import check_where as check_uncertain_where, resolve_uncertainty
 from sql_rewrites.symbols import (
     CompiledPattern,
     PatternSymbol,
@@ -66,6 +65,8 @@ from sql_rewrites.symbols import (
     node_position,
     symbol_key,
 )
+from sql_rewrites.uncertainty import check_where as check_uncertain_where
+from sql_rewrites.uncertainty import resolve_uncertainty
 from sql_rewrites.windows import check_slide, check_slide_length, window_length
 from udafs.plan import CountType, Measure, Plan
 

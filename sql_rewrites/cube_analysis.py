@@ -18,6 +18,7 @@ the depth of its hierarchy node, root 0, NULL for other symbols), then the measu
 from __future__ import annotations
 
 from collections.abc import Sequence
+
 from sqlglot import exp
 
 from sql_rewrites.cube import (

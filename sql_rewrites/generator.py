@@ -11,7 +11,6 @@ import typing as t
 from sqlglot import exp
 from sqlglot.dialects.spark import Spark
 
-from sql_rewrites.literals import string_sql
 from sql_rewrites.expressions import (
     MatchAggregate,
     MatchCube,
@@ -21,6 +20,7 @@ from sql_rewrites.expressions import (
     MatchRollup,
     MatchUncertain,
 )
+from sql_rewrites.literals import string_sql
 
 
 class SparkSeqGenerator(Spark.Generator):

@@ -25,8 +25,15 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from sql_rewrites.errors import StreamingError
-from sql_rewrites.generate import (EngineInput, aliased, engine_events, engine_input, engine_roles, flat_output,
-                                   result_columns)
+from sql_rewrites.generate import (
+    EngineInput,
+    aliased,
+    engine_events,
+    engine_input,
+    engine_roles,
+    flat_output,
+    result_columns,
+)
 from sql_rewrites.logical import MatchAggregateQuery
 from sql_rewrites.sql_types import OrderKind
 from sql_rewrites.symbols import node_position

@@ -34,13 +34,13 @@ from decimal import Decimal
 
 from sqlglot import exp
 
+from sql_rewrites.dialect import SparkSeq
 from sql_rewrites.errors import PredicateError
 from sql_rewrites.logical import PartitionKey, ValueColumn
 from sql_rewrites.measures import MeasureContext, value_column_index
 from sql_rewrites.schema import ColumnSchema
 from sql_rewrites.sql_types import DType, value_codec
 from sql_rewrites.symbols import PatternSymbol, node_position
-from sql_rewrites.dialect import SparkSeq
 from udafs.plan import CmpOp, IteratorPredicate, Predicate, ValueType
 
 COMPARISONS: dict[type[exp.Expr], CmpOp] = {

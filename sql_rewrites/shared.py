@@ -31,10 +31,10 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from sql_rewrites.dialect import SparkSeq
 from sql_rewrites.generate import EngineInput, engine_events, mask_expression
 from sql_rewrites.logical import MatchAggregateQuery
 from sql_rewrites.sql_types import time_from_engine, time_to_engine
-from sql_rewrites.dialect import SparkSeq
 from udafs.multiplan import MultiPlan
 from udafs.plan import MAX_SYMBOLS, Element, Measure, Plan
 

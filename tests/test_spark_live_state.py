@@ -13,8 +13,8 @@
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -69,8 +69,9 @@ def stream_args(tmp: Path, name: str, **extra: object) -> Namespace:
 
 def cli_command(args: Namespace, text: str) -> list[str]:
     command = [sys.executable, "-m", "sparkseq", "stream", text, "--source-dir", str(args.source_dir), "--format",
-               args.format, "--schema", args.schema, "--watermark", args.watermark, "--checkpoint", str(args.checkpoint),
-               "--output", str(args.output), "--max-files-per-trigger", str(args.max_files_per_trigger),
+               args.format, "--schema", args.schema, "--watermark", args.watermark,
+               "--checkpoint", str(args.checkpoint), "--output", str(args.output),
+               "--max-files-per-trigger", str(args.max_files_per_trigger),
                "--trigger", args.trigger, "--master", "local[2]"]
     return command + (["--available-now"] if args.available_now else [])
 

@@ -121,7 +121,8 @@ def test_operators_without_partition_by_share_one_pass(spark) -> None:  # noqa: 
                          oracle.Events([1, 5], [1, 2], ([4, 5], [4.0, 5.0]))]).createOrReplaceTempView("cases")
     one = "SELECT n FROM cases MATCH_AGGREGATE (ORDER BY ts PATTERN SEQ(A, B) " \
           "DEFINE A AS mask = 1, B AS mask = 2 MEASURES COUNT(*) AS n) AS m"
-    two = one.replace("MEASURES COUNT(*) AS n)", "MEASURES COUNT(*) AS n, SUM(B.i) AS s)").replace("SELECT n", "SELECT s")
+    two = (one.replace("MEASURES COUNT(*) AS n)", "MEASURES COUNT(*) AS n, SUM(B.i) AS s)")
+           .replace("SELECT n", "SELECT s"))
     plan = sparkseq.plan_workload(spark, f"{one};{two}")
     assert [len(g.members) for g in plan.groups] == [2]
     first, second = sparkseq.workload(spark, f"{one};{two}")

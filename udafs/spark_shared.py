@@ -19,10 +19,10 @@ import pyarrow as pa
 
 from udafs import contract
 from udafs.errors import CountOverflowError
-from udafs.worker_faults import kill_if_armed
 from udafs.kernels.many import evaluate_many
 from udafs.multiplan import MultiPlan
 from udafs.spark_udfs import _ARROW, _parse_multi, column_arrays, multi_result_arrays, out_of_memory
+from udafs.worker_faults import kill_if_armed
 
 Column = tuple[np.ndarray, np.ndarray]
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-
 from dataclasses import dataclass
 
 import numpy as np

@@ -18,8 +18,8 @@ import numpy as np
 from udafs.kernels import extended, paths, pretree
 from udafs.kernels.arith import Arith
 from udafs.kernels.evaluate import GroupResult, _tally, sorted_instances, validate, with_fallback
-from udafs.kernels.segments import sliding_windows
 from udafs.kernels.measures import Column, Partial, combine, finalize, partials
+from udafs.kernels.segments import sliding_windows
 from udafs.multiplan import MultiPlan
 from udafs.plan import Measure, Plan, ValueType
 
