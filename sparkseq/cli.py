@@ -196,7 +196,7 @@ def _explain(args: argparse.Namespace) -> int:
         source = json.loads(Path(raw.lstrip()[1:]).read_text() if raw.lstrip().startswith("@") else raw)
     try:
         with _reporting():
-            shown = explain(text, source)
+            shown = explain(source, text)
     except SystemExit:
         if not tables and not json_schemas:
             print("(explain reads relation schemas from --schema JSON or --table NAME=PATH files)", file=sys.stderr)

@@ -32,6 +32,7 @@ creates is read when its statement runs, and queries using it are analysed then.
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Iterator
 from typing import Any, Union
 
@@ -153,7 +154,7 @@ def rewrite(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver | 
             for s in split_statements(text)]
 
 
-def explain(text: str, source: Source = None, *, hierarchies: HierarchyResolver | None = None) -> str:
+def explain(source: Source, text: str | None = None, *, hierarchies: HierarchyResolver | None = None) -> str:
     """What :func:`sql` would do with ``text``, as readable text; nothing runs.
 
     For every statement: the statement, then per MATCH_AGGREGATE its pattern, each
@@ -163,24 +164,35 @@ def explain(text: str, source: Source = None, *, hierarchies: HierarchyResolver 
 
     Parameters
     ----------
+    source : SparkSession, schema mapping or callable, or None
+        Where relation schemas come from: a session's catalog (classic or Spark
+        Connect), or a schema provider as for :func:`sql_rewrites.rewrite` (no Spark
+        needed); None: the active SparkSession, if any. First, as in :func:`sql`.
     text : str
         One or more statements.
-    source : SparkSession, schema mapping or callable, optional
-        Where relation schemas come from: a session's catalog (classic or Spark
-        Connect), or a schema provider
-        as for :func:`sql_rewrites.rewrite` (no Spark needed). Default: the active
-        SparkSession, if any.
     hierarchies : HierarchyResolver, optional
         As for :func:`sql`.
+
+    The former order ``explain(text, source=None)`` still works, with a
+    :class:`DeprecationWarning`: a string first argument is taken as the text (a source
+    is never a string).
 
     Examples
     --------
     >>> schema = {"clicks": {"id": "bigint", "ts": "timestamp", "action": "string"}}
-    >>> text = explain("SELECT * FROM clicks MATCH_AGGREGATE (PARTITION BY id ORDER BY ts "
-    ...                "PATTERN SEQ(view, buy) TYPE BY action WITHIN INTERVAL 10 MINUTES) AS m", schema)
+    >>> text = explain(schema, "SELECT * FROM clicks MATCH_AGGREGATE (PARTITION BY id ORDER BY ts "
+    ...                "PATTERN SEQ(view, buy) TYPE BY action WITHIN INTERVAL 10 MINUTES) AS m")
     >>> print(text.splitlines()[4])
       pattern       SEQ(view, buy)
     """
+    if isinstance(source, str):
+        if isinstance(text, str):
+            raise TypeError("explain(source, text): source is a SparkSession or a schema provider, not a string")
+        warnings.warn("explain(text, source) is deprecated: pass the source first, as in sparkseq.sql: "
+                      "explain(spark, text)", DeprecationWarning, stacklevel=2)
+        source, text = text, source
+    if text is None:
+        raise TypeError("explain(source, text) needs the statement text")
     if source is None:
         source = SparkSession.getActiveSession()
     parts, created = [], set()

@@ -124,7 +124,7 @@ def test_refusals_come_before_any_job(spark, clicks: str) -> None:
 
 
 def test_explain_shows_the_split(spark, clicks: str) -> None:
-    text = sparkseq.explain(f"SELECT k, count(*), {COUNT} FROM agg_clicks GROUP BY k", spark)
+    text = sparkseq.explain(spark, f"SELECT k, count(*), {COUNT} FROM agg_clicks GROUP BY k")
     assert "seq_* functions computed in a grouped query of their own" in text and "__sparkseq_python" in text
 
 

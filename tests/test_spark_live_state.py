@@ -199,7 +199,7 @@ def test_explain_and_workload_over_a_stream(spark, tmp_path: Path) -> None:
         .createOrReplaceTempView("clicks_live")
     spark.read.schema(SCHEMA).json(str(tmp_path / "src")).createOrReplaceTempView("clicks_rest")
     text = FUNNEL.format(source="clicks_live")
-    shown = sparkseq.explain(text, spark)
+    shown = sparkseq.explain(spark, text)
     assert "streaming source: state per partition key" in shown and "append mode" in shown
     batch = FUNNEL.format(source="clicks_rest")
     script = f"{batch}; {text}; {text.replace('funnels, revenue', 'funnels')}"
