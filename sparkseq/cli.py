@@ -72,7 +72,7 @@ def _explain_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dot", action="store_true", help="with --share, also print the Sharon graph as DOT")
 
 
-def _read_text(args: argparse.Namespace) -> str:
+def read_text(args: argparse.Namespace) -> str:
     if (args.text is None) == (args.file is None):
         raise SystemExit("give the SQL either as an argument or with --file, not both")
     return args.file.read_text() if args.file is not None else args.text
@@ -146,10 +146,10 @@ def _quiet_error_loggers() -> None:
 
 
 def _sql(args: argparse.Namespace) -> int:
-    text = _read_text(args)
+    text = read_text(args)
     tables = _table_specs(args.table, args.schema)
     spark = _session(args)
-    with _reporting():
+    with reporting():
         _register_tables(spark, tables)
         if args.share:
             from sparkseq.workloads import run_workload
@@ -170,7 +170,7 @@ def _sql(args: argparse.Namespace) -> int:
 def _explain(args: argparse.Namespace) -> int:
     from sparkseq.sql_api import explain
 
-    text = _read_text(args)
+    text = read_text(args)
     json_schemas = [s for s in args.schema if s.lstrip().startswith(("{", "@"))]
     if json_schemas and args.table:
         raise SystemExit("give either a JSON --schema (no Spark) or --table, not both")
@@ -183,19 +183,19 @@ def _explain(args: argparse.Namespace) -> int:
         from sparkseq.workloads import explain_workload
 
         spark = _session(args)
-        with _reporting():
+        with reporting():
             _register_tables(spark, tables)
             print(explain_workload(spark, text, dot=args.dot))
         return 0
     if tables:
         source = _session(args)
-        with _reporting():
+        with reporting():
             _register_tables(source, tables)
     else:
         raw = json_schemas[0] if json_schemas else "{}"
         source = json.loads(Path(raw.lstrip()[1:]).read_text() if raw.lstrip().startswith("@") else raw)
     try:
-        with _reporting():
+        with reporting():
             shown = explain(source, text)
     except SystemExit:
         if not tables and not json_schemas:
@@ -210,7 +210,7 @@ class _Failure(Exception):
 
 
 @contextlib.contextmanager
-def _reporting() -> Iterator[None]:
+def reporting() -> Iterator[None]:
     """End the command with one line (plus the excerpt of a SQL error) on stderr for any
     sparkseq or Spark error, instead of a traceback."""
     from py4j.protocol import Py4JJavaError

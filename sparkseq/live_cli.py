@@ -57,13 +57,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     """Run the ``stream`` command; returns the exit code."""
     import sparkseq
-    from sparkseq.cli import _read_text, _reporting
+    from sparkseq.cli import read_text, reporting
 
-    text = _read_text(args)
+    text = read_text(args)
     spark = sparkseq.session(args.master, app_name="sparkseq-stream")
     printer = ProgressPrinter()
     spark.streams.addListener(printer)
-    with _reporting():
+    with reporting():
         query = start(spark, text, args)
     signal.signal(signal.SIGTERM, lambda *_: query.stop())
     try:
