@@ -414,7 +414,7 @@ def _has_parameter_markers(statement: Statement) -> bool:
 
 
 def compile_statement(text: str, statement: Statement, schemas: SchemaProvider, hierarchies: HierarchyResolver | None,
-                      name_for: Callable[[Plan], str], pretty: bool = False,
+                      name_for: Callable[[Plan], str], *, pretty: bool = False,
                       replace: Replacement | None = None, check_hierarchies: bool = True) -> StatementExplanation:
     """:func:`~sql_rewrites.rewriter.explain_statement`, with a friendlier message for relations
     Spark does not know and the literal arguments of ``seq_*`` calls checked (with

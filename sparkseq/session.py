@@ -20,9 +20,8 @@ _PACKAGE = Path(__file__).resolve().parent
 _ROOT = _PACKAGE.parent  # the source checkout (or site-packages when installed)
 
 
-def session(master: str | None = None, app_name: str = "sparkseq",
-            conf: Mapping[str, object] | None = None, *, parser_extension: bool = True,
-            check_workers: bool = True) -> SparkSession:
+def session(master: str | None = None, *, app_name: str = "sparkseq", conf: Mapping[str, object] | None = None,
+            parser_extension: bool = True, check_workers: bool = True) -> SparkSession:
     """Start (or reuse) a SparkSession, register sparkseq's functions in it and let its
     ``spark.sql`` accept MATCH_AGGREGATE.
 

@@ -24,7 +24,7 @@ def symbol_keys(group: SharedGroup) -> tuple[str, ...]:
     return tuple(condition.sql(dialect=SparkSeq) for _, condition in group.symbols)
 
 
-def collect(spark: SparkSession, group: SharedGroup, sample_percent: float | None = None) -> Statistics:
+def collect(spark: SparkSession, group: SharedGroup, *, sample_percent: float | None = None) -> Statistics:
     """Per-symbol counts, partitions and span of the group's source (one job).
 
     Parameters

@@ -186,7 +186,7 @@ def explain_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyRe
         keys_of = statistics.symbol_keys(group)
         for k, (name, condition) in enumerate(group.symbols):
             lines.append(f"  {'symbols' if k == 0 else '':<8} bit {k:<2} {name:<12} {condition.sql(dialect=SparkSeq)}")
-        stats = statistics.collect(spark, group, sample_percent)
+        stats = statistics.collect(spark, group, sample_percent=sample_percent)
         queries = [sharing.query_from_plan(f"m{i}", p, keys_of) for i, p in enumerate(group.plan.plans)]
         chosen = sharing.optimize(queries, stats)
         lines += ["", "  sharing optimizer (Sharon): statistics from the data, "

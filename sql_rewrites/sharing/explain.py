@@ -33,7 +33,7 @@ class Units:
         return f"(costs: estimated engine operations per {unit}, all partitions)"
 
 
-def explain(plan: SharingPlan, max_items: int = 50, units: Units | None = None) -> str:
+def explain(plan: SharingPlan, *, max_items: int = 50, units: Units | None = None) -> str:
     """The optimizer's reasoning and result as text.
 
     Parameters
