@@ -1,10 +1,18 @@
 """E-Cube results in Python: run a cube once, then roll up and drill down on it.
 
->>> cube = sparkseq.cube(spark, "SELECT * FROM ticks MATCH_AGGREGATE (... PATTERN SEQ(DELL, QQQ, ANAT) "
-...                      "CUBE (CONCEPT ROLLUP 1, PATTERN ROLLUP 2) ...) AS m")   # doctest: +SKIP
->>> base = cube.at("SEQ(DELL, QQQ, ANAT)")                                      # doctest: +SKIP
->>> sector = sparkseq.rollup(base, position=1, to="Computer")   # SEQ(Computer, QQQ, ANAT)  # doctest: +SKIP
->>> sector.df.show(); sector.from_cube                                           # doctest: +SKIP
+>>> import sparkseq
+>>> sparkseq.register_hierarchy(spark, "sectors", [("DELL", "Computer"), ("IBM", "Computer"), ("GS", "Finance")])
+ConceptHierarchy(name='sectors', parent_of={'DELL': 'Computer', 'IBM': 'Computer', 'GS': 'Finance'})
+>>> spark.sql("SELECT * FROM VALUES (1, 'DELL'), (2, 'IBM'), (3, 'GS'), (4, 'GS') AS t(ts, company)"
+...           ).createOrReplaceTempView("ticks")
+>>> cube = sparkseq.cube(spark, "SELECT * FROM ticks MATCH_AGGREGATE (ORDER BY ts PATTERN SEQ(DELL, GS) "
+...                      "CUBE (CONCEPT ROLLUP 1) TYPE BY company HIERARCHY sectors MEASURES COUNT(*) AS n) AS m")
+>>> base = cube.at("SEQ(DELL, GS)")
+>>> base.df.collect()
+[Row(pattern='SEQ(DELL, GS)', levels=[1, 1], n=2)]
+>>> sector = sparkseq.rollup(base, position=1, to="Computer")
+>>> sector.df.collect(), sector.from_cube
+([Row(pattern='SEQ(Computer, GS)', levels=[0, 1], n=4)], True)
 
 The cube's DataFrame is cached, so every pattern it holds is answered by filtering
 it on ``pattern`` — no new scan. A pattern outside the cube is answered by running

@@ -1,9 +1,18 @@
 """``sparkseq.match_aggregate``: MATCH_AGGREGATE over a DataFrame, from Python arguments.
 
+>>> import sparkseq
+>>> clicks = spark.sql("SELECT * FROM VALUES "
+...     "(1, TIMESTAMP'2024-05-01 10:00:00', 'view', 'kindle', NULL), "
+...     "(1, TIMESTAMP'2024-05-01 10:02:00', 'buy', 'kindle', 99.0), "
+...     "(2, TIMESTAMP'2024-05-01 11:00:00', 'view', 'kindle', NULL), "
+...     "(2, TIMESTAMP'2024-05-01 11:01:00', 'recommendation', 'case', NULL), "
+...     "(2, TIMESTAMP'2024-05-01 11:03:00', 'buy', 'kindle', 95.0) AS t(customer_id, ts, action, item, price)")
 >>> result = clicks.transform(sparkseq.match_aggregate, partition_by="customer_id", order_by="ts",
 ...     pattern="SEQ(VK, BK, !REC)", define={"VK": "action = 'view' AND item = 'kindle'",
 ...     "BK": "action = 'buy' AND item = 'kindle'", "REC": "action = 'recommendation'"},
-...     measures={"funnels": "COUNT(*)", "revenue": "SUM(BK.price)"}, within="10 minutes")  # doctest: +SKIP
+...     measures={"funnels": "COUNT(*)", "revenue": "SUM(BK.price)"}, within="10 minutes")
+>>> result.orderBy("customer_id").collect()
+[Row(customer_id=1, funnels=1, revenue=Decimal('99.0')), Row(customer_id=2, funnels=1, revenue=Decimal('95.0'))]
 
 Each argument is one clause of the operator, written as in SQL (docs/sql-reference.md
 §2-3): column names, ``SEQ(...)`` patterns, conditions and aggregates as SQL text, as in

@@ -3,8 +3,19 @@
 >>> import sparkseq
 >>> spark = sparkseq.session()  # doctest: +SKIP
 >>> sparkseq.register_hierarchy(spark, "sectors", [("DELL", "Computer"), ("IBM", "Computer"),
-...                                                ("GS", "Finance"), ("JPM", "Finance")])  # doctest: +SKIP
->>> sparkseq.sql(spark, "CREATE OR REPLACE CONCEPT HIERARCHY sectors FROM company_sector")  # doctest: +SKIP
+...                                                ("GS", "Finance"), ("JPM", "Finance")])
+ConceptHierarchy(name='sectors',
+                 parent_of={'DELL': 'Computer', 'IBM': 'Computer', 'GS': 'Finance', 'JPM': 'Finance'})
+>>> spark.sql("SELECT * FROM VALUES ('DELL', 'Computer'), ('GS', 'Finance') AS t(company, sector)"
+...           ).createOrReplaceTempView("company_sector")
+>>> sparkseq.sql(spark, "CREATE OR REPLACE CONCEPT HIERARCHY sectors FROM company_sector")
+DataFrame[]
+>>> spark.sql("SELECT * FROM VALUES (1, 'DELL'), (2, 'GS'), (3, 'IBM') AS t(ts, company)"
+...           ).createOrReplaceTempView("ticks")
+>>> sparkseq.sql(spark, "SELECT n FROM ticks MATCH_AGGREGATE (ORDER BY ts PATTERN SEQ(Computer, Finance) "
+...              "TYPE BY company HIERARCHY sectors MEASURES COUNT(*) AS n) AS m").collect()
+[Row(n=1)]
+>>> sparkseq.drop_hierarchy(spark, "sectors")
 
 Each session (each :class:`~pyspark.sql.SparkSession` object) has its own hierarchies,
 held in a weak-keyed registry, so they go away with the session. :func:`sparkseq.sql`,

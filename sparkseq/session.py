@@ -58,8 +58,10 @@ def session(master: str | None = None, *, app_name: str = "sparkseq", conf: Mapp
     --------
     >>> import sparkseq
     >>> spark = sparkseq.session()  # doctest: +SKIP
-    >>> spark.sql("SELECT k, n FROM t MATCH_AGGREGATE (PARTITION BY k ORDER BY ts "
-    ...           "PATTERN SEQ(view, buy) TYPE BY action MEASURES COUNT(*) AS n) AS m").show()  # doctest: +SKIP
+    >>> spark.sql("SELECT k, n FROM (SELECT * FROM VALUES ('a', 1, 'view'), ('a', 2, 'buy') AS t(k, ts, action)) "
+    ...           "MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERN SEQ(view, buy) TYPE BY action "
+    ...           "MEASURES COUNT(*) AS n) AS m").collect()
+    [Row(k='a', n=1)]
     """
     master = master or os.environ.get("SPARKSEQ_MASTER") or DEFAULT_MASTER
     if master.startswith("sc://"):

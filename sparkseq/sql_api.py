@@ -2,10 +2,17 @@
 
 >>> import sparkseq
 >>> spark = sparkseq.session()  # doctest: +SKIP
+>>> df = spark.sql("SELECT * FROM VALUES (7, TIMESTAMP'2024-05-01 10:00:00', 'view'), "
+...                "(7, TIMESTAMP'2024-05-01 10:04:00', 'buy') AS t(customer_id, ts, action)")
 >>> sparkseq.sql(spark, '''
 ...     SELECT customer_id, funnels FROM {clicks} MATCH_AGGREGATE (
 ...       PARTITION BY customer_id ORDER BY ts PATTERN SEQ(view, buy) TYPE BY action
-...       MEASURES COUNT(*) AS funnels WITHIN INTERVAL 10 MINUTES) AS m''', clicks=df).show()  # doctest: +SKIP
+...       MEASURES COUNT(*) AS funnels WITHIN INTERVAL 10 MINUTES) AS m''', clicks=df).show()
++-----------+-------+
+|customer_id|funnels|
++-----------+-------+
+|          7|      1|
++-----------+-------+
 
 The text may hold several statements separated by ``;``. Each MATCH_AGGREGATE is
 replaced by plain Spark SQL (:mod:`sql_rewrites`) that calls the engine function
@@ -99,8 +106,11 @@ def sql(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver | None
 
     Examples
     --------
+    >>> import sparkseq
+    >>> df = spark.sql("SELECT * FROM VALUES (1, 1, 'a'), (1, 2, 'a'), (1, 3, 'b') AS t(k, ts, kind)")
     >>> sparkseq.sql(spark, "SELECT k, n FROM {events} MATCH_AGGREGATE (PARTITION BY k ORDER BY ts "
-    ...              "PATTERN SEQ(a, b) TYPE BY kind MEASURES COUNT(*) AS n) AS m", events=df)  # doctest: +SKIP
+    ...              "PATTERN SEQ(a, b) TYPE BY kind MEASURES COUNT(*) AS n) AS m", events=df).collect()
+    [Row(k=1, n=2)]
     """
     result: DataFrame | None = None
     for _, frame in run_statements(spark, text, hierarchies=hierarchies, args=args, **dataframes):

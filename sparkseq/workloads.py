@@ -1,9 +1,19 @@
 """Workloads: a script of MATCH_AGGREGATE statements run with one pass per sharing group.
 
->>> frames = sparkseq.workload(spark, '''
-...     CREATE OR REPLACE TEMP VIEW q1 AS SELECT * FROM positions MATCH_AGGREGATE (... SEQ(OakSt, MainSt) ...) m;
-...     CREATE OR REPLACE TEMP VIEW q2 AS SELECT * FROM positions MATCH_AGGREGATE (... SEQ(ElmSt, ParkAve) ...) m;
-...     SELECT * FROM q1 JOIN q2 USING (vehicle_id)''')          # doctest: +SKIP
+>>> import sparkseq
+>>> spark.sql("SELECT * FROM VALUES (1, 1, 'OakSt'), (1, 2, 'MainSt'), (1, 3, 'ElmSt'), (1, 4, 'ParkAve') "
+...           "AS t(vehicle_id, ts, street)").createOrReplaceTempView("positions")
+>>> script = '''
+...     CREATE OR REPLACE TEMP VIEW q1 AS SELECT * FROM positions MATCH_AGGREGATE (PARTITION BY vehicle_id
+...       ORDER BY ts PATTERN SEQ(OakSt, MainSt) TYPE BY street MEASURES COUNT(*) AS oak_main) m;
+...     CREATE OR REPLACE TEMP VIEW q2 AS SELECT * FROM positions MATCH_AGGREGATE (PARTITION BY vehicle_id
+...       ORDER BY ts PATTERN SEQ(ElmSt, ParkAve) TYPE BY street MEASURES COUNT(*) AS elm_park) m;
+...     SELECT * FROM q1 JOIN q2 USING (vehicle_id)'''
+>>> frames = sparkseq.workload(spark, script)  # both operators in one pass over positions
+>>> frames[-1].collect()
+[Row(vehicle_id=1, oak_main=1, elm_park=1)]
+>>> sparkseq.release_workload(spark, script)  # the cached group result goes
+['__sparkseq_shared_...']
 
 Operators reading the same table or view with the same PARTITION BY and ORDER BY
 (:func:`sql_rewrites.shared.sharing_key`) are computed together: their group's query
