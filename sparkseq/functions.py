@@ -374,7 +374,7 @@ def value_column(sig: Signature, arr: pa.Array) -> tuple[ValueType, int, tuple[n
 def evaluate(sig: Signature, args: Sequence[pa.Array], hierarchies: Hierarchies = ()) -> tuple[GroupResult, int]:
     """The engine's result for one group, and the decimal scale of the measured values."""
     call = sig.bind(args)
-    ts, ts_valid, kind = event_time(sig, call["ts"])  # type: ignore[arg-type]
+    ts, ts_valid, kind = event_time(sig, call["ts"])
     pattern = constant(sig, "pattern", call["pattern"])
     if pattern is None or not pattern.is_valid or not isinstance(pattern.as_py(), str):
         raise FunctionArgumentError(f"{sig.usage}: pattern must be a string such as 'SEQ(A, B)'")
@@ -391,10 +391,10 @@ def evaluate(sig: Signature, args: Sequence[pa.Array], hierarchies: Hierarchies 
         if named is None or not named.is_valid:
             raise FunctionArgumentError(f"{sig.usage}: symbol must name a symbol of the pattern, e.g. 'B'")
         symbol = str(named.as_py())
-        value_type, scale, column = value_column(sig, call["value"])  # type: ignore[arg-type]
+        value_type, scale, column = value_column(sig, call["value"])
         columns = [column]
     compiled = compile_call(sig, pattern.as_py(), within, slide, symbol, value_type, hierarchies)
-    mask = compiled.mask(call["type"])  # type: ignore[arg-type]
+    mask = compiled.mask(call["type"])
     keep = ts_valid & (mask != 0)
     if compiled.plan.strategy is Strategy.PARTITION_CONTIGUITY:
         keep = ts_valid  # rows of no symbol stay (mask 0): the engine ranks every row of the group
@@ -560,7 +560,7 @@ def check_calls(tree: exp.Expr, resolve: Callable[[str], ConceptHierarchy] | Non
         slide = None if _is_null(bound.get("slide")) else PLACEHOLDER_LENGTH
         lengths = [_interval_micros(bound.get(name)) for name in ("within", "slide")]
         if None not in lengths:  # both written as intervals: the event time is a timestamp
-            check_slide_length(*lengths, (describe_length(lengths[1], True),  # type: ignore[misc]
+            check_slide_length(*lengths, (describe_length(lengths[1], True),
                                           describe_length(lengths[0], True)))
         symbol = _literal_text(bound.get("symbol")) if sig.kind is not MeasureKind.COUNT_STAR else None
         name = split_hierarchy(pattern)[1]

@@ -157,7 +157,7 @@ class _Hierarchies(Mapping[str, Iterable[tuple[object, object]]]):
         _, value = self.entries[key.casefold()]
         if value == PENDING:
             raise PendingRelation(key)
-        return list(value.parent_of.items()) if isinstance(value, ConceptHierarchy) else value  # type: ignore
+        return list(value.parent_of.items()) if isinstance(value, ConceptHierarchy) else value
 
     def __iter__(self) -> Iterator[str]:
         return iter([display for display, _ in self.entries.values()])
@@ -189,7 +189,7 @@ def resolver(spark: SparkSession | None, explicit: HierarchyResolver | None = No
         found = call(name)
         if found is None and name.casefold() in session.entries:
             return session[name]
-        return found  # type: ignore[return-value]
+        return found
 
     return chained
 

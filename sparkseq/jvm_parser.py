@@ -256,7 +256,7 @@ class Rewriter:
         """The Python SparkSession of a JVM session: ``home``, a session sparkseq already
         knows (so its concept hierarchies apply), or a new wrapper (kept for later calls:
         the functions registered through it are remembered with it)."""
-        uuid = jsession.sessionUUID()  # type: ignore[attr-defined]
+        uuid = jsession.sessionUUID()
         for known in _known_sessions(self.home):
             if _uuid(known) == uuid:
                 return known

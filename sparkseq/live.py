@@ -224,7 +224,7 @@ def decode_key(text: Column, dtype: T.DataType) -> Column:
 
 def bucket_count(spark: SparkSession) -> int:
     """The number of buckets live operators spread partition keys over (:data:`BUCKETS_CONF`)."""
-    return int(spark.conf.get(BUCKETS_CONF, str(DEFAULT_BUCKETS)))
+    return int(spark.conf.get(BUCKETS_CONF, str(DEFAULT_BUCKETS)) or DEFAULT_BUCKETS)
 
 
 def check_checkpoint(spark: SparkSession, checkpoint: str, plans: list[str]) -> None:

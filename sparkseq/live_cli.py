@@ -131,12 +131,12 @@ class ProgressPrinter(StreamingQueryListener):
     """Prints one line per micro-batch (see the module docstring)."""
 
     def onQueryStarted(self, event: object) -> None:
-        print(f"started query {event.id} (run {event.runId}); one line per micro-batch", flush=True)  # type: ignore[attr-defined]
+        print(f"started query {event.id} (run {event.runId}); one line per micro-batch", flush=True)
 
     def onQueryProgress(self, event: object) -> None:
         from sparkseq.live import progress
 
-        print(describe(progress(json.loads(event.progress.json))), flush=True)  # type: ignore[attr-defined]
+        print(describe(progress(json.loads(event.progress.json))), flush=True)
 
     def onQueryIdle(self, event: object) -> None:
         pass

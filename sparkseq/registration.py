@@ -192,7 +192,7 @@ def _once(spark: SparkSession, name: str, make: Callable[[], object], table: boo
 
 
 def _register(spark: SparkSession, name: str, registered: Registered) -> None:
-    (spark.udtf if registered.table else spark.udf).register(name, registered.function)  # type: ignore[arg-type]
+    (spark.udtf if registered.table else spark.udf).register(name, registered.function)
     _registered.setdefault(spark, {})[name] = registered
 
 

@@ -308,7 +308,7 @@ class _Checker:
             if self._reproduction_failed(exc, statement):
                 return Outcome.DEFERRED, None
             if not isinstance(exc, PySparkException):
-                raise as_error(exc, first_token_position(self.text, statement)) from None  # type: ignore[arg-type]
+                raise as_error(exc, first_token_position(self.text, statement)) from None
             raise spark_error(self.scratch, exc, self.text, statement, explanation) from None
 
     def _reproduction_failed(self, exc: BaseException, statement: Statement) -> bool:

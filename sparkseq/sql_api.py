@@ -235,7 +235,7 @@ def explain(source: Source, text: str | None = None, *, hierarchies: HierarchyRe
 def _pending_aware(source: Source, created: set[str]) -> SchemaProvider:
     """The schema provider of ``source`` that raises :class:`PendingRelation` for ``created`` names."""
     if is_session(source):
-        return SessionSchemas(source, pending=created)  # type: ignore[arg-type]
+        return SessionSchemas(source, pending=created)
     if not created:
         return source or {}
     catalog = Catalog(source or {})

@@ -50,6 +50,7 @@ def collect(spark: SparkSession, group: SharedGroup, *, sample_percent: float | 
         if isinstance(node, exp.Identifier):
             node.set("quoted", True)
     row = spark.sql(select.sql(dialect=SparkSeq)).first()
+    assert row is not None  # an aggregate without GROUP BY has one row
     span = max(1, (row["hi"] or 0) - (row["lo"] or 0)) if row["lo"] is not None else 1
     counts = {key: int(row[f"c{k}"] or 0) for k, key in enumerate(symbol_keys(group))}
     fraction = 1.0 if sample_percent is None else sample_percent / 100

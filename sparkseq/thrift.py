@@ -195,7 +195,7 @@ def main(args: argparse.Namespace) -> int:
     """Run the server until SIGTERM or Ctrl-C; the process exit code (see :func:`sparkseq.servers.run`)."""
     return servers.run(args, session=lambda: _server_session(args.master),
                        start=lambda spark: start(spark, host=args.host, port=args.port),
-                       announce=_announce)  # type: ignore[arg-type]
+                       announce=_announce)
 
 
 def _server_session(master: str | None) -> SparkSession:

@@ -51,6 +51,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import NoReturn
 
 from sqlglot import exp
 
@@ -408,7 +409,7 @@ class _SelectSplit:
             column.replace(replacement)
         return node
 
-    def _fail(self, message: str, node: exp.Expr | None) -> None:
+    def _fail(self, message: str, node: exp.Expr | None) -> NoReturn:
         raise AggregatePlacementError(message, node_position(node, self.sql))
 
 

@@ -293,8 +293,8 @@ class Analyzer:
             )
         check_spelling(symbol, self.sql)
         if hierarchy is None:
-            condition = exp.EQ(this=type_column.copy(), expression=exp.Literal.string(symbol.name))
-            return SymbolSpec(symbol.index, symbol.name, condition, SymbolOrigin.TYPE_BY)
+            equal = exp.EQ(this=type_column.copy(), expression=exp.Literal.string(symbol.name))
+            return SymbolSpec(symbol.index, symbol.name, equal, SymbolOrigin.TYPE_BY)
         values = hierarchy.descendants_or_self(symbol.name, where)
         condition = exp.In(this=type_column.copy(), expressions=[exp.Literal.string(v) for v in values])
         return SymbolSpec(symbol.index, symbol.name, condition, SymbolOrigin.HIERARCHY)

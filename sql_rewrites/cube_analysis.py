@@ -138,7 +138,7 @@ class CubeAnalysis:
         readers: list[set[int]] = [set() for _ in cuboid.elements]
         for m in measures:
             for i in self.measure_positions(cuboid, m):
-                readers[i].add(m.symbol)  # type: ignore[arg-type]
+                readers[i].add(m.symbol)
         return [(*e.symbol_id, tuple(sorted(r))) for e, r in zip(cuboid.elements, readers)]
 
     def symbol_table(self, cuboids: Sequence[Cuboid], written: Sequence[SymbolSpec],

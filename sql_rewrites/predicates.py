@@ -31,6 +31,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import NoReturn
 
 from sqlglot import exp
 
@@ -311,7 +312,7 @@ class PredicateResolver:
         if symbol is None or column is None or constant is None:
             self._fail(f"WHERE condition {text}: each side must be a symbol's column plus or minus a numeric "
                        f"constant ({FORMS_HELP}), got {node.sql(dialect=SparkSeq)}", node)
-        return _Operand(symbol, column, constant, lag, node, terms)  # type: ignore[arg-type]
+        return _Operand(symbol, column, constant, lag, node, terms)
 
     def _columns(self, left: _Operand, right: _Operand, op: CmpOp, text: str,
                  node: exp.Expr) -> tuple[int, int, int | float, int | float]:
@@ -378,7 +379,7 @@ class PredicateResolver:
             ValueColumn(name, rank, column, ValueType.INT, lambda x: exp.cast(x, DType.BIGINT)))
         return len(self.ctx.value_columns) - 1
 
-    def _fail(self, message: str, node: exp.Expr) -> None:
+    def _fail(self, message: str, node: exp.Expr) -> NoReturn:
         raise PredicateError(message, node_position(node, self.ctx.sql))
 
 

@@ -151,7 +151,8 @@ def split_statements(sql: str) -> list[Statement]:
     """
     tokens = tokenize(sql)
     statements: list[Statement] = []
-    start, chunk = 0, []
+    start = 0
+    chunk: list[Token] = []
     for token in [*tokens, None]:
         if token is None or token.token_type == TokenType.SEMICOLON:
             end = len(sql) if token is None else token.start
@@ -255,7 +256,7 @@ def explain_statement(
         return _rewrite_statement(statement, sql, schema, engine_function, hierarchies, pretty, replace,
                                   python_aggregates)
     if statement.calls(python_aggregates):
-        return _split_aggregates(statement, sql, python_aggregates, pretty)  # type: ignore[arg-type]
+        return _split_aggregates(statement, sql, python_aggregates, pretty)
     return StatementExplanation(statement.text, statement.text, ())
 
 
