@@ -224,8 +224,9 @@ class Analyzer:
             within = window_length(within_expr, "WITHIN", order.name, order.kind, self.sql)
         if slide_expr is not None:
             slide = window_length(slide_expr, "SLIDE", order.name, order.kind, self.sql)
+            assert within_expr is not None and within is not None  # check_slide: no SLIDE without WITHIN
             texts = (slide_expr.sql(dialect=SparkSeq), within_expr.sql(dialect=SparkSeq))
-            check_slide_length(within, slide, texts, node_position(slide_expr, self.sql))  # type: ignore[arg-type]
+            check_slide_length(within, slide, texts, node_position(slide_expr, self.sql))
         if pattern is not None:  # E-Cube checks each cuboid instead
             check_edge_negation(pattern, within is not None, self.sql)
         return within, slide
