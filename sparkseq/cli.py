@@ -16,6 +16,10 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pyspark is imported when a command needs Spark: --help and explain without Spark stay fast
+    from pyspark.sql import DataFrame, SparkSession
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 #: The line of a Python traceback naming the exception: ``sql_rewrites.errors.SqlParseError: ...``.
@@ -127,7 +131,7 @@ def _register_tables(spark: object, tables: Sequence[TableSpec]) -> None:
         frame.createOrReplaceTempView(table.name)
 
 
-def _session(args: argparse.Namespace) -> object:
+def _session(args: argparse.Namespace) -> SparkSession:
     import sparkseq
 
     # the console progress bar shows long stages on stderr; results go to stdout
@@ -154,7 +158,7 @@ def _sql(args: argparse.Namespace) -> int:
         if args.share:
             from sparkseq.workloads import run_workload
 
-            statements = ((s.text, frame) for s, frame in run_workload(spark, text))
+            statements: Iterator[tuple[str, DataFrame]] = ((s.text, frame) for s, frame in run_workload(spark, text))
         else:
             from sparkseq.sql_api import run_statements
 

@@ -91,7 +91,7 @@ class _Document:
         self.arguments.append(argument)
         return argument
 
-    def parse(self, into: type[exp.Expr], label: str, text: str, what: str,
+    def parse(self, into: type[exp.Expr], label: str, text: object, what: str,
               lead: TokenType | None = None) -> exp.Expr:
         if not isinstance(text, str):
             raise TypeError(f"{label} must be a str (SQL text), got {type(text).__name__}")
@@ -251,7 +251,7 @@ def _cube(document: _Document, value: Iterable[str]) -> tuple[str, exp.Expr]:
 
 
 def _define(document: _Document, value: Mapping[str, str]) -> tuple[str, list[exp.Expr]]:
-    definitions = []
+    definitions: list[exp.Expr] = []
     for symbol, text in value.items():
         condition = document.parse(exp.Condition, f"define[{symbol!r}]", text, "a condition")
         argument = document.arguments[-1]

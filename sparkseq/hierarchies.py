@@ -32,15 +32,15 @@ registered: not empty, no NULL child or parent, one parent per child, no cycles.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Union
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Union, cast
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 
 from sparkseq.catalog import PendingRelation, SessionSchemas
 from sql_rewrites.errors import HierarchyError, SourcePosition, UnknownHierarchyError, UnknownTableError
-from sql_rewrites.hierarchy import ConceptHierarchy, HierarchyResolver
+from sql_rewrites.hierarchy import ConceptHierarchy, HierarchyResolver, Pairs
 
 _REGISTRY: weakref.WeakKeyDictionary[SparkSession, dict[str, ConceptHierarchy]] = weakref.WeakKeyDictionary()
 PENDING = "pending"  # created by an earlier statement of a script from a relation that statement creates
@@ -157,7 +157,7 @@ class _Hierarchies(Mapping[str, Iterable[tuple[object, object]]]):
         _, value = self.entries[key.casefold()]
         if value == PENDING:
             raise PendingRelation(key)
-        return list(value.parent_of.items()) if isinstance(value, ConceptHierarchy) else value
+        return list(value.parent_of.items()) if isinstance(value, ConceptHierarchy) else cast(Pairs, value)
 
     def __iter__(self) -> Iterator[str]:
         return iter([display for display, _ in self.entries.values()])
@@ -183,7 +183,7 @@ def resolver(spark: SparkSession | None, explicit: HierarchyResolver | None = No
         entries.update({str(k).casefold(): (str(k), v) for k, v in explicit.items()})
         return _Hierarchies(entries)
     session = _Hierarchies(entries)
-    call: Callable[[str], object] = explicit
+    call = explicit
 
     def chained(name: str) -> Iterable[tuple[object, object]] | None:
         found = call(name)

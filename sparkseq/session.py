@@ -9,6 +9,7 @@ import tempfile
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TypeGuard
 
 from pyspark.sql import SparkSession
 
@@ -134,7 +135,7 @@ def _connect_session(url: str, app_name: str, conf: Mapping[str, object] | None)
     return spark
 
 
-def is_session(value: object) -> bool:
+def is_session(value: object) -> TypeGuard[SparkSession]:
     """True for a SparkSession, classic or Spark Connect."""
     return isinstance(value, SparkSession) or is_connect_session(value)
 

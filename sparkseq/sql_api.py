@@ -41,7 +41,7 @@ from __future__ import annotations
 import functools
 import warnings
 from collections.abc import Iterator
-from typing import Any, Union
+from typing import Any, Union, cast
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -63,7 +63,7 @@ from sql_rewrites.errors import SqlRewriteError
 from sql_rewrites.hierarchy import HierarchyResolver
 from sql_rewrites.hierarchy_statements import CreateHierarchy, parse_hierarchy_statement
 from sql_rewrites.rewriter import split_statements
-from sql_rewrites.schema import Catalog, SchemaProvider
+from sql_rewrites.schema import Catalog, ColumnTypes, SchemaProvider
 
 Source = Union[SparkSession, SchemaProvider, None]
 
@@ -205,7 +205,8 @@ def explain(source: Source, text: str | None = None, *, hierarchies: HierarchyRe
         raise TypeError("explain(source, text) needs the statement text")
     if source is None:
         source = SparkSession.getActiveSession()
-    parts, created = [], set()
+    parts: list[str] = []
+    created: set[str] = set()
     statements = split_statements(text)
     session = source if is_session(source) else None
     overlay: registry.Overlay = {}
@@ -236,11 +237,12 @@ def _pending_aware(source: Source, created: set[str]) -> SchemaProvider:
     """The schema provider of ``source`` that raises :class:`PendingRelation` for ``created`` names."""
     if is_session(source):
         return SessionSchemas(source, pending=created)
+    provider = cast(Union[SchemaProvider, None], source)  # not a session: a schema provider or None
     if not created:
-        return source or {}
-    catalog = Catalog(source or {})
+        return provider or {}
+    catalog = Catalog(provider or {})
 
-    def lookup(name: str) -> dict[str, object] | None:
+    def lookup(name: str) -> ColumnTypes | None:
         if name.casefold() in created:
             raise PendingRelation(name)
         found = catalog.lookup(name)

@@ -16,7 +16,7 @@ from typing import Union
 
 from sql_rewrites.errors import HierarchyError, SourcePosition, UnknownHierarchyError
 
-Pairs = Iterable[tuple[str, str]]
+Pairs = Iterable[tuple[object, object]]  # (child, parent) values, read as text
 HierarchyResolver = Union[Mapping[str, Pairs], Callable[[str], Union[Pairs, None]]]
 
 
