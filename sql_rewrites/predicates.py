@@ -221,7 +221,9 @@ class PredicateResolver:
             self._fail(f"WHERE condition {text} is not supported: a running aggregate must be compared with the "
                        f"current row, B[i].c OP {name}(B[1..i-1].c) [+|- constant]", node)
         current = self._operand(node.this if sides[0] is None else node.expression, text)
-        previous, agg = sides[0] or sides[1]
+        aggregate_side = sides[0] or sides[1]
+        assert aggregate_side is not None  # exactly one side is the aggregate (checked above)
+        previous, agg = aggregate_side
         if sides[0] is not None:  # MAX(...) OP B[i].c  <=>  B[i].c OP' MAX(...)
             op = op.mirrored()
         if current.lag != 0 or previous.symbol.index != current.symbol.index:
@@ -260,12 +262,13 @@ class PredicateResolver:
             return None
         inner = base.this
         bracket = inner.this if isinstance(inner, exp.Dot) else None
-        if (not isinstance(bracket, exp.Bracket) or not isinstance(inner.expression, exp.Identifier)
-                or self._lagged(bracket) is None or self._lagged(bracket)[1] != PREFIX or constant is None):
+        lagged = self._lagged(bracket) if isinstance(bracket, exp.Bracket) else None
+        if (lagged is None or not isinstance(inner.expression, exp.Identifier) or lagged[1] != PREFIX
+                or constant is None):
             self._fail(f"WHERE condition {text}: {SET_AGGREGATES_NAMES[type(base)]} must range over the rows before "
                        f"the current one, written {SET_AGGREGATES_NAMES[type(base)]}(B[1..i-1].c) (or B[1:i-1]); "
                        f"got {base.sql(dialect=SparkSeq)}", node)
-        symbol = self._lagged(bracket)[0]
+        symbol = lagged[0]
         operand = _Operand(symbol, exp.column(inner.expression.copy()), constant, PREFIX, node, terms)
         return operand, SET_AGGREGATES_NAMES[type(base)]
 
@@ -336,6 +339,7 @@ class PredicateResolver:
                            node)
             index = self._rank_column(lcol, node)
             return index, index, 0, 0
+        assert lcodec is not None and rcodec is not None  # both numeric from here on
         for codec, col in ((lcodec, lcol), (rcodec, rcol)):
             if codec.value_type is ValueType.FLOAT and col.dtype.this not in (DType.FLOAT, DType.DOUBLE):
                 self._fail(f"{where}: {col.name} is {col.type_text}, which the engine could carry only as an "
