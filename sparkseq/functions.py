@@ -258,7 +258,7 @@ def compile_call(sig: Signature, pattern: str, within: int | None, slide: int | 
             plan, measures=(Measure(sig.kind, index, 0, sig.measure),), columns=(value_type,),
             count_type=CountType.DECIMAL,  # exact sums of any size; rounded once to DOUBLE
         )
-    covers = [(v,) for v in typed.type_values]
+    covers: list[tuple[str, ...]] = [(v,) for v in typed.type_values]
     if hierarchy is not None:
         covers = [hierarchy.descendants_or_self(v) for v in typed.type_values]
     values = tuple(dict.fromkeys(v for cover in covers for v in cover))
@@ -287,7 +287,7 @@ def measured_symbol(sig: Signature, parsed: MatchPattern, pattern: str, symbol: 
 # --- argument conversion -----------------------------------------------------------------
 
 
-def constant(sig: Signature, name: str, arr: pa.Array | None) -> object:
+def constant(sig: Signature, name: str, arr: pa.Array | None) -> pa.Scalar | None:
     """The one value of a constant argument (None when NULL or left out)."""
     if arr is None or len(arr) == 0 or pa.types.is_null(arr.type):
         return None
@@ -558,16 +558,15 @@ def check_calls(tree: exp.Expr, resolve: Callable[[str], ConceptHierarchy] | Non
             continue
         within = None if _is_null(bound["within"]) else PLACEHOLDER_LENGTH
         slide = None if _is_null(bound.get("slide")) else PLACEHOLDER_LENGTH
-        lengths = [_interval_micros(bound.get(name)) for name in ("within", "slide")]
-        if None not in lengths:  # both written as intervals: the event time is a timestamp
-            check_slide_length(*lengths, (describe_length(lengths[1], True),
-                                          describe_length(lengths[0], True)))
+        within_us, slide_us = (_interval_micros(bound.get(name)) for name in ("within", "slide"))
+        if within_us is not None and slide_us is not None:  # both written as intervals: the event time is a timestamp
+            check_slide_length(within_us, slide_us, (describe_length(slide_us, True), describe_length(within_us, True)))
         symbol = _literal_text(bound.get("symbol")) if sig.kind is not MeasureKind.COUNT_STAR else None
         name = split_hierarchy(pattern)[1]
-        if name and resolve is None:
-            continue
         hierarchies: Hierarchies = ()
         if name:
+            if resolve is None:
+                continue
             hierarchies = ((name.casefold(), tuple(sorted(resolve(name).parent_of.items()))),)
         if sig.kind is not MeasureKind.COUNT_STAR and symbol is None:
             compile_type_pattern(split_hierarchy(pattern)[0], within=within, slide=slide)  # symbol not a literal

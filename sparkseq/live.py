@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
+from typing import Any
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -255,7 +256,7 @@ def check_checkpoint(spark: SparkSession, checkpoint: str, plans: list[str]) -> 
                 "must be the same statement (and bucket count) — start a changed query with a new checkpoint location")
 
 
-def progress(last: dict | None) -> dict[str, object] | None:
+def progress(last: dict | None) -> dict[str, Any] | None:
     """A micro-batch's progress (``query.lastProgress``, or an item of
     ``query.recentProgress``) in brief, summed over the stateful operators: batch, input
     rows, rows per second, watermark, late rows dropped, state rows and bytes, rows

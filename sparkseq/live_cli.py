@@ -23,9 +23,16 @@ import json
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.streaming import StreamingQueryListener
+from pyspark.sql.streaming import StreamingQuery, StreamingQueryListener
+from pyspark.sql.streaming.listener import (
+    QueryIdleEvent,
+    QueryProgressEvent,
+    QueryStartedEvent,
+    QueryTerminatedEvent,
+)
 from sqlglot import exp
 
 from sparkseq import live
@@ -78,7 +85,7 @@ def main(args: argparse.Namespace) -> int:
     return 0 if query.exception() is None else 1
 
 
-def start(spark: SparkSession, text: str, args: argparse.Namespace) -> object:
+def start(spark: SparkSession, text: str, args: argparse.Namespace) -> StreamingQuery:
     """Register the source, run ``text`` through :func:`sparkseq.sql` and start writing."""
     import sparkseq
 
@@ -130,23 +137,23 @@ def _batch_writer(output: str):  # noqa: ANN202 - a foreachBatch function
 class ProgressPrinter(StreamingQueryListener):
     """Prints one line per micro-batch (see the module docstring)."""
 
-    def onQueryStarted(self, event: object) -> None:
+    def onQueryStarted(self, event: QueryStartedEvent) -> None:
         print(f"started query {event.id} (run {event.runId}); one line per micro-batch", flush=True)
 
-    def onQueryProgress(self, event: object) -> None:
+    def onQueryProgress(self, event: QueryProgressEvent) -> None:
         from sparkseq.live import progress
 
         print(describe(progress(json.loads(event.progress.json))), flush=True)
 
-    def onQueryIdle(self, event: object) -> None:
+    def onQueryIdle(self, event: QueryIdleEvent) -> None:
         pass
 
-    def onQueryTerminated(self, event: object) -> None:
+    def onQueryTerminated(self, event: QueryTerminatedEvent) -> None:
         failed = getattr(event, "exception", None)
         print(f"query stopped{': ' + failed if failed else ''}", file=sys.stderr if failed else sys.stdout, flush=True)
 
 
-def describe(p: dict[str, object] | None) -> str:
+def describe(p: dict[str, Any] | None) -> str:
     """One micro-batch's progress as a line of text."""
     if p is None:
         return "no micro-batch yet"
