@@ -94,11 +94,14 @@ def collect_results(frames: Sequence[tuple[int, DataFrame]]) -> dict[int, pa.Tab
     ordered = collected.take(pa.array(order))
     sorted_numbers = numbers[order]
     out = {}
-    for number, (slot, names, _) in layout.statements.items():
+    for number, (slot, names, schema) in layout.statements.items():
         lo, hi = np.searchsorted(sorted_numbers, [number, number + 1])
         rows = ordered.slice(int(lo), int(hi - lo))
         arrays = [rows.column(_slot_column(slot, j)) for j in range(len(names))]
-        out[number] = pa.Table.from_arrays(arrays, names=list(names))
+        # the union made every column nullable: each statement's own nullability back
+        fields = [pa.field(name, array.type, nullable=own.nullable)
+                  for name, array, own in zip(names, arrays, schema.fields)]
+        out[number] = pa.Table.from_arrays(arrays, schema=pa.schema(fields))
     return out
 
 
