@@ -21,6 +21,13 @@ live operator, :mod:`sparkseq.live`).
 
 The cached results stay until :func:`release_workload` (or the session's end); running
 the same script again recomputes them from the data as it is then.
+
+Reading each returned DataFrame is a Spark job of its own. To get every query
+statement's result from one job: :func:`collect_workload` (each statement's rows as a
+``pyarrow.Table`` beside its DataFrame), or ``workload(..., output=DIR)`` (written as
+Parquet partitioned by statement, for results of any size; each DataFrame reads its
+part) — :mod:`sparkseq.workload_results`; one job per run of statements that write no
+data (a statement that may change what an earlier query reads has those collected first).
 """
 
 from __future__ import annotations
