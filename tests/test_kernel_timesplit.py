@@ -94,6 +94,18 @@ def test_symbol_both_positive_and_negated() -> None:
     assert int(got.values[0][0]) == int(evaluate_group(plan, ts, mask).values[0][0]) == 1
 
 
+@SETTINGS
+@given(data=st.data())
+def test_whole_partition_as_one_chunk(data: st.DataObject) -> None:
+    """Keys too small to split are one chunk without bounds: the same result."""
+    plan = data.draw(plans(window=data.draw(st.sampled_from(["within", "slide"])), edges=data.draw(st.booleans())))
+    ev = data.draw(events(plan))
+    assume(oracle.cheap(plan, ev))
+    ts, mask, cols = to_arrays(ev)
+    chunk = decode_chunk(encode_chunk(evaluate_chunk(plan, ts, mask, cols, None, None)))
+    assert_same(plan, combine_chunks(plan, [chunk]), oracle.evaluate(ev, plan))
+
+
 def test_huge_counts_stay_exact() -> None:
     """Chunk partials beyond int64 combine exactly; BIGINT overflow still raises."""
     n = 70

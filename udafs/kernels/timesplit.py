@@ -93,11 +93,12 @@ def chunk_regions(plan: Plan, ts: np.ndarray, lo: int, hi: int) -> tuple[np.ndar
 
 
 def evaluate_chunk(plan: Plan, ts: np.ndarray, mask: np.ndarray, columns: Sequence[Column],
-                   lo: int, hi: int) -> ChunkPartial:
+                   lo: int | None, hi: int | None) -> ChunkPartial:
     """The partial measures of chunk ``[lo, hi)`` of one partition.
 
     ``ts``, ``mask``, ``columns`` may hold any rows of the partition (in any order);
-    rows outside what :func:`chunk_regions` says the chunk needs are ignored.
+    rows outside what :func:`chunk_regions` says the chunk needs are ignored. With
+    ``lo`` None the rows are the whole partition, evaluated as one chunk.
 
     Raises
     ------
@@ -107,9 +108,11 @@ def evaluate_chunk(plan: Plan, ts: np.ndarray, mask: np.ndarray, columns: Sequen
     reason = splittable(plan)
     if reason is not None:
         raise PlanError(f"this plan cannot be evaluated by time split: {reason}")
-    if not lo < hi:
-        raise PlanError(f"a time chunk needs lo < hi, got [{lo}, {hi})")
     ts, mask, cols = validate(plan, ts, mask, columns)
+    if lo is None:
+        return _whole(plan, ts, mask, cols)
+    if hi is None or not lo < hi:
+        raise PlanError(f"a time chunk needs lo < hi, got [{lo}, {hi})")
     if plan.slide is not None:
         keep = (ts >= lo) & (ts < hi + plan.within)
         s = plan.slide
@@ -174,8 +177,26 @@ def encode_chunk(chunk: ChunkPartial) -> bytes:
 
 def decode_chunk(data: bytes) -> ChunkPartial:
     """Inverse of :func:`encode_chunk`."""
-    doc = state_codec.decode(data)
+    return chunk_of_state(state_codec.decode(data))
+
+
+def chunk_of_state(doc: object) -> ChunkPartial:
+    """The chunk of a decoded :func:`encode_chunk` value."""
     return ChunkPartial(doc["starts"], [Partial(v, n) for v, n in zip(doc["value"], doc["nn"])])  # type: ignore[index]
+
+
+def _whole(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column]) -> ChunkPartial:
+    """A whole partition as one chunk: its partials as ``evaluate_group`` computes them."""
+    everything = np.ones(len(ts), dtype=bool)
+    if plan.slide is None:
+        return ChunkPartial(None, _partials(plan, ts, mask, cols, everything))
+    t, m, c = _select(plan, ts, mask, cols, everything)
+    if plan.extended:
+        parts, starts = extended.evaluate_extended(plan, t, m, c)
+        return ChunkPartial(starts, parts)
+    t, m, c = sorted_instances(plan, t, m, c)
+    parts, starts = with_fallback(plan, lambda ar: paths.sliding(plan, t, m, c, ar))
+    return ChunkPartial(starts, parts)
 
 
 def _partials(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column], keep: np.ndarray) -> list[Partial]:

@@ -1,0 +1,140 @@
+"""Choosing a statement's execution path from the data (grouped UDAF or time split).
+
+For every MATCH_AGGREGATE that could run time-split (:func:`udafs.kernels.timesplit.splittable`)
+:func:`replacer` asks Spark's size estimate of the source (no job); when that leaves
+room for a key over the split threshold, one statistics job counts the rows of the
+keys above it (``GROUP BY keys HAVING COUNT(*) > T``), and
+:func:`sql_rewrites.timesplit.choose_path` decides. Session settings:
+
+* ``sparkseq.path``: ``auto`` (default), ``grouped`` or ``time-split`` (tests, benchmarks);
+* ``sparkseq.timeSplit.splitRows`` / ``sparkseq.timeSplit.chunkRows``: the thresholds
+  (defaults :data:`~sql_rewrites.timesplit.SPLIT_ROWS`, :data:`~sql_rewrites.timesplit.CHUNK_ROWS`).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import SparkSession
+from sqlglot import exp
+
+from sparkseq.live import in_scope
+from sparkseq.registration import time_split_functions
+from sql_rewrites.dialect import SparkSeq
+from sql_rewrites.generate import aliased, engine_events, engine_input
+from sql_rewrites.logical import MatchAggregateQuery
+from sql_rewrites.rewriter import Replacement
+from sql_rewrites.timesplit import (CHUNK_ROWS, SPLIT_ROWS, KeyStatistics, Path, PathChoice, choose_path,
+                                    statistics_needed, time_split_query)
+
+PATH_CONF = "sparkseq.path"
+SPLIT_ROWS_CONF = "sparkseq.timeSplit.splitRows"
+CHUNK_ROWS_CONF = "sparkseq.timeSplit.chunkRows"
+#: At most this many big keys are fetched by the statistics job (the largest first).
+MAX_KEYS_REPORTED = 100
+
+
+def forced_path(spark: SparkSession) -> Path | None:
+    """The path ``sparkseq.path`` forces, None for ``auto``.
+
+    Raises
+    ------
+    ValueError
+        For a value that names no path.
+    """
+    value = (spark.conf.get(PATH_CONF, "auto") or "auto").strip().lower()
+    if value == "auto":
+        return None
+    try:
+        return Path(value)
+    except ValueError:
+        allowed = ", ".join(["auto", *(p.value for p in Path)])
+        raise ValueError(f"{PATH_CONF} must be one of {allowed}, got {value!r}") from None
+
+
+def thresholds(spark: SparkSession) -> tuple[int, int]:
+    """(split rows, chunk rows) from the session settings."""
+    return (_positive(spark, SPLIT_ROWS_CONF, SPLIT_ROWS), _positive(spark, CHUNK_ROWS_CONF, CHUNK_ROWS))
+
+
+def _positive(spark: SparkSession, key: str, default: int) -> int:
+    raw = spark.conf.get(key, str(default))
+    try:
+        value = int(str(raw).replace("_", ""))
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise ValueError(f"{key} must be a positive integer, got {raw!r}")
+    return value
+
+
+def decide(spark: SparkSession, query: MatchAggregateQuery, *, run_statistics: bool = True) -> PathChoice:
+    """The path of ``query`` (module docstring); without ``run_statistics`` no job runs and an
+    automatic choice says what the statistics at run time decide."""
+    plan = query.plan
+    forced = forced_path(spark)
+    split_rows, chunk_rows = thresholds(spark)
+    if query.cube is not None or not hasattr(plan, "within"):
+        return PathChoice(Path.GROUPED, "E-Cube statements run grouped")
+    if forced is not None:
+        return choose_path(plan, None, forced, split_rows, chunk_rows)
+    if not statistics_needed(plan, source_bytes(spark, query)):
+        return choose_path(plan, [], None, split_rows, chunk_rows)
+    if not run_statistics:
+        return PathChoice(Path.GROUPED, f"decided when it runs: a statistics job looks for keys over "
+                                        f"{split_rows:,} rows, which are then split by time")
+    return choose_path(plan, big_keys(spark, query, split_rows), None, split_rows, chunk_rows)
+
+
+def source_bytes(spark: SparkSession, query: MatchAggregateQuery) -> int | None:
+    """Spark's size estimate of the operator's source in bytes (no job); None when unknown."""
+    try:
+        frame = spark.sql(in_scope(exp.select("*").from_(query.node.this.copy()), query).sql(dialect=SparkSeq))
+        return int(frame._jdf.queryExecution().optimizedPlan().stats().sizeInBytes().toString())
+    except Exception:  # Spark Connect has no JVM handle; an estimate is an optimisation only
+        return None
+
+
+def big_keys(spark: SparkSession, query: MatchAggregateQuery, split_rows: int) -> list[KeyStatistics]:
+    """Row count and time range of the keys with more than ``split_rows`` engine rows (one job)."""
+    spec = engine_input(query)
+    events, (ts, _mask, *_values) = engine_events(spec, query.node.this.copy())
+    keys = [exp.column(name) for name, _ in spec.keys]
+    count = exp.Count(this=exp.Star())
+    select = (exp.select(exp.alias_(count.copy(), "n"), exp.alias_(exp.Min(this=exp.column(ts)), "t0"),
+                         exp.alias_(exp.Max(this=exp.column(ts)), "t1"))
+              .from_(events.subquery("__sparkseq_stat_events")))
+    if keys:
+        select = select.group_by(*keys)
+    select = select.having(exp.GT(this=count, expression=exp.Literal.number(split_rows)))
+    select = select.order_by(exp.Ordered(this=exp.column("n"), desc=True)).limit(MAX_KEYS_REPORTED)
+    for node in select.walk():
+        if isinstance(node, exp.Identifier):
+            node.set("quoted", True)
+    rows = spark.sql(in_scope(select, query).sql(dialect=SparkSeq)).collect()
+    return [KeyStatistics(int(r["n"]), int(r["t0"]), int(r["t1"])) for r in rows]
+
+
+class PathReplacer:
+    """The ``replace`` hook (:data:`sql_rewrites.rewriter.Replacement`) that runs time-split
+    statements time-split; ``choices`` records each operator's :class:`PathChoice` by ordinal."""
+
+    def __init__(self, spark: SparkSession, then: Replacement | None = None) -> None:
+        self.spark, self.then = spark, then
+        self.choices: dict[int, PathChoice] = {}
+
+    def __call__(self, ordinal: int, query: MatchAggregateQuery) -> tuple[exp.Expr, str] | None:
+        if self.then is not None:
+            earlier = self.then(ordinal, query)
+            if earlier is not None:
+                return earlier
+        choice = decide(self.spark, query)
+        self.choices[ordinal] = choice
+        if choice.path is not Path.TIME_SPLIT:
+            return None
+        chunk, combine = time_split_functions(self.spark, query.plan)
+        output = time_split_query(engine_input(query), chunk, combine, query.node.this.copy(),
+                                  choice.split_rows, choice.chunk_rows)
+        return aliased(query, output), chunk
+
+
+__all__ = ["PATH_CONF", "SPLIT_ROWS_CONF", "CHUNK_ROWS_CONF", "forced_path", "thresholds", "decide", "source_bytes",
+           "big_keys", "PathReplacer"]
