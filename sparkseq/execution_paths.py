@@ -113,6 +113,15 @@ def big_keys(spark: SparkSession, query: MatchAggregateQuery, split_rows: int) -
     return [KeyStatistics(int(r["n"]), int(r["t0"]), int(r["t1"])) for r in rows]
 
 
+def chunk_tasks(spark: SparkSession) -> int:
+    """Tasks the chunks of a time-split statement are spread over: the session's shuffle
+    partitions (sparkseq sizes them to twice the cores, :mod:`sparkseq.session`)."""
+    try:
+        return max(1, int(spark.conf.get("spark.sql.shuffle.partitions", "4")))
+    except ValueError:
+        return 4
+
+
 class PathReplacer:
     """The ``replace`` hook (:data:`sql_rewrites.rewriter.Replacement`) that runs time-split
     statements time-split; ``choices`` records each operator's :class:`PathChoice` by ordinal."""
@@ -132,7 +141,7 @@ class PathReplacer:
             return None
         chunk, combine = time_split_functions(self.spark, query.plan)
         output = time_split_query(engine_input(query), chunk, combine, query.node.this.copy(),
-                                  choice.split_rows, choice.chunk_rows)
+                                  choice.split_rows, choice.chunk_rows, chunk_tasks(self.spark))
         return aliased(query, output), chunk
 
 

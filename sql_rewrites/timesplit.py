@@ -122,9 +122,15 @@ def choose_path(plan: Plan, big_keys: list[KeyStatistics] | None, forced: Path |
 
 
 def time_split_query(spec: EngineInput, chunk_function: str, combine_function: str, source: exp.Expr,
-                     split_rows: int = SPLIT_ROWS, chunk_rows: int = CHUNK_ROWS) -> exp.Select:
+                     split_rows: int = SPLIT_ROWS, chunk_rows: int = CHUNK_ROWS,
+                     partitions: int | None = None) -> exp.Select:
     """The time-split query of ``spec`` over ``source`` (module docstring); every identifier
     quoted. ``split_rows`` and ``chunk_rows`` must be positive integers.
+
+    ``partitions``: range-partition the chunks by ``(keys, chunk)`` into this many tasks
+    (a ``REPARTITION_BY_RANGE`` hint). Spark balances the ranges by sampled row counts, so
+    the chunks of one key spread over the tasks; hashing ``(key, chunk)`` into a few
+    partitions (Spark's default) often puts two chunks in one task and leaves another empty.
 
     Raises
     ------
@@ -135,9 +141,9 @@ def time_split_query(spec: EngineInput, chunk_function: str, combine_function: s
     plan = spec.plan
     if not isinstance(plan, Plan) or splittable(plan) is not None or spec.instances is not None:
         raise ValueError("only a single plan that splittable() accepts can run time-split")
-    for value in (split_rows, chunk_rows):
+    for value in (split_rows, chunk_rows) + (() if partitions is None else (partitions,)):
         if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-            raise ValueError(f"split_rows and chunk_rows must be positive integers, got {value!r}")
+            raise ValueError(f"split_rows, chunk_rows and partitions must be positive integers, got {value!r}")
     if 2 * plan.within > _INT64_MAX:
         raise ValueError("the WITHIN window is too long to split by time")
     roles = engine_roles(spec)
@@ -148,6 +154,10 @@ def time_split_query(spec: EngineInput, chunk_function: str, combine_function: s
         exp.NEQ(this=exp.column(roles.mask), expression=exp.Literal.number(0)),
         exp.column(roles.ts).is_(exp.null()).not_()))
     chunked = _chunked(plan, events, keys, roles, names, split_rows, chunk_rows)
+    if partitions is not None:
+        spread = exp.Anonymous(this="REPARTITION_BY_RANGE", expressions=[
+            exp.Literal.number(partitions), *(exp.column(k) for k in keys), exp.column(names.chunk)])
+        chunked.set("hint", exp.Hint(expressions=[spread]))
     arguments = [exp.column(roles.ts), exp.column(roles.mask), *(exp.column(v) for v in roles.values),
                  exp.column(names.lo), exp.column(names.hi)]
     chunks = (exp.select(*(exp.column(k) for k in keys),

@@ -139,3 +139,13 @@ def test_explain_names_the_path(spark, events: str, small_thresholds: None) -> N
     spark.conf.set(PATH_CONF, "auto")
     assert "statistics job" in sparkseq.explain(text, spark)
     assert "not splittable by time" in sparkseq.explain(text.replace("WITHIN 20", ""), spark)
+
+
+def test_cluster_case_splits_and_equals_the_grouped_answer(spark) -> None:
+    """The local-cluster case ``time_split`` (tests/cluster_cases.py) really splits its keys
+    and equals ``match_aggregate`` (the grouped path) here; test_spark_local_cluster.py
+    checks the cluster gives the same rows."""
+    from tests import cluster_cases
+
+    cluster_cases.setup(spark)
+    assert cluster_cases.CASES["time_split"](spark) == cluster_cases.CASES["match_aggregate"](spark)

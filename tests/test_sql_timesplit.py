@@ -56,10 +56,10 @@ TEXT = (f"SELECT * FROM t MATCH_AGGREGATE (PARTITION BY `{NASTY.replace('`', '``
         "PATTERN SEQ(!n, a, b, !n) TYPE BY kind MEASURES COUNT(*) AS c, SUM(b.v) AS s WITHIN 10) AS m")
 
 
-def split_sql(split_rows: int = 7, chunk_rows: int = 3) -> str:
+def split_sql(split_rows: int = 7, chunk_rows: int = 3, partitions: int | None = 5) -> str:
     [query] = analyze_sql(TEXT, SCHEMA)
     return time_split_query(engine_input(query), "f_chunk", "f_combine", query.node.this.copy(),
-                            split_rows, chunk_rows).sql(dialect="spark")
+                            split_rows, chunk_rows, partitions).sql(dialect="spark")
 
 
 def test_keys_are_quoted_and_the_shape_is_two_aggregations() -> None:
@@ -71,6 +71,8 @@ def test_keys_are_quoted_and_the_shape_is_two_aggregations() -> None:
     calls = [f.name.lower() for f in tree.find_all(exp.Anonymous)]
     assert "f_chunk" in calls and "f_combine" in calls
     assert "HAVING COUNT(*) > 7" in sql and "/ 3" in sql
+    assert "/*+ REPARTITION_BY_RANGE(5, `k``) x; DROP TABLE t --`, `__sparkseq_split_chunk`) */" in sql
+    assert "REPARTITION" not in split_sql(partitions=None)
     assert not list(tree.find_all(exp.Drop))  # the key stays a name (and a string literal in error messages)
 
 
@@ -84,6 +86,8 @@ def test_leading_negation_reaches_two_windows_and_trailing_one_back() -> None:
 def test_thresholds_must_be_positive_integers(bad: object) -> None:
     with pytest.raises(ValueError, match="positive integers"):
         split_sql(split_rows=bad)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="positive integers"):
+        split_sql(partitions=bad)  # type: ignore[arg-type]
 
 
 def test_function_names_are_checked() -> None:
