@@ -1,4 +1,4 @@
-"""Choosing a statement's execution path from the data (grouped UDAF or time split).
+"""Choosing a statement's execution path from the data: grouped UDAF, time split or streaming.
 
 For every MATCH_AGGREGATE that could run time-split (:func:`udafs.kernels.timesplit.splittable`)
 :func:`replacer` asks Spark's size estimate of the source (no job); when that leaves
@@ -6,7 +6,9 @@ room for a key over the split threshold, one statistics job counts the rows of t
 keys above it (``GROUP BY keys HAVING COUNT(*) > T``), and
 :func:`sql_rewrites.timesplit.choose_path` decides. Session settings:
 
-* ``sparkseq.path``: ``auto`` (default), ``grouped`` or ``time-split`` (tests, benchmarks);
+* ``sparkseq.path``: ``auto`` (default), ``grouped``, ``time-split`` or ``streaming`` (tests, benchmarks);
+* ``sparkseq.streaming.rows``: keys over this many rows in a plan that cannot be split go to
+  the bounded-memory streaming path (default :data:`~sql_rewrites.timesplit.STREAM_ROWS`);
 * ``sparkseq.timeSplit.splitRows`` / ``sparkseq.timeSplit.chunkRows``: the thresholds
   (defaults :data:`~sql_rewrites.timesplit.SPLIT_ROWS`, :data:`~sql_rewrites.timesplit.CHUNK_ROWS`).
 """
@@ -17,17 +19,29 @@ from pyspark.sql import SparkSession
 from sqlglot import exp
 
 from sparkseq.live import in_scope
-from sparkseq.registration import time_split_functions
+from sparkseq.registration import stream_function, time_split_functions
 from sql_rewrites.dialect import SparkSeq
 from sql_rewrites.generate import aliased, engine_events, engine_input
 from sql_rewrites.logical import MatchAggregateQuery
 from sql_rewrites.rewriter import Replacement
-from sql_rewrites.timesplit import (CHUNK_ROWS, SPLIT_ROWS, KeyStatistics, Path, PathChoice, choose_path,
-                                    statistics_needed, time_split_query)
+from sql_rewrites.timesplit import (
+    CHUNK_ROWS,
+    SPLIT_ROWS,
+    STREAM_ROWS,
+    KeyStatistics,
+    Path,
+    PathChoice,
+    choose_path,
+    statistics_needed,
+    statistics_threshold,
+    streaming_query,
+    time_split_query,
+)
 
 PATH_CONF = "sparkseq.path"
 SPLIT_ROWS_CONF = "sparkseq.timeSplit.splitRows"
 CHUNK_ROWS_CONF = "sparkseq.timeSplit.chunkRows"
+STREAM_ROWS_CONF = "sparkseq.streaming.rows"
 #: At most this many big keys are fetched by the statistics job (the largest first).
 MAX_KEYS_REPORTED = 100
 
@@ -50,9 +64,10 @@ def forced_path(spark: SparkSession) -> Path | None:
         raise ValueError(f"{PATH_CONF} must be one of {allowed}, got {value!r}") from None
 
 
-def thresholds(spark: SparkSession) -> tuple[int, int]:
-    """(split rows, chunk rows) from the session settings."""
-    return (_positive(spark, SPLIT_ROWS_CONF, SPLIT_ROWS), _positive(spark, CHUNK_ROWS_CONF, CHUNK_ROWS))
+def thresholds(spark: SparkSession) -> tuple[int, int, int]:
+    """(split rows, chunk rows, stream rows) from the session settings."""
+    return (_positive(spark, SPLIT_ROWS_CONF, SPLIT_ROWS), _positive(spark, CHUNK_ROWS_CONF, CHUNK_ROWS),
+            _positive(spark, STREAM_ROWS_CONF, STREAM_ROWS))
 
 
 def _positive(spark: SparkSession, key: str, default: int) -> int:
@@ -71,17 +86,19 @@ def decide(spark: SparkSession, query: MatchAggregateQuery, *, run_statistics: b
     automatic choice says what the statistics at run time decide."""
     plan = query.plan
     forced = forced_path(spark)
-    split_rows, chunk_rows = thresholds(spark)
+    split_rows, chunk_rows, stream_rows = thresholds(spark)
     if query.cube is not None or not hasattr(plan, "within"):
         return PathChoice(Path.GROUPED, "E-Cube statements run grouped")
     if forced is not None:
-        return choose_path(plan, None, forced, split_rows, chunk_rows)
-    if not statistics_needed(plan, source_bytes(spark, query)):
-        return choose_path(plan, [], None, split_rows, chunk_rows)
+        return choose_path(plan, None, forced, split_rows, chunk_rows, stream_rows)
+    if not statistics_needed(plan, source_bytes(spark, query), split_rows, stream_rows):
+        return choose_path(plan, [], None, split_rows, chunk_rows, stream_rows)
+    threshold = statistics_threshold(plan, split_rows, stream_rows)
     if not run_statistics:
         return PathChoice(Path.GROUPED, f"decided when it runs: a statistics job looks for keys over "
-                                        f"{split_rows:,} rows, which are then split by time")
-    return choose_path(plan, big_keys(spark, query, split_rows), None, split_rows, chunk_rows)
+                                        f"{threshold:,} rows (split by time over {split_rows:,} rows when the plan "
+                                        f"allows, streamed over {stream_rows:,})")
+    return choose_path(plan, big_keys(spark, query, threshold), None, split_rows, chunk_rows, stream_rows)
 
 
 def source_bytes(spark: SparkSession, query: MatchAggregateQuery) -> int | None:
@@ -113,13 +130,32 @@ def big_keys(spark: SparkSession, query: MatchAggregateQuery, split_rows: int) -
     return [KeyStatistics(int(r["n"]), int(r["t0"]), int(r["t1"])) for r in rows]
 
 
+def key_types(spark: SparkSession, query: MatchAggregateQuery) -> list[str]:
+    """Spark SQL types of the partition keys (the streaming UDTF's output schema names them)."""
+    spec = engine_input(query)
+    if not spec.keys:
+        return []
+    select = exp.select(*(exp.alias_(e.copy(), n) for n, e in spec.keys)).from_(query.node.this.copy())
+    for node in select.walk():
+        if isinstance(node, exp.Identifier):
+            node.set("quoted", True)
+    schema = spark.sql(in_scope(select, query).sql(dialect=SparkSeq)).schema
+    return [f.dataType.simpleString() for f in schema]
+
+
+#: Tasks per shuffle partition for a time split's chunks: chunks are hashed to tasks, and
+#: with more tasks than chunks a collision (two chunks in one task) rarely leaves a core idle.
+TASKS_PER_PARTITION = 4
+
+
 def chunk_tasks(spark: SparkSession) -> int:
-    """Tasks the chunks of a time-split statement are spread over: the session's shuffle
-    partitions (sparkseq sizes them to twice the cores, :mod:`sparkseq.session`)."""
+    """Tasks the chunks of a time-split statement are spread over: a multiple of the
+    session's shuffle partitions (sparkseq sizes them to twice the cores, :mod:`sparkseq.session`)."""
     try:
-        return max(1, int(spark.conf.get("spark.sql.shuffle.partitions", "4")))
+        partitions = max(1, int(spark.conf.get("spark.sql.shuffle.partitions", "4")))
     except ValueError:
-        return 4
+        partitions = 4
+    return TASKS_PER_PARTITION * partitions
 
 
 class PathReplacer:
@@ -137,6 +173,9 @@ class PathReplacer:
                 return earlier
         choice = decide(self.spark, query)
         self.choices[ordinal] = choice
+        if choice.path is Path.STREAMING:
+            function = stream_function(self.spark, query.plan, key_types(self.spark, query))
+            return aliased(query, streaming_query(engine_input(query), function, query.node.this.copy())), function
         if choice.path is not Path.TIME_SPLIT:
             return None
         chunk, combine = time_split_functions(self.spark, query.plan)
@@ -145,5 +184,16 @@ class PathReplacer:
         return aliased(query, output), chunk
 
 
-__all__ = ["PATH_CONF", "SPLIT_ROWS_CONF", "CHUNK_ROWS_CONF", "forced_path", "thresholds", "decide", "source_bytes",
-           "big_keys", "PathReplacer"]
+__all__ = [
+    "CHUNK_ROWS_CONF",
+    "PATH_CONF",
+    "SPLIT_ROWS_CONF",
+    "STREAM_ROWS_CONF",
+    "PathReplacer",
+    "big_keys",
+    "decide",
+    "forced_path",
+    "key_types",
+    "source_bytes",
+    "thresholds",
+]

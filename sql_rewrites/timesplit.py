@@ -33,8 +33,16 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from sql_rewrites.generate import (EngineInput, _events_select, _output_select, _Roles, _sanitize,
-                                   check_function_name, engine_roles)
+from sql_rewrites.generate import (
+    EngineInput,
+    _events_select,
+    _output_select,
+    _projections,
+    _Roles,
+    _sanitize,
+    check_function_name,
+    engine_roles,
+)
 from sql_rewrites.sql_types import DType
 from udafs.kernels.timesplit import splittable
 from udafs.plan import Plan
@@ -57,11 +65,18 @@ MIN_CHUNKS = 4
 _INT64_MAX = 2**63 - 1
 
 
+#: A key with more rows than this, in a plan that cannot be split, goes to the
+#: bounded-memory streaming path: the grouped UDAF's worker held 1.6 GB at 10 M rows and
+#: failed at 50 M (issue 19); the streaming UDTF holds O(window) rows per open key.
+STREAM_ROWS = 8_000_000
+
+
 class Path(str, enum.Enum):
     """How a statement's engine runs."""
 
     GROUPED = "grouped"  # one grouped Arrow UDAF call per partition key
     TIME_SPLIT = "time-split"  # big keys cut into time chunks, partials combined
+    STREAMING = "streaming"  # rows sorted by (key hash, time) through the streaming UDTF
 
 
 @dataclass(frozen=True)
@@ -83,42 +98,79 @@ class PathChoice:
     chunk_rows: int = CHUNK_ROWS
 
 
-def statistics_needed(plan: Plan, source_bytes: int | None) -> bool:
-    """Whether a statistics job is worth running: the plan could be split and Spark's size
-    estimate of the source (None: unknown) leaves room for a key over :data:`SPLIT_ROWS`."""
-    if splittable(plan) is not None:
+def statistics_threshold(plan: Plan, split_rows: int = SPLIT_ROWS, stream_rows: int = STREAM_ROWS) -> int | None:
+    """The row count above which a key changes the path of ``plan`` (what the statistics
+    job looks for); None when no count can (the plan neither splits nor streams)."""
+    if splittable(plan) is None:
+        return min(split_rows, stream_rows) if streamable(plan) is None else split_rows
+    return stream_rows if streamable(plan) is None else None
+
+
+def statistics_needed(plan: Plan, source_bytes: int | None, split_rows: int = SPLIT_ROWS,
+                      stream_rows: int = STREAM_ROWS) -> bool:
+    """Whether a statistics job is worth running: some key size would change the path and
+    Spark's size estimate of the source (None: unknown) leaves room for such a key."""
+    threshold = statistics_threshold(plan, split_rows, stream_rows)
+    if threshold is None:
         return False
-    return source_bytes is None or source_bytes > SPLIT_ROWS * MIN_ROW_BYTES
+    return source_bytes is None or source_bytes > threshold * MIN_ROW_BYTES
+
+
+def streamable(plan: Plan) -> str | None:
+    """None when the streaming evaluator takes ``plan``, else its reason for refusing it."""
+    from udafs.errors import PlanError
+    from udafs.kernels.streaming import StreamEvaluator
+
+    try:
+        StreamEvaluator(plan)
+    except PlanError as exc:
+        return str(exc)
+    return None
 
 
 def choose_path(plan: Plan, big_keys: list[KeyStatistics] | None, forced: Path | None = None,
-                split_rows: int = SPLIT_ROWS, chunk_rows: int = CHUNK_ROWS) -> PathChoice:
-    """The path of one statement from the statistics of its keys over ``split_rows`` rows.
+                split_rows: int = SPLIT_ROWS, chunk_rows: int = CHUNK_ROWS,
+                stream_rows: int = STREAM_ROWS) -> PathChoice:
+    """The path of one statement from the statistics of its keys over
+    :func:`statistics_threshold` rows.
 
-    ``big_keys`` None means no statistics were collected (none needed). ``forced`` picks
-    the path for tests and benchmarks; forcing a time split of a plan that cannot be
-    split raises ValueError.
+    Time split when a key exceeds ``split_rows`` and its span holds :data:`MIN_CHUNKS`
+    chunks of twice the window; otherwise streaming when a key exceeds ``stream_rows``
+    (too big for one worker's memory); otherwise grouped. ``big_keys`` None means no
+    statistics were collected (none needed). ``forced`` picks the path for tests and
+    benchmarks; forcing a path the plan cannot take raises ValueError.
     """
-    reason = splittable(plan)
-    if forced is Path.TIME_SPLIT:
-        if reason is not None:
-            raise ValueError(f"this statement cannot run time-split: {reason}")
-        return PathChoice(Path.TIME_SPLIT, "forced by sparkseq.path", split_rows, chunk_rows)
-    if forced is Path.GROUPED:
-        return PathChoice(Path.GROUPED, "forced by sparkseq.path")
+    reason, stream_reason = splittable(plan), streamable(plan)
+    if forced is not None:
+        return _forced(plan, forced, reason, stream_reason, split_rows, chunk_rows)
+    keys = big_keys or []
+    if reason is None:
+        min_span = MIN_CHUNKS * 2 * plan.within
+        usable = [k for k in keys if k.rows > split_rows and min_span <= k.last - k.first < 2**62]
+        if usable:
+            top = max(usable, key=lambda k: k.rows)
+            return PathChoice(Path.TIME_SPLIT, f"{len(usable)} partition key(s) over {split_rows:,} rows (largest "
+                                               f"{top.rows:,}): cut into time chunks of about {chunk_rows:,} rows",
+                              split_rows, chunk_rows)
+        if any(k.rows > split_rows for k in keys):
+            reason = f"the keys over {split_rows:,} rows span less than {MIN_CHUNKS} chunks of twice the WITHIN window"
+    huge = [k for k in keys if k.rows > stream_rows]
+    if huge and stream_reason is None:
+        return PathChoice(Path.STREAMING, f"{len(huge)} partition key(s) over {stream_rows:,} rows (largest "
+                                          f"{max(k.rows for k in huge):,}) and "
+                                          f"{reason or 'no time split'}: bounded-memory streaming")
     if reason is not None:
         return PathChoice(Path.GROUPED, f"not splittable by time: {reason}")
-    if not big_keys:
-        return PathChoice(Path.GROUPED, f"no partition key holds more than {split_rows:,} rows")
-    min_span = MIN_CHUNKS * 2 * plan.within
-    usable = [k for k in big_keys if k.last - k.first >= min_span and k.last - k.first < 2**62]
-    if not usable:
-        return PathChoice(Path.GROUPED, f"the keys over {split_rows:,} rows span less than {MIN_CHUNKS} chunks of "
-                                        "twice the WITHIN window")
-    top = max(usable, key=lambda k: k.rows)
-    return PathChoice(Path.TIME_SPLIT, f"{len(big_keys)} partition key(s) over {split_rows:,} rows (largest "
-                                       f"{top.rows:,}): cut into time chunks of about {chunk_rows:,} rows",
-                      split_rows, chunk_rows)
+    return PathChoice(Path.GROUPED, f"no partition key holds more than {split_rows:,} rows")
+
+
+def _forced(plan: Plan, forced: Path, reason: str | None, stream_reason: str | None, split_rows: int,
+            chunk_rows: int) -> PathChoice:
+    if forced is Path.TIME_SPLIT and reason is not None:
+        raise ValueError(f"this statement cannot run time-split: {reason}")
+    if forced is Path.STREAMING and stream_reason is not None:
+        raise ValueError(f"this statement cannot run on the streaming path: {stream_reason}")
+    return PathChoice(forced, "forced by sparkseq.path", split_rows, chunk_rows)
 
 
 def time_split_query(spec: EngineInput, chunk_function: str, combine_function: str, source: exp.Expr,
@@ -127,10 +179,12 @@ def time_split_query(spec: EngineInput, chunk_function: str, combine_function: s
     """The time-split query of ``spec`` over ``source`` (module docstring); every identifier
     quoted. ``split_rows`` and ``chunk_rows`` must be positive integers.
 
-    ``partitions``: range-partition the chunks by ``(keys, chunk)`` into this many tasks
-    (a ``REPARTITION_BY_RANGE`` hint). Spark balances the ranges by sampled row counts, so
-    the chunks of one key spread over the tasks; hashing ``(key, chunk)`` into a few
-    partitions (Spark's default) often puts two chunks in one task and leaves another empty.
+    ``partitions``: distribute the chunks by their number over this many tasks (a
+    ``REPARTITION`` hint on the chunk column alone, which the chunk aggregation reuses).
+    Without it Spark hashes ``(key, chunk)`` into its shuffle partitions and adaptive
+    execution coalesces them, which put all chunks of a key into one or two tasks
+    (measured, bench/scale.py). Keys that are not split get a hash of the key as their
+    chunk number, so they spread too.
 
     Raises
     ------
@@ -153,10 +207,10 @@ def time_split_query(spec: EngineInput, chunk_function: str, combine_function: s
     events = exp.select("*").from_(events.subquery(roles.events)).where(exp.and_(
         exp.NEQ(this=exp.column(roles.mask), expression=exp.Literal.number(0)),
         exp.column(roles.ts).is_(exp.null()).not_()))
-    chunked = _chunked(plan, events, keys, roles, names, split_rows, chunk_rows)
+    chunked = _chunked(plan, events, keys, roles, names, split_rows, chunk_rows, bool(spec.keys))
     if partitions is not None:
-        spread = exp.Anonymous(this="REPARTITION_BY_RANGE", expressions=[
-            exp.Literal.number(partitions), *(exp.column(k) for k in keys), exp.column(names.chunk)])
+        spread = exp.Anonymous(this="REPARTITION", expressions=[exp.Literal.number(partitions),
+                                                                 exp.column(names.chunk)])
         chunked.set("hint", exp.Hint(expressions=[spread]))
     arguments = [exp.column(roles.ts), exp.column(roles.mask), *(exp.column(v) for v in roles.values),
                  exp.column(names.lo), exp.column(names.hi)]
@@ -172,6 +226,41 @@ def time_split_query(spec: EngineInput, chunk_function: str, combine_function: s
     return _sanitize(_output_select(spec, groups, roles))  # type: ignore[return-value]
 
 
+def streaming_query(spec: EngineInput, stream_function: str, source: exp.Expr) -> exp.Select:
+    """The typed output of ``spec`` computed by the streaming UDTF ``stream_function``
+    (:mod:`udafs.spark_udtf`: rows distributed by a hash of the keys, sorted by it and
+    time; one evaluator per open key, O(window) rows held). The UDTF raises an overflow
+    itself, naming the partition. Every identifier quoted; the plan is a string literal.
+    """
+    plan = spec.plan
+    if not isinstance(plan, Plan) or streamable(plan) is not None or spec.seq is not None or spec.bounds is not None:
+        raise ValueError("only a single plan that streamable() accepts can run on the streaming path")
+    roles = engine_roles(spec)
+    bucket = roles.fresh("bucket")
+    keys = [name for name, _ in spec.keys]
+    events = _events_select(spec, source, roles)
+    key_hash: exp.Expr = (exp.Anonymous(this="xxhash64", expressions=[exp.column(k) for k in keys]) if keys
+                          else exp.cast(exp.Literal.number(0), DType.BIGINT))
+    inner = (exp.select(exp.alias_(key_hash, bucket), *(exp.column(c) for c in [*keys, roles.ts, roles.mask,
+                                                                                 *roles.values]))
+             .from_(events.subquery(roles.events))
+             .where(exp.and_(exp.NEQ(this=exp.column(roles.mask), expression=exp.Literal.number(0)),
+                             exp.column(roles.ts).is_(exp.null()).not_())))
+    inner.set("distribute", exp.Distribute(expressions=[exp.column(bucket)]))
+    inner.set("sort", exp.Sort(expressions=[exp.Ordered(this=exp.column(c), nulls_first=True)
+                                            for c in (bucket, roles.ts)]))
+    call = exp.Anonymous(this=check_function_name(stream_function), expressions=[
+        exp.Anonymous(this="TABLE", expressions=[inner]), exp.Literal.string(plan.to_json())])
+    fields = [roles.window_start, roles.window_end, *roles.measures]
+    udtf_fields = ["window_start", "window_end", *(f"m{j}" for j in range(len(plan.measures)))]
+    rows = exp.select(*(exp.alias_(exp.column(f"k{i}"), k) for i, k in enumerate(keys)),
+                      *(exp.alias_(exp.column(u), f) for u, f in zip(udtf_fields, fields)),
+                      exp.alias_(exp.cast(exp.null(), "STRING"), roles.error)
+                      ).from_(exp.Table(this=call))
+    select = exp.select(*_projections(spec, roles, roles.groups, roles.groups)).from_(rows.subquery(roles.groups))
+    return _sanitize(select)  # type: ignore[return-value]
+
+
 class _SplitNames:
     def __init__(self, roles: _Roles) -> None:
         self.names = roles.fresh
@@ -180,10 +269,11 @@ class _SplitNames:
 
 
 def _chunked(plan: Plan, events: exp.Select, keys: list[str], roles: _Roles, names: _SplitNames,
-             split_rows: int, chunk_rows: int) -> exp.Select:
+             split_rows: int, chunk_rows: int, spec_keys: bool) -> exp.Select:
     """Every row once per chunk that needs it, with the chunk's ``[lo, hi)`` (NULL: whole key)."""
     w = plan.within
-    ts, t0, length = exp.column(roles.ts), exp.column(names.t0, table=names.sizes), exp.column(names.len, table=names.sizes)
+    ts = exp.column(roles.ts)
+    t0, length = exp.column(names.t0, table=names.sizes), exp.column(names.len, table=names.sizes)
     count = exp.Count(this=exp.Star())
     n_chunks = exp.cast(exp.Ceil(this=exp.Div(this=exp.cast(count.copy(), DType.DOUBLE),
                                               expression=exp.Literal.number(chunk_rows))), DType.BIGINT)
@@ -214,13 +304,17 @@ def _chunked(plan: Plan, events: exp.Select, keys: list[str], roles: _Roles, nam
         prev = exp.Sub(this=o.copy(), expression=exp.Literal.number(1))
         candidates.append(exp.If(this=exp.LT(this=ts.copy(), expression=exp.Add(
             this=start(o.copy()), expression=exp.Literal.number(w))), true=prev, false=exp.null()))
-    chunk_list = exp.case().when(length.copy().is_(exp.null()), exp.Array(expressions=[exp.Literal.number(0)])) \
+    whole: exp.Expr = (exp.Anonymous(this="xxhash64", expressions=[exp.column(k) for k in keys])
+                       if spec_keys else exp.Literal.number(0))  # spreads the keys that are not split
+    chunk_list = exp.case().when(length.copy().is_(exp.null()), exp.Array(expressions=[whole])) \
         .else_(exp.Array(expressions=candidates))
     with_own = (exp.select(exp.Column(this=exp.Star(), table=exp.to_identifier(roles.events)),
                            exp.alias_(t0.copy(), names.t0), exp.alias_(length.copy(), names.len),
                            exp.alias_(own, names.own))
                 .from_(events.subquery(roles.events))
                 .join(sizes.subquery(names.sizes), on=on, join_type="left"))
+    with_own.set("hint", exp.Hint(expressions=[exp.Anonymous(this="BROADCAST", expressions=[
+        exp.to_identifier(names.sizes)])]))  # one row per big key: never shuffle the events for it
     bare_len, bare_t0 = exp.column(names.len), exp.column(names.t0)
     exploded = exp.select("*", exp.alias_(exp.Explode(this=_replace_sizes(chunk_list, names)), names.chunk)) \
         .from_(with_own.subquery(names.exploded))
@@ -240,5 +334,19 @@ def _replace_sizes(tree: exp.Expr, names: _SplitNames) -> exp.Expr:
     return tree
 
 
-__all__ = ["Path", "PathChoice", "KeyStatistics", "SPLIT_ROWS", "CHUNK_ROWS", "MIN_ROW_BYTES", "MIN_CHUNKS",
-           "statistics_needed", "choose_path", "time_split_query"]
+__all__ = [
+    "CHUNK_ROWS",
+    "MIN_CHUNKS",
+    "MIN_ROW_BYTES",
+    "SPLIT_ROWS",
+    "STREAM_ROWS",
+    "KeyStatistics",
+    "Path",
+    "PathChoice",
+    "choose_path",
+    "statistics_needed",
+    "statistics_threshold",
+    "streamable",
+    "streaming_query",
+    "time_split_query",
+]

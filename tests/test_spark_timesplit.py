@@ -12,7 +12,7 @@ import pytest
 from pyspark.errors import PySparkException
 
 import sparkseq
-from sparkseq.execution_paths import CHUNK_ROWS_CONF, PATH_CONF, SPLIT_ROWS_CONF
+from sparkseq.execution_paths import CHUNK_ROWS_CONF, PATH_CONF, SPLIT_ROWS_CONF, STREAM_ROWS_CONF
 from sql_rewrites.errors import SqlRewriteError
 
 MEASURES = ("COUNT(*) AS n, SUM(B.v) AS sv, MIN(A.v) AS mi, MAX(C.f) AS mx, AVG(B.f) AS af, COUNT(B) AS nb, "
@@ -39,8 +39,9 @@ def events(spark) -> str:
 def small_thresholds(spark) -> Iterator[None]:
     spark.conf.set(SPLIT_ROWS_CONF, "50")
     spark.conf.set(CHUNK_ROWS_CONF, "40")
+    spark.conf.set(STREAM_ROWS_CONF, "100")
     yield
-    for key in (SPLIT_ROWS_CONF, CHUNK_ROWS_CONF, PATH_CONF):
+    for key in (SPLIT_ROWS_CONF, CHUNK_ROWS_CONF, STREAM_ROWS_CONF, PATH_CONF):
         spark.conf.unset(key)
 
 
@@ -107,8 +108,23 @@ def test_auto_path_splits_only_when_a_key_is_big(spark, events: str, small_thres
     assert "_chunk" not in auto_plan
     no_window = text.replace("WITHIN 20", "")
     spark.conf.set(SPLIT_ROWS_CONF, "50")
+    spark.conf.set(STREAM_ROWS_CONF, "1000")
     _, auto_plan = run(spark, no_window, "auto")
-    assert "_chunk" not in auto_plan  # no WITHIN: stays grouped
+    assert "_chunk" not in auto_plan and "sparkseq_stream_" not in auto_plan  # no WITHIN, no key over 1000 rows
+
+
+@pytest.mark.parametrize("keys", ["PARTITION BY k", ""])
+def test_huge_keys_without_window_stream(spark, events: str, small_thresholds: None, keys: str) -> None:
+    """No WITHIN: a key over sparkseq.streaming.rows (100 here; the big key has 600) takes the
+    bounded-memory streaming path, with the grouped path's answer."""
+    text = (f"SELECT * FROM {events} MATCH_AGGREGATE ({keys} ORDER BY ts PATTERN SEQ(A, !N, B+, C) TYPE BY type "
+            "MEASURES COUNT(*) AS n, SUM(B.v) AS sv, MIN(A.v) AS mi, MAX(C.f) AS mx, AVG(B.f) AS af) AS m "
+            "ORDER BY ALL")
+    want, _ = run(spark, text, "grouped")
+    got, auto_plan = run(spark, text, "auto")
+    assert "sparkseq_stream_" in auto_plan
+    assert sum(r["n"] for r in want) > 0
+    assert_same_rows(want, got)
 
 
 def test_overflow_names_the_partition(spark, small_thresholds: None) -> None:
@@ -138,7 +154,9 @@ def test_explain_names_the_path(spark, events: str, small_thresholds: None) -> N
     assert "time-split (forced by sparkseq.path)" in sparkseq.explain(text, spark)
     spark.conf.set(PATH_CONF, "auto")
     assert "statistics job" in sparkseq.explain(text, spark)
-    assert "not splittable by time" in sparkseq.explain(text.replace("WITHIN 20", ""), spark)
+    spark.conf.set(PATH_CONF, "grouped")
+    assert "not splittable by time" not in sparkseq.explain(text.replace("WITHIN 20", ""), spark)
+    assert "grouped (forced by sparkseq.path)" in sparkseq.explain(text.replace("WITHIN 20", ""), spark)
 
 
 def test_cluster_case_splits_and_equals_the_grouped_answer(spark) -> None:

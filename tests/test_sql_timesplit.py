@@ -8,13 +8,16 @@ from sqlglot import exp
 
 from sql_rewrites.analysis import analyze_sql
 from sql_rewrites.generate import engine_input
-from sql_rewrites.timesplit import (CHUNK_ROWS, MIN_CHUNKS, MIN_ROW_BYTES, SPLIT_ROWS, KeyStatistics, Path,
-                                    choose_path, statistics_needed, time_split_query)
-from udafs.plan import Element, Plan
+from sql_rewrites.timesplit import (CHUNK_ROWS, MIN_CHUNKS, MIN_ROW_BYTES, SPLIT_ROWS, STREAM_ROWS, KeyStatistics,
+                                    Path, choose_path, statistics_needed, statistics_threshold, streaming_query,
+                                    time_split_query)
+from udafs.plan import Element, Plan, Strategy
 
 PLAN = Plan(symbols=("A", "B"), elements=(Element(0), Element(1)), negations=(0, 0, 0), within=10)
 NO_WINDOW = Plan(symbols=("A", "B"), elements=(Element(0), Element(1)), negations=(0, 0, 0))
 BIG = KeyStatistics(rows=SPLIT_ROWS + 1, first=0, last=10_000)
+CONTIGUOUS = Plan(symbols=("A", "B"), elements=(Element(0), Element(1)), negations=(0, 0, 0), within=10,
+                  strategy=Strategy.STRICT_CONTIGUITY)
 
 
 def test_no_big_key_stays_grouped() -> None:
@@ -47,7 +50,23 @@ def test_statistics_only_when_a_big_key_is_possible() -> None:
     assert statistics_needed(PLAN, None)
     assert not statistics_needed(PLAN, SPLIT_ROWS * MIN_ROW_BYTES)
     assert statistics_needed(PLAN, SPLIT_ROWS * MIN_ROW_BYTES + 1)
-    assert not statistics_needed(NO_WINDOW, None)
+    assert statistics_threshold(NO_WINDOW) == STREAM_ROWS  # cannot split, can stream
+    assert not statistics_needed(NO_WINDOW, STREAM_ROWS * MIN_ROW_BYTES)
+    assert statistics_needed(NO_WINDOW, None)
+    assert statistics_threshold(CONTIGUOUS) is None and not statistics_needed(CONTIGUOUS, None)
+
+
+def test_a_huge_key_of_an_unsplittable_plan_streams() -> None:
+    huge = KeyStatistics(STREAM_ROWS + 1, 0, 10)
+    choice = choose_path(NO_WINDOW, [huge])
+    assert choice.path is Path.STREAMING and "no WITHIN" in choice.reason
+    assert choose_path(PLAN, [huge]).path is Path.STREAMING  # a window too long for the span
+    assert choose_path(PLAN, [KeyStatistics(STREAM_ROWS + 1, 0, 10**9)]).path is Path.TIME_SPLIT
+    assert choose_path(NO_WINDOW, [KeyStatistics(STREAM_ROWS, 0, 10)]).path is Path.GROUPED
+    assert choose_path(CONTIGUOUS, [huge]).path is Path.GROUPED  # the streaming evaluator refuses strategies
+    with pytest.raises(ValueError, match="streaming path"):
+        choose_path(CONTIGUOUS, None, Path.STREAMING)
+    assert choose_path(NO_WINDOW, None, Path.STREAMING).path is Path.STREAMING
 
 
 NASTY = "k`) x; DROP TABLE t --"
@@ -71,7 +90,8 @@ def test_keys_are_quoted_and_the_shape_is_two_aggregations() -> None:
     calls = [f.name.lower() for f in tree.find_all(exp.Anonymous)]
     assert "f_chunk" in calls and "f_combine" in calls
     assert "HAVING COUNT(*) > 7" in sql and "/ 3" in sql
-    assert "/*+ REPARTITION_BY_RANGE(5, `k``) x; DROP TABLE t --`, `__sparkseq_split_chunk`) */" in sql
+    assert "/*+ REPARTITION(5, `__sparkseq_split_chunk`) */" in sql
+    assert "/*+ BROADCAST(`__sparkseq_split_sizes`) */" in sql
     assert "REPARTITION" not in split_sql(partitions=None)
     assert not list(tree.find_all(exp.Drop))  # the key stays a name (and a string literal in error messages)
 
@@ -94,3 +114,12 @@ def test_function_names_are_checked() -> None:
     [query] = analyze_sql(TEXT, SCHEMA)
     with pytest.raises(ValueError, match="identifier"):
         time_split_query(engine_input(query), "f; DROP", "f_combine", query.node.this.copy())
+
+
+def test_streaming_query_quotes_keys_and_passes_the_plan_as_a_literal() -> None:
+    [query] = analyze_sql(TEXT.replace(" WITHIN 10", "").replace("!n, a, b, !n", "a, !n, b"), SCHEMA)
+    sql = streaming_query(engine_input(query), "f_stream", query.node.this.copy()).sql(dialect="spark")
+    [tree] = sqlglot.parse(sql, read="spark")
+    assert NASTY in {c.name for c in tree.find_all(exp.Column)}
+    assert "DISTRIBUTE BY" in sql and "SORT BY" in sql and "f_stream(TABLE(" in sql.replace("F_STREAM", "f_stream")
+    assert not list(tree.find_all(exp.Drop))

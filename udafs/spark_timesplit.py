@@ -17,9 +17,23 @@ import pyarrow as pa
 
 from udafs import contract, state_codec
 from udafs.errors import CountOverflowError
-from udafs.kernels.timesplit import chunk_of_state, combine_chunks, encode_chunk, evaluate_chunk
-from udafs.spark_udfs import (PARTITION_SLOT, Verbatim, _as_list_value, _error_value, group_arrays, out_of_memory,
-                              parse_plan, result_arrays, result_fields)
+from udafs.kernels.timesplit import (
+    chunk_of_state,
+    combine_chunks,
+    encode_chunk,
+    evaluate_chunk,
+)
+from udafs.spark_udfs import (
+    PARTITION_SLOT,
+    Verbatim,
+    _as_list_value,
+    _error_value,
+    group_arrays,
+    out_of_memory,
+    parse_plan,
+    result_arrays,
+    result_fields,
+)
 from udafs.worker_faults import kill_if_armed
 
 STATE_DDL = "binary"
