@@ -56,17 +56,6 @@ def _workload(spark: SparkSession) -> list[list[str]]:
     return [[str(i), *row] for i in range(3) for row in _rows(spark.table(f"cluster_wl{i}").collect())]
 
 
-#: name -> how to run it (spark.sql takes MATCH_AGGREGATE through the parser extension).
-CASES: dict[str, Callable[[SparkSession], list[list[str]]]] = {
-    "match_aggregate": lambda spark: _rows(spark.sql(MATCH).collect()),
-    "sliding_kleene": lambda spark: _rows(spark.sql(SLIDING).collect()),
-    "seq_functions_hierarchy": lambda spark: _rows(spark.sql(HIERARCHY).collect()),
-    "workload": _workload,
-    "e_cube": lambda spark: _rows(sparkseq.sql(spark, CUBE).collect()),
-    "time_split": _time_split,
-}
-
-
 def _time_split(spark: SparkSession) -> list[list[str]]:
     """MATCH with every key over 60 rows cut into chunks of about 25 rows (the answer must
     equal the grouped path's: ``match_aggregate``)."""
@@ -80,6 +69,17 @@ def _time_split(spark: SparkSession) -> list[list[str]]:
     finally:
         for key in settings:
             spark.conf.unset(key)
+
+
+#: name -> how to run it (spark.sql takes MATCH_AGGREGATE through the parser extension).
+CASES: dict[str, Callable[[SparkSession], list[list[str]]]] = {
+    "match_aggregate": lambda spark: _rows(spark.sql(MATCH).collect()),
+    "sliding_kleene": lambda spark: _rows(spark.sql(SLIDING).collect()),
+    "seq_functions_hierarchy": lambda spark: _rows(spark.sql(HIERARCHY).collect()),
+    "workload": _workload,
+    "e_cube": lambda spark: _rows(sparkseq.sql(spark, CUBE).collect()),
+    "time_split": _time_split,
+}
 
 
 def run_all(spark: SparkSession) -> dict[str, list[list[str]]]:

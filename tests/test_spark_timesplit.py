@@ -117,7 +117,7 @@ def test_auto_path_splits_only_when_a_key_is_big(spark, events: str, small_thres
 def test_huge_keys_without_window_stream(spark, events: str, small_thresholds: None, keys: str) -> None:
     """No WITHIN: a key over sparkseq.streaming.rows (100 here; the big key has 600) takes the
     bounded-memory streaming path, with the grouped path's answer."""
-    text = (f"SELECT * FROM {events} MATCH_AGGREGATE ({keys} ORDER BY ts PATTERN SEQ(A, !N, B+, C) TYPE BY type "
+    text = (f"SELECT * FROM {events} MATCH_AGGREGATE ({keys} ORDER BY ts PATTERN SEQ(A, !N, B, C) TYPE BY type "
             "MEASURES COUNT(*) AS n, SUM(B.v) AS sv, MIN(A.v) AS mi, MAX(C.f) AS mx, AVG(B.f) AS af) AS m "
             "ORDER BY ALL")
     want, _ = run(spark, text, "grouped")
