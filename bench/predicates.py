@@ -1,6 +1,6 @@
 """Cross-event inequality COUNT: the kernel vs a brute-force self-join, on the same data.
 
-Query (seed 002, Query 1 style): ``SEQ(A, G) WITHIN w`` with ``A.price >= G.price + 2``,
+Query (the condensed-composition paper's Query 1 style): ``SEQ(A, G) WITHIN w`` with ``A.price >= G.price + 2``,
 COUNT(*) per partition. One event per time unit, so w = events per window; the total
 number of events stays fixed while w grows 10 → 100 → 1,000.
 

@@ -11,7 +11,7 @@ file of R events into the source directory every second, for ``--seconds`` secon
 the query runs micro-batches back to back (a file source, a watermark of 5 s, the
 RocksDB state store, a parquet sink). Per phase it prints the input rate, the rate the
 query processed, micro-batch latency (p50, p95 of the trigger's duration), the backlog
-at the phase's end (files released but not yet read: a growing backlog means the rate
+at the phase's end (rows released but not yet read, in files of the phase's size: a growing backlog means the rate
 is not sustained) and the state (rows = buckets with state, bytes) at the phase's end.
 
 Reference, same run: the batch MATCH_AGGREGATE (``sparkseq.sql`` over a static read of
@@ -117,12 +117,12 @@ def run_rates(spark: SparkSession, args: argparse.Namespace, work: Path) -> None
              .option("path", str(work / "out")).option("checkpointLocation", str(work / "ck")).start())
     print(f"{'rate ev/s':>10} {'processed ev/s':>15} {'p50 s':>6} {'p95 s':>6} {'backlog files':>14} "
           f"{'state rows':>11} {'state MB':>9}", flush=True)
-    released, phases_seen = 0, []
+    released, phases_seen = 0, []  # rows moved into the source directory so far
     for rate, files in zip(rates, phases):
         started, first_batch = time.monotonic(), len(query.recentProgress)
         for k, path in enumerate(files):
             os.replace(path, source / path.name)
-            released += 1
+            released += rate
             time.sleep(max(0.0, started + k + 1 - time.monotonic()))
         phases_seen.append(report_phase(rate, query, first_batch, time.monotonic() - started, released))
     query.processAllAvailable()
@@ -178,17 +178,21 @@ def flink(args: argparse.Namespace, work: Path, source: Path) -> float | None:
 
 
 def report_phase(rate: int, query: object, first_batch: int, wall: float, released: int) -> dict:
-    batches = [live.progress(p) for p in query.recentProgress[first_batch:]]  # type: ignore[attr-defined]
+    """One line per phase; ``released`` is the number of rows released so far. The
+    backlog is counted in rows (released minus the input rows of every micro-batch so
+    far: a file source's offset counts micro-batches, not files) and shown in files of
+    this phase's size."""
+    everything = [live.progress(p) for p in query.recentProgress]  # type: ignore[attr-defined]
+    batches = everything[first_batch:]
     data = [b for b in batches if b["input_rows"]]
     latency = sorted(b["duration_ms"] / 1000 for b in data) or [float("nan")]
     rows = sum(b["input_rows"] for b in batches)
-    read = query.lastProgress["sources"][0]["endOffset"] if query.lastProgress else None  # type: ignore[attr-defined]
-    files_read = int(read["logOffset"]) + 1 if isinstance(read, dict) else 0
+    backlog = -(-(released - sum(b["input_rows"] for b in everything)) // rate)
     last = batches[-1] if batches else {"state_rows": 0, "state_bytes": 0}
     print(f"{rate:>10,} {rows / wall:>15,.0f} {_pct(latency, 50):>6.2f} {_pct(latency, 95):>6.2f} "
-          f"{released - files_read:>14} {last['state_rows']:>11,} {last['state_bytes'] / 1e6:>9.1f}", flush=True)
+          f"{backlog:>14} {last['state_rows']:>11,} {last['state_bytes'] / 1e6:>9.1f}", flush=True)
     return {"rate": rate, "processed": rows / wall, "p50": _pct(latency, 50), "p95": _pct(latency, 95),
-            "backlog": released - files_read}
+            "backlog": backlog}
 
 
 def _pct(values: list[float], q: int) -> float:

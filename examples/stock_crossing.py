@@ -1,6 +1,6 @@
-"""Cross-event predicates on a tick stream: seed 002's Query 1 and Query 3 as MATCH_AGGREGATE.
+"""Cross-event predicates on a tick stream: the condensed-composition paper's Query 1 and Query 3 as MATCH_AGGREGATE.
 
-The condensed-composition paper (seed 002) monitors a stock stream
+The condensed-composition paper monitors a stock stream
 ``(timestamp, name, price)`` with two sequence queries whose predicates compare
 *different* events of the match:
 

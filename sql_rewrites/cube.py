@@ -1,6 +1,6 @@
 """E-Cube: the cuboids of one query and how coarse ones follow from finer ones.
 
-An E-Cube query (E-Cube paper, seed 001; SEMANTICS section 6) asks for one pattern at
+An E-Cube query (E-Cube paper; SEMANTICS section 6) asks for one pattern at
 several abstraction levels at once. Its *cuboids* are patterns over one symbol
 table:
 

@@ -4,7 +4,7 @@ It builds every match literally, following ../shared/SEMANTICS.md sections 3-5
 clause by clause, and is meant to be obviously correct, not fast (use it on a
 dozen events at most).
 
-Issue-7 extensions (docs/predicates-and-strategies.md is the contract): every
+The extensions (predicates, iterator predicates, strategies; docs/predicates-and-strategies.md is the contract): every
 match is first built as a skip-till-any-match match (clauses 1-5), then kept only
 when it also satisfies, clause by clause,
 
@@ -261,7 +261,7 @@ def strategy_holds(ev: Events, plan: Plan, rows: list[int], m: Match) -> bool:
 
 
 def extensions_hold(ev: Events, plan: Plan, rows: list[int], m: Match) -> bool:
-    """Clauses 6-8 (all True for plans without issue-7 extensions)."""
+    """Clauses 6-8 (all True for plans without predicates, iterator predicates or strategies)."""
     return predicates_hold(ev, plan, m) and iterators_hold(ev, plan, m) and strategy_holds(ev, plan, rows, m)
 
 

@@ -1,4 +1,4 @@
-"""Issue-7 plans (predicates, iterator predicates, strategies) as MATCH_AGGREGATE text.
+"""Extended plans (predicates, iterator predicates, strategies) as MATCH_AGGREGATE text.
 
 The case table has ``g`` (partition), ``ts``, ``mask`` and the three value columns of
 the kernel tests' ``COLUMNS3`` (INT, FLOAT, FLOAT): ``i`` BIGINT, ``f`` DOUBLE and

@@ -2,7 +2,7 @@
 
 Property tests over random plans (every operator, constants, NULLs, NaN / -0.0, ties,
 WITHIN, SLIDE, negation, Kleene, all measures) and hand-checked worked examples. The
-hypothesis strategies for issue-7 plans and events defined here (``ext_plans``,
+hypothesis strategies for extended plans (predicates, strategies) and events defined here (``ext_plans``,
 ``ext_events``, ``run_kernel``, ``vectorisable``) are shared with
 tests/test_kernel_strategies.py. Plans come from ``test_kernel_oracle.plans`` with a
 third value column (FLOAT, holding NaN, -0.0, 0.0 and inf) that only predicates read;

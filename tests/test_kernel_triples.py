@@ -2,7 +2,7 @@
 
 ``SEQ(E1, E2, E3) WITHIN w`` with a predicate step on either or both adjacent pairs
 (every operator, offsets, INT / FLOAT columns with NaN and -0.0, NULLs), extra
-predicates enumerated by value (seed 002's ``A.name = C.name``), ties, rows bound to
+predicates enumerated by value (the condensed-composition paper's ``A.name = C.name``), ties, rows bound to
 several symbols: the path, forced, equals the brute-force oracle; and on groups beyond
 the oracle's reach it equals the anchored path it replaces.
 """

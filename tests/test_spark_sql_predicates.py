@@ -1,6 +1,6 @@
 """WHERE / STRATEGY end to end: MATCH_AGGREGATE text on local Spark equals the oracle.
 
-Random issue-7 plans (``tests.test_kernel_predicates.ext_plans``: every operator,
+Random extended plans (``tests.test_kernel_predicates.ext_plans``: every operator,
 offsets, NULLs, NaN / -0.0, ties, rows of no symbol, WITHIN / SLIDE, negation, Kleene
 with iterator predicates, all four strategies) are written as MATCH_AGGREGATE text
 (:mod:`tests.predicate_cases`), run through :func:`sparkseq.sql` over one table of many
@@ -75,7 +75,7 @@ def test_contiguity_counts_rows_of_no_symbol(spark) -> None:
 
 
 def test_string_equality_and_decimal_offsets(spark) -> None:
-    """Worked example 3 (seed 002 Query 1) with names as STRING and prices as DECIMAL."""
+    """Worked example 3 (the condensed-composition paper's Query 1) with names as STRING and prices as DECIMAL."""
     rows = [(1, "T", "IBM", "6"), (2, "T", "Sun", "7"), (3, "G", None, "4"), (4, "T", "IBM", "3"),
             (5, "T", "Sun", "5"), (6, "G", None, "5"), (7, "T", "IBM", "2"), (8, "T", None, "1")]
     spark.createDataFrame(rows, "ts bigint, kind string, name string, p string").selectExpr(
@@ -137,7 +137,7 @@ def test_functions_take_a_strategy_suffix(spark) -> None:
 
 
 def test_three_elements_within_wide_windows_equal_the_self_join(spark) -> None:
-    """Seed 002's Query 1 shape over windows of ~300 events: the engine takes the
+    """The condensed-composition paper's Query 1 shape over windows of ~300 events: the engine takes the
     replication-free triples path (checked on the same data), Spark SQL's three-way
     self-join gives the reference counts."""
     import numpy as np

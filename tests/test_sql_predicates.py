@@ -132,7 +132,7 @@ def test_strategy_in_plan_and_contiguity_rank_in_sql() -> None:
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.data())
 def test_written_plans_analyse_back_to_the_same_predicates(data: st.DataObject) -> None:
-    """Random issue-7 plans written as SQL (varied forms) analyse to equivalent plans."""
+    """Random extended plans (predicates, strategies) written as SQL (varied forms) analyse to equivalent plans."""
     plan = sql_expressible(data.draw(ext_plans(sql=True)))
     seed = data.draw(st.integers(0, 1000))
     [query] = analyze_sql(select_sql(plan, seed), CASES)

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 from udafs.errors import PlanError
 
-PLAN_VERSION = 1  # plans without the issue-7 extensions
+PLAN_VERSION = 1  # plans without the extensions (predicates, iterator predicates, strategies)
 PLAN_VERSION_EXTENDED = 2  # plans with a strategy, predicates or iterator predicates
 PLAN_VERSION_UNCERTAIN = 3  # plans over events with imprecise timestamps (expected aggregates)
 #: Measures that are expectations (linear in the matches) and so defined under imprecise timestamps.
@@ -257,7 +257,7 @@ class Plan:
         return f"SEQ({', '.join(parts)})"
 
     def describe_extensions(self) -> str:
-        """The issue-7 extensions as text (empty for plain plans), e.g.
+        """The extensions (predicates, iterator predicates, strategies) as text (empty for plain plans), e.g.
         ``WHERE E0.c1 >= E1.c1 + 2 AND E1[i].c0 > E1[i-1].c0 STRATEGY skip-till-next-match``.
         ``Ek`` is element position k, ``cj`` column j."""
         conds = [f"E{p.left}.c{p.left_column}{_plus(p.left_offset)} {p.op.value} E{p.right}.c{p.right_column}"

@@ -8,7 +8,7 @@ answering q queries O(q log² m); no Python loop over rows.
 
 The *condensed* variant (:func:`equal_prefix`) groups rows by rank instead: sorting
 by (rank, index) once gives per-rank prefix counters, so ``Σ w[x] over x < t with
-rank[x] = r`` is one ``searchsorted`` — seed 002's condensed composition, cheapest
+rank[x] = r`` is one ``searchsorted`` — the condensed-composition paper's condensed composition, cheapest
 when many rows share a value.
 """
 

@@ -195,7 +195,7 @@ def sorted_instances(plan: Plan, ts: np.ndarray, mask: np.ndarray,
     needed and the time range allows, sort one packed ``(ts, mask)`` key with
     ``np.sort`` (≈5x cheaper than ``argsort`` plus gathers on random input).
 
-    Plans with issue-7 extensions never get here from :func:`evaluate_group`; other
+    Plans with predicates or strategies never get here from :func:`evaluate_group`; other
     callers (e.g. ``many.evaluate_many``) would silently drop their strategy and
     predicates, so they get a ``PlanError`` instead.
     """

@@ -1,4 +1,4 @@
-"""Evaluation of issue-7 plans (strategies, cross-event and iterator predicates).
+"""Evaluation of extended plans (strategies, cross-event and iterator predicates).
 
 ``evaluate_extended`` is what :func:`udafs.kernels.evaluate.evaluate_group` calls for
 a plan with ``plan.extended``. It prepares the group (contiguity ranks before rows

@@ -1,4 +1,4 @@
-"""Method choice for issue-7 plans, and the vectorised evaluation paths.
+"""Method choice for extended plans (predicates, strategies), and the vectorised evaluation paths.
 
 Two exact methods:
 
@@ -114,7 +114,7 @@ def choose(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: Sequence[Column])
     MethodChoice
         ``method``: ``condensed`` / ``sorted`` (predicate steps), ``fenwick`` (iterator
         predicates only), ``prefix`` (a strategy alone) or ``state-dp``; ``degree``:
-        distinct compared values / rows (seed 002's condensation degree, the largest over
+        distinct compared values / rows (the condensed-composition paper's condensation degree, the largest over
         the predicates; None without predicates); ``reason``: one line for EXPLAIN.
 
     Examples

@@ -206,7 +206,7 @@ def _ranks(a: np.ndarray, oka: np.ndarray, b: np.ndarray, okb: np.ndarray) -> tu
 
 
 def condensation_degree(n_values: int, n_rows: int) -> float:
-    """Seed 002: rows after condensation (distinct compared values) over rows before, ≤ 1."""
+    """The condensed-composition paper: rows after condensation (distinct compared values) over rows before, ≤ 1."""
     return 1.0 if n_rows == 0 else n_values / n_rows
 
 

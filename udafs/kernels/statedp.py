@@ -1,4 +1,4 @@
-"""The general exact evaluator for issue-7 plans: a dynamic program over condensed states.
+"""The general exact evaluator for extended plans: a dynamic program over condensed states.
 
 A *state* stands for every partial match that (a) has bound elements ``0..i``,
 (b) ends at row ``x`` (for a Kleene element: the set's last row so far) and (c)
@@ -12,7 +12,7 @@ same completions, so the state keeps only aggregates over them:
   extreme (min / max of the value), like the streaming carry (``carry.py``).
 
 Grouping partial matches by the *values* the predicates test, not by their rows, is
-the condensed composition of seed 002: the number of states is rows × distinct open
+the condensed-composition paper's method: the number of states is rows × distinct open
 keys. States are finalised in time order (tie group by tie group) and pushed to the
 rows that may follow; a complete state adds to the totals. Nothing enumerates
 matches: a Kleene set is forgotten except for its last row, so 2^n sets cost n states.

@@ -2,7 +2,7 @@
 
 For ``SEQ(E1, E2, E3) WITHIN w`` (no Kleene, no negation, skip-till-any-match, counts
 only) with a predicate step ``P1`` between E1 and E2 and / or ``P2`` between E2 and E3
-that read the *same* column of E2's rows (seed 002's Query 1: ``A.price >= G.price + 2
+that read the *same* column of E2's rows (the condensed-composition paper's Query 1: ``A.price >= G.price + 2
 AND C.price < G.price``). Rows bound to E1, E2, E3 are called a, g, c.
 
 Time blocks ``[k·w, (k+1)·w)``: a match spans less than w, so a and c lie in one block

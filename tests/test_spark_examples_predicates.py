@@ -1,4 +1,4 @@
-"""The issue-7 examples end to end, checked against plain Spark SQL self-joins.
+"""The predicate and strategy examples end to end, checked against plain Spark SQL self-joins.
 
 The self-joins state each query's match definition directly (one row per binding,
 strictly increasing time, span < WITHIN), so they are an independent oracle for the
