@@ -12,7 +12,7 @@ SEQ(S0, S1, S2) WITHIN 10 minutes, COUNT(*). Runs, each timed around ``collect()
 For each run: wall time, peak RSS of one Python worker process and busy cores (CPU
 seconds of the JVM and every Python worker / wall seconds), read from /proc every
 0.1 s. ``--skip-grouped-above N`` skips the single-task run for larger sizes (it needs
-~265 bytes per row in one worker, issue 19).
+~200-265 bytes per row in one worker).
 
 Usage: .venv/bin/python bench/scale.py [--sizes 5000000 20000000] [--repeat 1]
 """

@@ -48,12 +48,12 @@ from udafs.kernels.timesplit import splittable
 from udafs.plan import Plan
 
 #: A key with more rows than this is split by time. One Python worker evaluates
-#: about 0.6 M rows/s (20 M rows of one key: one 35 s task on main, issue 19), so a key
+#: about 0.6 M rows/s (measured before time split: 20 M rows of one key ran as one 35 s task), so a key
 #: of 2 M rows is ~3.5 s of one core: below that the second aggregation and the
 #: replicated edge rows cost more than a second core gains.
 SPLIT_ROWS = 2_000_000
 #: Rows per chunk of a split key. The grouped UDAF's worker held 1.6 GB at 10 M rows
-#: and 5.3 GB at 20 M (issue 19: ~160-265 bytes per row); 1.5 M rows keep a chunk's
+#: and 5.3 GB at 20 M (~160-265 bytes per row; bench/scale.py: 4.0 GB at 20 M); 1.5 M rows keep a chunk's
 #: worker near 400 MB, well under 1 GB, and still give a 20 M key 14 tasks.
 CHUNK_ROWS = 1_500_000
 #: Spark's size estimate of the source (bytes) under which no key can exceed
@@ -67,7 +67,7 @@ _INT64_MAX = 2**63 - 1
 
 #: A key with more rows than this, in a plan that cannot be split, goes to the
 #: bounded-memory streaming path: the grouped UDAF's worker held 1.6 GB at 10 M rows and
-#: failed at 50 M (issue 19); the streaming UDTF holds O(window) rows per open key.
+#: failed at 50 M; the streaming UDTF holds O(window) rows per open key.
 STREAM_ROWS = 8_000_000
 
 
