@@ -91,14 +91,18 @@ def decide(spark: SparkSession, query: MatchAggregateQuery, *, run_statistics: b
         return PathChoice(Path.GROUPED, "E-Cube statements run grouped")
     if forced is not None:
         return choose_path(plan, None, forced, split_rows, chunk_rows, stream_rows)
-    if not statistics_needed(plan, source_bytes(spark, query), split_rows, stream_rows):
-        return choose_path(plan, [], None, split_rows, chunk_rows, stream_rows)
     threshold = statistics_threshold(plan, split_rows, stream_rows)
+    if threshold is None or not statistics_needed(plan, source_bytes(spark, query), split_rows, stream_rows):
+        return choose_path(plan, [], None, split_rows, chunk_rows, stream_rows)
     if not run_statistics:
         return PathChoice(Path.GROUPED, f"decided when it runs: a statistics job looks for keys over "
                                         f"{threshold:,} rows (split by time over {split_rows:,} rows when the plan "
                                         f"allows, streamed over {stream_rows:,})")
-    return choose_path(plan, big_keys(spark, query, threshold), None, split_rows, chunk_rows, stream_rows)
+    try:
+        keys = big_keys(spark, query, threshold)
+    except Exception as exc:  # e.g. a source with parameter markers: it runs, only unmeasured
+        return PathChoice(Path.GROUPED, f"statistics unavailable ({type(exc).__name__}): grouped")
+    return choose_path(plan, keys, None, split_rows, chunk_rows, stream_rows)
 
 
 def source_bytes(spark: SparkSession, query: MatchAggregateQuery) -> int | None:
