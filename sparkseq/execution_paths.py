@@ -32,6 +32,7 @@ from sql_rewrites.timesplit import (
     Path,
     PathChoice,
     choose_path,
+    planned_path,
     statistics_needed,
     statistics_threshold,
     streaming_query,
@@ -81,23 +82,21 @@ def _positive(spark: SparkSession, key: str, default: int) -> int:
     return value
 
 
-def decide(spark: SparkSession, query: MatchAggregateQuery, *, run_statistics: bool = True) -> PathChoice:
-    """The path of ``query`` (module docstring); without ``run_statistics`` no job runs and an
-    automatic choice says what the statistics at run time decide."""
+def decide(spark: SparkSession | None, query: MatchAggregateQuery, *, run_statistics: bool = True) -> PathChoice:
+    """The path of ``query`` (module docstring). Without ``run_statistics`` nothing touches
+    Spark beyond its settings (none without a session): the path as EXPLAIN shows it."""
     plan = query.plan
-    forced = forced_path(spark)
-    split_rows, chunk_rows, stream_rows = thresholds(spark)
     if query.cube is not None or not hasattr(plan, "within"):
         return PathChoice(Path.GROUPED, "E-Cube statements run grouped")
-    if forced is not None:
-        return choose_path(plan, None, forced, split_rows, chunk_rows, stream_rows)
+    if spark is None:
+        return planned_path(plan)
+    forced = forced_path(spark)
+    split_rows, chunk_rows, stream_rows = thresholds(spark)
+    if forced is not None or not run_statistics:
+        return planned_path(plan, forced, split_rows, chunk_rows, stream_rows)
     threshold = statistics_threshold(plan, split_rows, stream_rows)
     if threshold is None or not statistics_needed(plan, source_bytes(spark, query), split_rows, stream_rows):
         return choose_path(plan, [], None, split_rows, chunk_rows, stream_rows)
-    if not run_statistics:
-        return PathChoice(Path.GROUPED, f"decided when it runs: a statistics job looks for keys over "
-                                        f"{threshold:,} rows (split by time over {split_rows:,} rows when the plan "
-                                        f"allows, streamed over {stream_rows:,})")
     try:
         keys = big_keys(spark, query, threshold)
     except Exception as exc:  # e.g. a source with parameter markers: it runs, only unmeasured

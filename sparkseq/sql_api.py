@@ -203,7 +203,7 @@ def explain(text: str, source: Source = None, *, hierarchies: HierarchyResolver 
         try:
             explained = compile_statement(text, statement, schemas, resolver, engine_function_name, pretty=True,
                                           replace=replace)
-            paths = [None if session is None or op.function_name.startswith(LIVE_VIEW_PREFIX)
+            paths = [None if op.function_name.startswith(LIVE_VIEW_PREFIX)
                      else decide(session, op.query, run_statistics=False) for op in explained.operators]
             parts.append(describe_statement(explained, number, len(statements), paths))
         except PendingRelation as pending:

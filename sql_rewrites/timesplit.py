@@ -164,6 +164,20 @@ def choose_path(plan: Plan, big_keys: list[KeyStatistics] | None, forced: Path |
     return PathChoice(Path.GROUPED, f"no partition key holds more than {split_rows:,} rows")
 
 
+def planned_path(plan: Plan, forced: Path | None = None, split_rows: int = SPLIT_ROWS, chunk_rows: int = CHUNK_ROWS,
+                 stream_rows: int = STREAM_ROWS) -> PathChoice:
+    """The path as far as it is known before any statistics (what EXPLAIN shows): forced,
+    fixed by the plan, or left to the statistics job at run time."""
+    if forced is not None:
+        return choose_path(plan, None, forced, split_rows, chunk_rows, stream_rows)
+    threshold = statistics_threshold(plan, split_rows, stream_rows)
+    if threshold is None:
+        return choose_path(plan, [], None, split_rows, chunk_rows, stream_rows)
+    return PathChoice(Path.GROUPED, f"decided when it runs: a statistics job looks for keys over {threshold:,} rows "
+                                    f"(split by time over {split_rows:,} rows when the plan allows, streamed over "
+                                    f"{stream_rows:,}) unless Spark's size estimate of the source rules them out")
+
+
 def _forced(plan: Plan, forced: Path, reason: str | None, stream_reason: str | None, split_rows: int,
             chunk_rows: int) -> PathChoice:
     if forced is Path.TIME_SPLIT and reason is not None:
@@ -344,6 +358,7 @@ __all__ = [
     "Path",
     "PathChoice",
     "choose_path",
+    "planned_path",
     "statistics_needed",
     "statistics_threshold",
     "streamable",

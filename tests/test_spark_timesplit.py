@@ -155,8 +155,10 @@ def test_explain_names_the_path(spark, events: str, small_thresholds: None) -> N
     spark.conf.set(PATH_CONF, "auto")
     assert "statistics job" in sparkseq.explain(text, spark)
     spark.conf.set(PATH_CONF, "grouped")
-    assert "not splittable by time" not in sparkseq.explain(text.replace("WITHIN 20", ""), spark)
     assert "grouped (forced by sparkseq.path)" in sparkseq.explain(text.replace("WITHIN 20", ""), spark)
+    spark.conf.set(PATH_CONF, "auto")
+    strict = text.replace("MEASURES", "STRATEGY STRICT CONTIGUITY MEASURES")
+    assert "grouped (not splittable by time: contiguity" in sparkseq.explain(strict, spark)
 
 
 def test_cluster_case_splits_and_equals_the_grouped_answer(spark) -> None:
