@@ -10,13 +10,14 @@ Two synthetic streams, generated once with ``spark.range`` and written to parque
 
 Every query: ``WITHIN INTERVAL 10 MINUTES SLIDE INTERVAL 1 MINUTE``, ``COUNT(*)`` per
 key and window. For 20, 60 and 120 queries (``--queries``) the script prints the time
-of (shared) ``sparkseq.workload`` on the whole script — the group's cached pass plus
-reading every statement's result — and of (alone) each statement run by itself, one
-after the other, both reading every statement's full result; the results must agree
-statement by statement; the shared time is also split into the pass (planning every
-statement, running and caching the group's pass) and the reads of the results. Also
-the sharing optimizer's time on the workload with statistics collected from the data
-(the statistics job is timed apart).
+of (shared) :func:`sparkseq.workloads.collect_workload` on the whole script — planning
+and running every statement, the group's cached pass, and every statement's rows
+collected to the driver as Arrow by one result job — and of (alone) each statement run
+by itself, one after the other, its rows collected with ``toArrow()``; the results must
+be equal statement by statement (names, types, rows). The shared time is also split
+into planning and running the statements (plan+run, without the pass), the group's
+caching job (pass) and the result job (collect). Also the sharing optimizer's time on
+the workload with statistics collected from the data (the statistics job is timed apart).
 
 With ``--kernel`` it times only the group's engine call (no Spark: the group's input
 collected once, every partition evaluated in this process) with prefix sharing
@@ -45,13 +46,16 @@ Usage: .venv/bin/python bench/sharing.py [--events N] [--queries 20,60,120] [--s
 from __future__ import annotations
 
 import argparse
+import contextlib
 import random
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -59,7 +63,8 @@ import sparkseq  # noqa: E402
 from pyspark.sql import SparkSession  # noqa: E402
 from sparkseq import statistics  # noqa: E402
 from sparkseq.session import JIT_HUGE_METHODS, default_conf, scratch_dir  # noqa: E402
-from sparkseq.workloads import plan_workload, release_workload, workload  # noqa: E402
+from sparkseq import workloads  # noqa: E402
+from sparkseq.workloads import collect_workload, plan_workload, release_workload  # noqa: E402
 from sql_rewrites import sharing  # noqa: E402
 
 START = 1_714_550_400  # 2024-05-01 08:00 UTC, seconds
@@ -121,24 +126,27 @@ def statement(kind: str, pattern: str) -> str:
             "TYPE BY type MEASURES COUNT(*) AS n WITHIN INTERVAL 10 MINUTES SLIDE INTERVAL 1 MINUTE) AS m")
 
 
-def digest(frame: object) -> tuple[int, int]:
-    """Rows and total count of a statement's full result (reads all of it)."""
-    row = frame.selectExpr("count(*) AS rows", "coalesce(sum(n), 0) AS total").first()  # type: ignore[attr-defined]
-    return int(row.rows), int(row.total)
+def same_rows(a: pa.Table, b: pa.Table) -> bool:
+    """Equal names, types and rows in any order."""
+    def ordered(t: pa.Table) -> pa.Table:
+        return t.sort_by([(name, "ascending") for name in t.column_names])
+    return a.schema == b.schema and ordered(a).equals(ordered(b))
 
 
 def run(spark: SparkSession, kind: str, count: int) -> None:
     patterns = queries(kind, count, 10)
     script = ";\n".join(statement(kind, p) for p in patterns)
+    spent = {"pass": 0.0, "collect": 0.0}
     began = time.perf_counter()
-    frames = workload(spark, script)  # plans every statement, runs and caches the group's pass
-    t_pass = time.perf_counter() - began
-    shared = [digest(f) for f in frames]
+    with _timing(spent):
+        results = collect_workload(spark, script)  # every statement's rows, one result job
     t_shared = time.perf_counter() - began
-    began = time.perf_counter()
-    alone = [digest(sparkseq.sql(spark, statement(kind, p))) for p in patterns]
-    t_alone = time.perf_counter() - began
-    assert shared == alone, f"{kind}, {count} queries: shared and alone results differ"
+    t_alone = 0.0
+    for i, (pattern, result) in enumerate(zip(patterns, results)):
+        began = time.perf_counter()
+        own = sparkseq.sql(spark, statement(kind, pattern)).toArrow()  # the statement alone, all its rows
+        t_alone += time.perf_counter() - began
+        assert result.arrow is not None and same_rows(result.arrow, own), f"{kind}, {count}: statement {i} differs"
     plan = plan_workload(spark, script)
     group = plan.groups[0]
     began = time.perf_counter()
@@ -150,11 +158,32 @@ def run(spark: SparkSession, kind: str, count: int) -> None:
                               stats)
     t_opt = time.perf_counter() - began
     release_workload(spark, script)  # the next workload does not share memory with this one's cache
-    matches = sum(total for _, total in shared)
+    rows = sum(r.arrow.num_rows for r in results if r.arrow is not None)
+    t_plan = t_shared - spent["pass"] - spent["collect"]
     print(f"  {kind:<8} {count:>4} {t_alone:9.1f} s {t_shared:9.1f} s {t_alone / t_shared:8.2f}x "
-          f"{t_opt * 1000:8.0f} ms {t_stats:7.1f} s {t_pass:7.1f} s {t_shared - t_pass:7.1f} s   "
-          f"{len(chosen.shared):>3} shared, est. "
-          f"{1 - chosen.cost / chosen.cost_unshared:5.1%} saved   {matches:,} matches")
+          f"{t_plan:7.1f} s {spent['pass']:7.1f} s {spent['collect']:7.1f} s {t_opt * 1000:8.0f} ms {t_stats:7.1f} s   "
+          f"{len(chosen.shared):>3} shared, est. {1 - chosen.cost / chosen.cost_unshared:5.1%} saved   "
+          f"{rows:,} result rows")
+
+
+@contextlib.contextmanager
+def _timing(spent: dict[str, float]) -> Iterator[None]:
+    """Time the group passes' caching jobs and the one result job of a workload run."""
+    def timed(key: str, function: Callable) -> Callable:
+        def call(*args: object, **kwargs: object) -> object:
+            began = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                spent[key] += time.perf_counter() - began
+        return call
+
+    cache, collect = workloads._cache_group, workloads.collect_results
+    workloads._cache_group, workloads.collect_results = timed("pass", cache), timed("collect", collect)
+    try:
+        yield
+    finally:
+        workloads._cache_group, workloads.collect_results = cache, collect
 
 
 def _group_input(spark: SparkSession, kind: str, count: int) -> tuple[object, list[tuple[np.ndarray, np.ndarray]]]:
@@ -312,8 +341,8 @@ def main() -> None:
     print(f"{spark.sparkContext.master}, Spark {spark.version}; {args.events:,} events per stream, {args.keys} keys; "
           "patterns of length 10, WITHIN 10 minutes SLIDE 1 minute, COUNT(*); one run")
     if not (args.kernel or args.middle):
-        print(f"  {'stream':<8} {'qs':>4} {'alone':>11} {'shared':>11} {'speedup':>9} {'optimizer':>11} "
-              f"{'stats':>9} {'pass':>9} {'reads':>9}   plan")
+        print(f"  {'stream':<8} {'qs':>4} {'alone':>11} {'shared':>11} {'speedup':>9} {'plan+run':>9} "
+              f"{'pass':>9} {'collect':>9} {'optimizer':>11} {'stats':>9}   sharing optimizer")
     for kind in args.stream.split(","):
         make_stream(spark, kind, args.events, args.keys)
         if args.kernel or args.middle:
@@ -323,7 +352,7 @@ def main() -> None:
         # warm-ups, one per path: a statement alone, and a two-statement workload (its Arrow pass)
         sparkseq.sql(spark, statement(kind, queries(kind, 1, 10)[0])).collect()
         warm_up = ";\n".join(statement(kind, p) for p in queries(kind, 2, 10, seed=1))
-        [digest(f) for f in workload(spark, warm_up)]
+        collect_workload(spark, warm_up)
         release_workload(spark, warm_up)
         for count in map(int, args.queries.split(",")):
             run(spark, kind, count)

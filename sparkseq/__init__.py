@@ -22,14 +22,14 @@ from sparkseq.queries import QueryError, aggregate, stream_query, udaf_query
 from sparkseq.registration import engine_function, register, stream_function
 from sparkseq.session import ParserExtensionWarning, session
 from sparkseq.sql_api import explain, sql
-from sparkseq.workloads import plan_workload, release_workload, workload
+from sparkseq.workloads import collect_workload, plan_workload, release_workload, workload
 from udafs.errors import CountOverflowError, InputDataError, PlanError, SparkSeqError
 from udafs.plan import CountType, Element, Measure, MeasureKind, Plan, ValueType
 
 __all__ = [
     "CountOverflowError", "CountType", "Cube", "CubeView", "Element", "InputDataError", "Measure", "MeasureKind",
-    "ParserExtensionWarning", "Plan", "PlanError", "QueryError", "SparkSeqError", "ValueType", "aggregate", "cube",
-    "drilldown", "drop_hierarchy", "engine_function", "explain", "match_aggregate", "plan_workload", "register",
-    "register_hierarchy", "rollup", "release_workload", "session", "sql", "stream_function", "stream_query",
-    "udaf_query", "workload",
+    "ParserExtensionWarning", "Plan", "PlanError", "QueryError", "SparkSeqError", "ValueType", "aggregate",
+    "collect_workload", "cube", "drilldown", "drop_hierarchy", "engine_function", "explain", "match_aggregate",
+    "plan_workload", "register", "register_hierarchy", "rollup", "release_workload", "session", "sql",
+    "stream_function", "stream_query", "udaf_query", "workload",
 ]

@@ -21,20 +21,31 @@ live operator, :mod:`sparkseq.live`).
 
 The cached results stay until :func:`release_workload` (or the session's end); running
 the same script again recomputes them from the data as it is then.
+
+Reading each returned DataFrame is a Spark job of its own. To get every query
+statement's result from one job: :func:`collect_workload` (each statement's rows as a
+``pyarrow.Table`` beside its DataFrame), or ``workload(..., output=DIR)`` (written as
+Parquet partitioned by statement, for results of any size; each DataFrame reads its
+part) — :mod:`sparkseq.workload_results`; one job per run of statements that write no
+data (a statement that may change what an earlier query reads has those collected first).
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from sparkseq import live
-from sparkseq.scripts import Checked, check_script, created_relations, run_script
+from sparkseq.scripts import SESSION_KEYWORDS, Checked, check_script, created_relations, run_script
+from sparkseq.workload_results import collect_results, write_results
 from udafs import contract
 from udafs.spark_shared import shared_pass
 from sql_rewrites.hierarchy import HierarchyResolver
@@ -101,15 +112,104 @@ def _relation(source_sql: str) -> str:
     return source_sql.split(" AS ")[0].replace("`", "").casefold()
 
 
-def workload(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver | None = None) -> list[DataFrame]:
+@dataclass(frozen=True)
+class StatementResult:
+    """One statement of a workload run by :func:`collect_workload`: its DataFrame (typed,
+    for interactive use; reading it is a job of its own) and, for a query, its rows from
+    the workload's one result job."""
+
+    statement: Statement
+    frame: DataFrame
+    arrow: pa.Table | None = None  # None for a statement that is not a query
+
+
+def workload(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver | None = None,
+             output: str | Path | None = None, overwrite: bool = False) -> list[DataFrame]:
     """Run a script with shared execution (module docstring); one DataFrame per statement.
+
+    With ``output`` (a directory), every query statement's result is written there by
+    one Spark job (:func:`sparkseq.workload_results.write_results`: Parquet partitioned by
+    statement number) and its DataFrame reads its own partition; ``overwrite`` replaces
+    what ``output`` holds, else an existing ``output`` is an error.
+
+    Raises
+    ------
+    SqlRewriteError
+        Any statement's error, before any statement runs.
+    FileExistsError
+        ``output`` exists and ``overwrite`` is not set (before any statement runs).
+    """
+    if output is None:
+        return [frame for _, frame in run_workload(spark, text, hierarchies=hierarchies)]
+    if not overwrite and _exists(spark, str(output)):
+        raise FileExistsError(f"workload output {str(output)!r} exists (pass overwrite=True to replace it)")
+    plan = plan_workload(spark, text, hierarchies=hierarchies)
+    frames: dict[int, DataFrame] = {}
+    written = 0
+
+    def deliver(pending: list[tuple[int, DataFrame]]) -> None:
+        nonlocal written
+        mode = "append" if written else "overwrite" if overwrite else "errorifexists"
+        frames.update(write_results(spark, pending, output, mode=mode))
+        written += 1
+
+    ran = _run_delivering(spark, text, plan, hierarchies, deliver)
+    return [frames.get(number, frame) for number, (_, frame) in enumerate(ran)]
+
+
+def collect_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver | None = None
+                     ) -> list[StatementResult]:
+    """Run a script with shared execution and collect every query statement's result with
+    one Spark job (:func:`sparkseq.workload_results.collect_results`) — one per run of
+    statements that write no data: a statement that may change what an earlier query
+    reads (``INSERT``, ``CREATE TABLE``, ``DROP TABLE`` ...) has the queries before it
+    collected first. Results come to the driver: for big ones use :func:`workload` with
+    ``output``.
 
     Raises
     ------
     SqlRewriteError
         Any statement's error, before any statement runs.
     """
-    return [frame for _, frame in run_workload(spark, text, hierarchies=hierarchies)]
+    plan = plan_workload(spark, text, hierarchies=hierarchies)
+    tables: dict[int, pa.Table] = {}
+    ran = _run_delivering(spark, text, plan, hierarchies, lambda pending: tables.update(collect_results(pending)))
+    return [StatementResult(statement, frame, tables.get(number)) for number, (statement, frame) in enumerate(ran)]
+
+
+def _run_delivering(spark: SparkSession, text: str, plan: WorkloadPlan, hierarchies: HierarchyResolver | None,
+                    deliver: Callable[[list[tuple[int, DataFrame]]], None]) -> list[tuple[Statement, DataFrame]]:
+    """Run every statement in order; hand the query statements' DataFrames to ``deliver``
+    together, and before any statement that may change the data they read."""
+    ran: list[tuple[Statement, DataFrame]] = []
+    pending: list[tuple[int, DataFrame]] = []
+    statements = _run_plan(spark, text, plan, hierarchies)
+    for number, statement in enumerate(plan.statements):
+        if pending and not _keeps_data(statement):
+            deliver(pending)
+            pending = []
+        ran.append(next(statements))
+        if statement.is_query:
+            pending.append((number, ran[-1][1]))
+    if pending:
+        deliver(pending)
+    return ran
+
+
+def _keeps_data(statement: Statement) -> bool:
+    """Whether running ``statement`` leaves the data of every relation as it was: queries,
+    session settings and temporary views (names bound to queries)."""
+    if statement.is_query or statement.keyword in SESSION_KEYWORDS:
+        return True
+    words = [t.text.upper() for t in statement.tokens[:6]]
+    return words[:1] == ["CREATE"] and "VIEW" in words and bool({"TEMP", "TEMPORARY"} & set(words))
+
+
+def _exists(spark: SparkSession, path: str) -> bool:
+    """Whether ``path`` exists in the file system Spark writes it to."""
+    jvm = spark.sparkContext._jvm
+    hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
+    return bool(hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).exists(hadoop_path))
 
 
 def run_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver | None = None
@@ -117,7 +217,11 @@ def run_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyResolv
     """:func:`workload` statement by statement, lazily: every statement is checked before the
     first is yielded, and each runs when the iteration reaches it (a group's shared pass
     with the first statement that reads it)."""
-    plan = plan_workload(spark, text, hierarchies=hierarchies)
+    return _run_plan(spark, text, plan_workload(spark, text, hierarchies=hierarchies), hierarchies)
+
+
+def _run_plan(spark: SparkSession, text: str, plan: WorkloadPlan, hierarchies: HierarchyResolver | None
+              ) -> Iterator[tuple[Statement, DataFrame]]:
     cached: set[int] = set()
 
     streams = live.replacer(spark, text)  # operators over streaming sources run as live operators alone
@@ -273,4 +377,4 @@ def _cache_group(spark: SparkSession, plan: WorkloadPlan, group: int) -> None:
               f"WHERE CASE WHEN `{error}` IS NULL THEN TRUE ELSE raise_error(`{error}`) END")
 
 
-__all__ = ["WorkloadPlan", "explain_workload", "plan_workload", "release_workload", "run_workload", "workload"]
+__all__ = ["StatementResult", "WorkloadPlan", "collect_workload", "explain_workload", "plan_workload", "release_workload", "run_workload", "workload"]

@@ -9,13 +9,18 @@ every view must equal the oracle for its own plan, partition by partition.
 
 from __future__ import annotations
 
+import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sparkseq
+from pyspark.errors import SparkRuntimeException
+from pyspark.sql import DataFrame
+from sparkseq.workload_results import STATEMENT_COLUMN, collect_results
 from sparkseq.workloads import explain_workload
 from sql_rewrites.errors import UnknownColumnError
+from sql_rewrites.rewriter import split_statements
 from tests import oracle
 from tests.spark_cases import assert_same, events_frame, expected, got
 from tests.sql_cases import jobs_started, match_aggregate
@@ -218,3 +223,187 @@ def test_window_bounds_of_shared_members_equal_their_own_rewrite(spark, order_ty
     finally:
         sparkseq.release_workload(spark, script)
         spark.catalog.dropTempView("bounded")
+
+
+# --- all results from one job -----------------------------------------------------------------
+
+
+def query(i: int, plan: Plan) -> str:
+    """Statement ``i`` as a query of ``plan`` (its rows are a result of the workload)."""
+    bounds = ["window_start", "window_end"] if plan.slide else []
+    measures = [f"`{m.name}`" for m in plan.measures]
+    return f"SELECT {', '.join(['g', *bounds, *measures])} FROM {match_aggregate(plan, alias=f'm{i}')}"
+
+
+def types(frame: DataFrame) -> list[tuple]:
+    """Column names and types (a written result reads back with every column nullable)."""
+    return [(field.name, field.dataType) for field in frame.schema.fields]
+
+
+def rows(table: pa.Table) -> list[tuple]:
+    """A result's rows in a canonical order."""
+    return sorted((tuple(r.values()) for r in table.to_pylist()), key=repr)
+
+
+@SETTINGS
+@given(data=st.data(), count=st.integers(2, 4))
+def test_one_job_results_equal_the_oracle_and_the_write_path_too(spark, data, count: int, tmp_path) -> None:  # noqa: ANN001
+    workload = [data.draw(plans(sql=True)) for _ in range(count)]
+    widest = max(workload, key=lambda p: len(p.symbols))
+    groups = data.draw(st.lists(events(widest), min_size=1, max_size=12))
+    groups = [ev for ev in groups if all(oracle.cheap(p, ev) for p in workload)]
+    events_frame(spark, groups).createOrReplaceTempView("cases")
+    script = ";\n".join(query(i, p) for i, p in enumerate(workload))
+    try:
+        results = sparkseq.collect_workload(spark, script)
+        written = sparkseq.workload(spark, script, output=tmp_path / "out", overwrite=True)
+        for p, result, frame in zip(workload, results, written):
+            assert result.arrow is not None and result.arrow.column_names == result.frame.columns
+            assert_same(p, got(p, result.arrow.to_pylist()), expected(p, groups))
+            assert_same(p, got(p, frame.collect()), expected(p, groups))
+            assert types(frame) == types(result.frame)
+    finally:
+        sparkseq.release_workload(spark, script)
+
+
+def pair(first: str, second: str) -> str:
+    """A COUNT(*) statement of SEQ(first, second) over ``cases`` (A, B, C: mask 1, 2, 4)."""
+    bit = {"A": 1, "B": 2, "C": 4}
+    return (f"SELECT g, n FROM cases MATCH_AGGREGATE (PARTITION BY g ORDER BY ts PATTERN SEQ({first}, {second}) "
+            f"DEFINE {first} AS mask = {bit[first]}, {second} AS mask = {bit[second]} MEASURES COUNT(*) AS n) AS m")
+
+
+def test_the_results_of_all_statements_are_one_job(spark) -> None:  # noqa: ANN001
+    events_frame(spark, [oracle.Events([1, 2, 3], [1, 2, 4], ([1, 2, 3], [1.0, 2.0, 3.0]))]).createOrReplaceTempView(
+        "cases")
+    script = ";\n".join([pair("A", "B"), pair("A", "C"), pair("B", "C"), "SELECT g, g, ts FROM cases WHERE ts = 2"])
+    try:
+        ran = [frame for _, frame in sparkseq.workloads.run_workload(spark, script)]  # the group's pass, cached
+        before = jobs_started(spark)
+        tables = collect_results(list(enumerate(ran)))
+        assert jobs_started(spark) == before + 1
+        assert [t.to_pylist() for t in tables.values()] == [[{"g": 0, "n": 1}]] * 3 + [[{"g": 0, "g": 0, "ts": 2}]]
+        assert tables[3].column_names == ["g", "g", "ts"]  # duplicate names kept
+    finally:
+        sparkseq.release_workload(spark, script)
+
+
+@pytest.fixture()
+def kinds(spark):  # noqa: ANN001, ANN201
+    spark.sql("CREATE OR REPLACE TEMP VIEW kinds AS SELECT g, timestamp_seconds(t) AS ts, kind, v FROM VALUES "
+              + ", ".join(f"({g}, {t}, '{k}', {v})" for g, t, k, v in [
+                  (1, 60, 'a', 1.5), (1, 100, 'b', 2.0), (1, 170, 'b', 3.0), (1, 200, 'c', 4.0),
+                  (2, 30, 'a', 5.0), (2, 95, 'a', 6.0), (2, 290, 'b', 7.0), (2, 300, 'c', 8.0)])
+              + " AS v(g, t, kind, v)")
+    spark.createDataFrame([("a", "ab"), ("b", "ab"), ("c", "cc")], "child string, parent string") \
+        .createOrReplaceTempView("kind_groups")
+    yield "kinds"
+    for view in ("kinds", "kind_groups", "wl_view"):
+        spark.catalog.dropTempView(view)
+
+
+VARIED = [
+    # shared, SLIDE, timestamp bounds
+    "SELECT g, window_start, window_end, n FROM kinds MATCH_AGGREGATE (PARTITION BY g ORDER BY ts "
+    "PATTERN SEQ(a, b) TYPE BY kind MEASURES COUNT(*) AS n WITHIN INTERVAL 120 SECONDS "
+    "SLIDE INTERVAL 60 SECONDS) AS m",
+    # shared, no window, other measures: another layout of result columns
+    "SELECT g, n, s, lo FROM kinds MATCH_AGGREGATE (PARTITION BY g ORDER BY ts PATTERN SEQ(a, b+) TYPE BY kind "
+    "MEASURES COUNT(*) AS n, SUM(b.v) AS s, MIN(a.v) AS lo) AS m",
+    # a hierarchy's concept
+    "SELECT g, n FROM kinds MATCH_AGGREGATE (PARTITION BY g ORDER BY ts PATTERN SEQ(ab, cc) "
+    "TYPE BY kind HIERARCHY groups MEASURES COUNT(*) AS n) AS m",
+    # over a subquery: runs alone, its rows in the same result job
+    "SELECT g, n FROM (SELECT * FROM kinds WHERE g = 2) MATCH_AGGREGATE (PARTITION BY g ORDER BY ts "
+    "PATTERN SEQ(a, c) TYPE BY kind MEASURES COUNT(*) AS n) AS m",
+    "CREATE OR REPLACE TEMP VIEW wl_view AS SELECT g, n FROM kinds MATCH_AGGREGATE (PARTITION BY g ORDER BY ts "
+    "PATTERN SEQ(a, c) TYPE BY kind MEASURES COUNT(*) AS n) AS m",
+    "SELECT w.g, w.n, k.kind FROM wl_view w JOIN kinds k ON k.g = w.g AND k.kind = 'c'",
+    "SELECT g, n FROM kinds MATCH_AGGREGATE (PARTITION BY g ORDER BY ts PATTERN SEQ(c, a) TYPE BY kind "
+    "MEASURES COUNT(*) AS n) AS m WHERE n > 0",  # no rows
+    "SELECT kind, count(*) AS c FROM kinds GROUP BY kind",
+]
+
+
+def test_varied_scripts_give_each_statements_own_result(spark, kinds: str, tmp_path) -> None:  # noqa: ANN001
+    sparkseq.register_hierarchy(spark, "groups", "kind_groups")
+    script = ";\n".join(VARIED)
+    try:
+        statements = split_statements(script)
+        alone = [(s, f.toArrow() if s.is_query else None)
+                 for s, (_, f) in zip(statements, sparkseq.sql_api.run_statements(spark, script))]
+        assert len(sparkseq.plan_workload(spark, script).groups) == 1
+        results = sparkseq.collect_workload(spark, script)
+        written = sparkseq.workload(spark, script, output=tmp_path / "out")
+        assert [r.arrow is None for r in results] == [s.keyword == "CREATE" for s, _ in alone]
+        for (statement, own), result, frame in zip(alone, results, written):
+            if own is None:
+                continue
+            assert result.arrow.schema == own.schema, statement.text
+            assert rows(result.arrow) == rows(own), statement.text
+            assert types(frame) == types(result.frame) and rows(frame.toArrow()) == rows(own), statement.text
+        assert results[6].arrow.num_rows == 0  # no rows: an empty table of its columns
+        assert all(results[i].arrow.num_rows > 0 for i in (0, 1, 2, 3, 5, 7))
+    finally:
+        sparkseq.release_workload(spark, script)
+        sparkseq.drop_hierarchy(spark, "groups")
+
+
+def test_queries_before_a_write_are_collected_before_it(spark) -> None:  # noqa: ANN001
+    spark.sql("DROP TABLE IF EXISTS wl_written")
+    count = "SELECT count(*) AS c FROM wl_written"
+    script = ";\n".join(["CREATE TABLE wl_written (x INT) USING parquet", "INSERT INTO wl_written VALUES (1)", count,
+                         "CREATE OR REPLACE TEMP VIEW wl_seen AS SELECT * FROM wl_written", count,
+                         "INSERT INTO wl_written VALUES (2), (3)", count])
+    try:
+        results = sparkseq.collect_workload(spark, script)
+        assert [r.arrow.to_pylist() for r in results if r.arrow is not None] == [[{"c": 1}], [{"c": 1}], [{"c": 3}]]
+    finally:
+        spark.sql("DROP TABLE IF EXISTS wl_written")
+        spark.catalog.dropTempView("wl_seen")
+
+
+def test_the_write_path_refuses_existing_output_before_any_job(spark, tmp_path) -> None:  # noqa: ANN001
+    events_frame(spark, [oracle.Events([1, 2, 3], [1, 2, 4], ([1, 2, 3], [1.0, 2.0, 3.0]))]).createOrReplaceTempView(
+        "cases")
+    script = f"{pair('A', 'B')};\n{pair('A', 'C')}"
+    output = tmp_path / "out"
+    try:
+        first = sparkseq.workload(spark, script, output=output)
+        assert [f.collect()[0].n for f in first] == [1, 1]
+        assert sorted(p.name for p in output.iterdir() if p.is_dir()) == [
+            f"{STATEMENT_COLUMN}=0", f"{STATEMENT_COLUMN}=1"]
+        before = jobs_started(spark)
+        with pytest.raises(FileExistsError, match="exists"):
+            sparkseq.workload(spark, script, output=output)
+        assert jobs_started(spark) == before
+        again = sparkseq.workload(spark, pair("B", "C"), output=output, overwrite=True)
+        assert [f.collect()[0].n for f in again] == [1]
+        assert sorted(p.name for p in output.iterdir() if p.is_dir()) == [f"{STATEMENT_COLUMN}=0"]
+    finally:
+        sparkseq.release_workload(spark, script)
+
+
+def test_errors_of_one_job_results_are_those_of_each_statement(spark) -> None:  # noqa: ANN001
+    events_frame(spark, [oracle.Events([1, 2], [1, 2], ([1, 2], [1.0, 2.0]))]).createOrReplaceTempView("cases")
+    good = "SELECT * FROM cases MATCH_AGGREGATE (PARTITION BY g ORDER BY ts PATTERN SEQ(A, B) " \
+           "DEFINE A AS mask = 1, B AS mask = 2) AS m"
+    before = jobs_started(spark)
+    with pytest.raises(UnknownColumnError, match="maks") as caught:
+        sparkseq.collect_workload(spark, f"{good};\n{good};\n{good.replace('B AS mask', 'B AS maks')}")
+    assert caught.value.position is not None and caught.value.position.line == 3
+    assert jobs_started(spark) == before
+    spark.range(70).selectExpr("'eu' AS region", "'cust-42' AS customer", "id AS ts", "'A' AS type") \
+        .union(spark.range(3).selectExpr("'eu'", "'small'", "id", "'A'")).createOrReplaceTempView("many")
+    overflow = "SELECT customer, n FROM many MATCH_AGGREGATE (PARTITION BY region, customer ORDER BY ts " \
+               "PATTERN {} TYPE BY type MEASURES COUNT(*) AS n) AS m"
+    script = f"{overflow.format('SEQ(A+)')};\n{overflow.format('SEQ(A, A+)')}"
+    assert len(sparkseq.plan_workload(spark, script).groups) == 1
+    try:
+        with pytest.raises(SparkRuntimeException) as err:
+            sparkseq.collect_workload(spark, script)
+        assert "in partition ('eu', 'cust-42')" in str(err.value)  # as the shared pass names it
+        assert "does not fit BIGINT" in str(err.value)
+    finally:
+        sparkseq.release_workload(spark, script)
+        spark.catalog.dropTempView("many")

@@ -1,0 +1,126 @@
+"""All query statements' results of a workload from one Spark job.
+
+A workload's statements run lazily (:mod:`sparkseq.workloads`): each query statement is
+a DataFrame that reads its rows from its group's cached pass when it is used, so
+reading every statement's result is one Spark job per statement. Here the query
+statements' DataFrames become one *result table* instead — a union of per-statement
+projections with a statement-number column — read by one job:
+
+* statements whose results have the same column types share one *slot* of columns
+  (``__sparkseq_r<slot>_<column>``, positional, so any names and duplicates survive);
+  a row carries its statement's number and nulls in every other slot, so the table is
+  as wide as the distinct result layouts, not as the number of statements;
+* :func:`collect_results` collects it with one ``toArrow()`` and splits it on the driver
+  (one stable sort by statement number), each statement's Arrow table typed and named as
+  its own DataFrame;
+* :func:`write_results` writes it with one job, partitioned by statement number
+  (``<output>/__sparkseq_statement=<n>/``, Parquet), for results too big for the driver;
+  each statement's DataFrame then reads its own partition.
+
+Pure Spark plumbing: what the statements compute is decided by the workload's plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+STATEMENT_COLUMN = "__sparkseq_statement"
+
+
+def _slot_column(slot: int, column: int) -> str:
+    return f"__sparkseq_r{slot}_{column}"
+
+
+@dataclass(frozen=True)
+class ResultLayout:
+    """Where each statement's columns are in the result table: statement number ->
+    (slot, the statement's column names, its schema)."""
+
+    statements: dict[int, tuple[int, tuple[str, ...], T.StructType]]
+    schema: T.StructType  # the result table's
+
+    def columns(self, number: int) -> list[Column]:
+        """Statement ``number``'s columns of the result table, named as its own."""
+        slot, names, _ = self.statements[number]
+        return [F.col(_slot_column(slot, j)).alias(name) for j, name in enumerate(names)]
+
+
+def result_table(frames: Sequence[tuple[int, DataFrame]]) -> tuple[DataFrame, ResultLayout]:
+    """One DataFrame holding the rows of every ``(statement number, DataFrame)``: a union
+    of per-statement projections (module docstring). ``frames`` is not empty."""
+    slots: dict[tuple[str, ...], int] = {}
+    slot_types: list[list[T.DataType]] = []
+    statements: dict[int, tuple[int, tuple[str, ...], T.StructType]] = {}
+    for number, frame in frames:
+        types = [field.dataType for field in frame.schema.fields]
+        key = tuple(t.json() for t in types)
+        if key not in slots:
+            slots[key] = len(slots)
+            slot_types.append(types)
+        statements[number] = (slots[key], tuple(frame.columns), frame.schema)
+    branches = []
+    for number, frame in frames:
+        slot = statements[number][0]
+        own = frame.toDF(*(_slot_column(slot, j) for j in range(len(frame.columns))))
+        projection = [F.lit(number).cast("int").alias(STATEMENT_COLUMN)]
+        for s, types in enumerate(slot_types):
+            for j, data_type in enumerate(types):
+                name = _slot_column(s, j)
+                projection.append(F.col(name) if s == slot else F.lit(None).cast(data_type).alias(name))
+        branches.append(own.select(*projection))
+    table = branches[0]
+    for branch in branches[1:]:
+        table = table.union(branch)
+    return table, ResultLayout(statements, table.schema)
+
+
+def collect_results(frames: Sequence[tuple[int, DataFrame]]) -> dict[int, pa.Table]:
+    """Every statement's rows as an Arrow table, from one Spark job (``toArrow``), by
+    statement number; columns named and typed as the statement's DataFrame gives them."""
+    if not frames:
+        return {}
+    table, layout = result_table(frames)
+    collected = table.toArrow()
+    numbers = collected.column(STATEMENT_COLUMN).to_numpy(zero_copy_only=False)
+    order = np.argsort(numbers, kind="stable")
+    ordered = collected.take(pa.array(order))
+    sorted_numbers = numbers[order]
+    out = {}
+    for number, (slot, names, schema) in layout.statements.items():
+        lo, hi = np.searchsorted(sorted_numbers, [number, number + 1])
+        rows = ordered.slice(int(lo), int(hi - lo))
+        arrays = [rows.column(_slot_column(slot, j)) for j in range(len(names))]
+        # the union made every column nullable: each statement's own nullability back
+        fields = [pa.field(name, array.type, nullable=own.nullable)
+                  for name, array, own in zip(names, arrays, schema.fields)]
+        out[number] = pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+    return out
+
+
+def write_results(spark: SparkSession, frames: Sequence[tuple[int, DataFrame]], output: str | Path, *,
+                  mode: str = "errorifexists") -> dict[int, DataFrame]:
+    """Write every statement's rows with one Spark job, Parquet partitioned by statement
+    number under ``output`` (``mode``: Spark's save mode; ``append`` adds statements to an
+    earlier write); returns each statement's DataFrame over its partition, by statement
+    number (reading one is a job of its own)."""
+    if not frames:
+        return {}
+    table, layout = result_table(frames)
+    path = str(output)
+    table.write.partitionBy(STATEMENT_COLUMN).mode(mode).parquet(path)
+    # the result table's schema, given: no inference, and a statement without rows (no
+    # partition directory) reads as empty
+    written = spark.read.schema(layout.schema).parquet(path)
+    return {number: written.where(F.col(STATEMENT_COLUMN) == number).select(*layout.columns(number))
+            for number in layout.statements}
+
+
+__all__ = ["STATEMENT_COLUMN", "ResultLayout", "collect_results", "result_table", "write_results"]
