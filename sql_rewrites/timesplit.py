@@ -47,11 +47,12 @@ from sql_rewrites.sql_types import DType
 from udafs.kernels.timesplit import splittable
 from udafs.plan import Plan
 
-#: A key with more rows than this is split by time. One Python worker evaluates
-#: about 0.6 M rows/s (measured before time split: 20 M rows of one key ran as one 35 s task), so a key
-#: of 2 M rows is ~3.5 s of one core: below that the second aggregation and the
-#: replicated edge rows cost more than a second core gains.
-SPLIT_ROWS = 2_000_000
+#: A key with more rows than this is split by time. Chosen for memory, not speed
+#: (bench/scale.py, quiet 2-core VM): one task's Python worker peaked at 1.09 GB for
+#: 5 M rows of one key and 4.07 GB for 20 M, so 4 M rows keep it under ~0.9 GB. Speed
+#: breaks even between 5 M (split 7.6 s vs one task 5.4 s) and 20 M rows (18.7 s vs
+#: 23.3 s): keys of 4-10 M rows pay up to ~1.4x for the bounded memory.
+SPLIT_ROWS = 4_000_000
 #: Rows per chunk of a split key. The grouped UDAF's worker held 1.6 GB at 10 M rows
 #: and 5.3 GB at 20 M (~160-265 bytes per row; bench/scale.py: 4.0 GB at 20 M); 1.5 M rows keep a chunk's
 #: worker near 400 MB, well under 1 GB, and still give a 20 M key 14 tasks.
