@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from sql_rewrites.dialect import SparkSeq
 from sql_rewrites.engine_contract import engine_result_type
 from sql_rewrites.logical import MatchAggregateQuery, MeasureSpec
 from sql_rewrites.rewriter import OperatorExplanation, StatementExplanation
 from sql_rewrites.sql_types import OrderKind
+from sql_rewrites.timesplit import PathChoice
 from sql_rewrites.windows import describe_length
 from udafs.plan import MeasureKind
 
@@ -19,21 +22,23 @@ LABEL = 14  # width of the label column
 LIVE_VIEW_PREFIX = "__sparkseq_live_"  # the views holding live operators' results (sparkseq.live)
 
 
-def describe_statement(explained: StatementExplanation, number: int, total: int) -> str:
-    """One statement: its text, each MATCH_AGGREGATE's analysis, and the Spark SQL that runs."""
+def describe_statement(explained: StatementExplanation, number: int, total: int,
+                       paths: Sequence[PathChoice | None] = ()) -> str:
+    """One statement: its text, each MATCH_AGGREGATE's analysis (with ``paths[i]``, the
+    execution path of operator ``i``, when known), and the Spark SQL that runs."""
     lines = [f"-- statement {number} of {total}", explained.original]
     if not explained.operators and explained.rewritten == explained.original:
         lines += ["", "(no MATCH_AGGREGATE: runs in Spark unchanged)"]
         return "\n".join(lines)
     if not explained.operators:  # seq_* aggregates split from Spark's own (sql_rewrites.aggregates)
         lines += ["", "(seq_* functions computed in a grouped query of their own, joined on the GROUP BY keys)"]
-    for operator in explained.operators:
-        lines += ["", *describe_operator(operator)]
+    for i, operator in enumerate(explained.operators):
+        lines += ["", *describe_operator(operator, paths[i] if i < len(paths) else None)]
     lines += ["", "Spark SQL:", explained.rewritten]
     return "\n".join(lines)
 
 
-def describe_operator(operator: OperatorExplanation) -> list[str]:
+def describe_operator(operator: OperatorExplanation, path: PathChoice | None = None) -> list[str]:
     """The analysis of one MATCH_AGGREGATE, one ``label  value`` row per fact."""
     q = operator.query
     rows: list[tuple[str, str]] = _cuboids(q) if q.cube is not None else [("pattern", q.plan.describe())]
@@ -62,6 +67,8 @@ def describe_operator(operator: OperatorExplanation) -> list[str]:
                              f"keys), results in view {operator.function_name}; {emitted}"))
     else:
         rows.append(("engine", f"{operator.function_name} -> {engine_result_type(q.plan)}"))
+    if path is not None:
+        rows.append(("path", f"{path.path.value} ({path.reason})"))
     rows.append(("plan", q.plan.to_json()))
     title = f"MATCH_AGGREGATE {q.alias or '(no alias)'} over {q.source_schema.name}"
     return [title, *(f"  {label:<{LABEL}}{value}" for label, value in rows)]

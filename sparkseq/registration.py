@@ -28,7 +28,7 @@ from pyspark.sql.functions import arrow_udf, arrow_udtf
 
 from sparkseq import functions
 from sql_rewrites.aggregates import OnEmpty, PythonAggregate
-from udafs import contract, spark_udfs, spark_udtf
+from udafs import contract, spark_timesplit, spark_udfs, spark_udtf
 from udafs.multiplan import MultiPlan
 from udafs.plan import MeasureKind, Plan
 
@@ -120,6 +120,17 @@ def engine_function(spark: SparkSession, plan: Plan | MultiPlan) -> str:
         body, ddl = spark_udfs.plan_aggregate(plan.to_json()), spark_udfs.output_ddl(plan)
     _once(spark, name, lambda: arrow_udf(body, ddl))
     return name
+
+
+def time_split_functions(spark: SparkSession, plan: Plan) -> tuple[str, str]:
+    """Names of the chunk and combine functions of ``plan``'s time-split path
+    (:mod:`udafs.spark_timesplit`), registered in ``spark`` on first use."""
+    base = engine_function_name(plan)
+    chunk, combine = base + "_chunk", base + "_combine"
+    _once(spark, chunk, lambda: arrow_udf(spark_timesplit.chunk_aggregate(plan.to_json()), spark_timesplit.STATE_DDL))
+    _once(spark, combine, lambda: arrow_udf(spark_timesplit.combine_aggregate(plan.to_json()),
+                                            spark_udfs.output_ddl(plan)))
+    return chunk, combine
 
 
 def stand_in_function(spark: SparkSession, plan: Plan | MultiPlan) -> str:

@@ -48,7 +48,8 @@ from pyspark.sql import DataFrame, SparkSession
 from sparkseq import hierarchies as registry
 from sparkseq import live
 from sparkseq.catalog import PendingRelation, SessionSchemas
-from sparkseq.explaining import describe_statement
+from sparkseq.execution_paths import PathReplacer, decide
+from sparkseq.explaining import LIVE_VIEW_PREFIX, describe_statement
 from sparkseq.placeholders import format_text
 from sparkseq.registration import engine_function, engine_function_name
 from sparkseq.scripts import (
@@ -137,7 +138,7 @@ def run_statements(spark: SparkSession, text: str, *, hierarchies: HierarchyReso
             keep = any(created_relations(c.statement) for c in checked)  # a view may read the DataFrames
             streams = live.replacer(spark, formatted.text)  # operators over streaming sources (sparkseq.live)
             for statement, frame in run_script(spark, formatted.text, checked, hierarchies=hierarchies, args=args,
-                                               replace_for=lambda number: streams):
+                                               replace_for=lambda number: PathReplacer(spark, streams)):
                 start, end = formatted.source_span(statement.start, statement.start + len(statement.text) - 1)
                 yield formatted.original[start:end + 1], frame
         except SqlRewriteError as exc:
@@ -225,7 +226,9 @@ def explain(source: Source, text: str | None = None, *, hierarchies: HierarchyRe
         try:
             explained = compile_statement(text, statement, schemas, resolver, engine_function_name, pretty=True,
                                           replace=replace)
-            parts.append(describe_statement(explained, number, len(statements)))
+            paths = [None if op.function_name.startswith(LIVE_VIEW_PREFIX)
+                     else decide(session, op.query, run_statistics=False) for op in explained.operators]
+            parts.append(describe_statement(explained, number, len(statements), paths))
         except PendingRelation as pending:
             parts.append(f"-- statement {number} of {len(statements)}\n{statement.text}\n\n(reads {pending.name}, "
                          "which an earlier statement creates: analysed when it runs)")

@@ -256,6 +256,7 @@ class _Roles:
     """The internal names of one generated query."""
 
     def __init__(self, names: InternalNames, n_values: int, n_measures: int) -> None:
+        self.fresh = names  # more internal names for callers that build on these queries
         self.ts, self.mask, self.result = names("ts"), names("mask"), names("result")
         self.values = [names(f"v{i}") for i in range(n_values)]
         self.events, self.groups, self.row = names("events"), names("groups"), names("r")

@@ -56,6 +56,21 @@ def _workload(spark: SparkSession) -> list[list[str]]:
     return [[str(i), *row] for i in range(3) for row in _rows(spark.table(f"cluster_wl{i}").collect())]
 
 
+def _time_split(spark: SparkSession) -> list[list[str]]:
+    """MATCH with every key over 60 rows cut into chunks of about 25 rows (the answer must
+    equal the grouped path's: ``match_aggregate``)."""
+    from sparkseq.execution_paths import CHUNK_ROWS_CONF, PATH_CONF, SPLIT_ROWS_CONF
+
+    settings = {PATH_CONF: "time-split", SPLIT_ROWS_CONF: "60", CHUNK_ROWS_CONF: "25"}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        return _rows(sparkseq.sql(spark, MATCH).collect())
+    finally:
+        for key in settings:
+            spark.conf.unset(key)
+
+
 #: name -> how to run it (spark.sql takes MATCH_AGGREGATE through the parser extension).
 CASES: dict[str, Callable[[SparkSession], list[list[str]]]] = {
     "match_aggregate": lambda spark: _rows(spark.sql(MATCH).collect()),
@@ -63,6 +78,7 @@ CASES: dict[str, Callable[[SparkSession], list[list[str]]]] = {
     "seq_functions_hierarchy": lambda spark: _rows(spark.sql(HIERARCHY).collect()),
     "workload": _workload,
     "e_cube": lambda spark: _rows(sparkseq.sql(spark, CUBE).collect()),
+    "time_split": _time_split,
 }
 
 

@@ -1,0 +1,206 @@
+"""Choosing a statement's execution path from the data: grouped UDAF, time split or streaming.
+
+For every MATCH_AGGREGATE that could run time-split (:func:`udafs.kernels.timesplit.splittable`)
+:func:`replacer` asks Spark's size estimate of the source (no job); when that leaves
+room for a key over the split threshold, one statistics job counts the rows of the
+keys above it (``GROUP BY keys HAVING COUNT(*) > T``), and
+:func:`sql_rewrites.timesplit.choose_path` decides. Session settings:
+
+* ``sparkseq.path``: ``auto`` (default), ``grouped``, ``time-split`` or ``streaming`` (tests, benchmarks);
+* ``sparkseq.streaming.rows``: keys over this many rows in a plan that cannot be split go to
+  the bounded-memory streaming path (default :data:`~sql_rewrites.timesplit.STREAM_ROWS`);
+* ``sparkseq.timeSplit.splitRows`` / ``sparkseq.timeSplit.chunkRows``: the thresholds
+  (defaults :data:`~sql_rewrites.timesplit.SPLIT_ROWS`, :data:`~sql_rewrites.timesplit.CHUNK_ROWS`).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import SparkSession
+from sqlglot import exp
+
+from sparkseq.live import in_scope
+from sparkseq.registration import stream_function, time_split_functions
+from sql_rewrites.dialect import SparkSeq
+from sql_rewrites.generate import aliased, engine_input
+from sql_rewrites.logical import MatchAggregateQuery
+from sql_rewrites.rewriter import Replacement
+from sql_rewrites.timesplit import (
+    CHUNK_ROWS,
+    SPLIT_ROWS,
+    STREAM_ROWS,
+    KeyStatistics,
+    Path,
+    PathChoice,
+    choose_path,
+    planned_path,
+    statistics_needed,
+    statistics_threshold,
+    streaming_query,
+    time_split_query,
+)
+
+PATH_CONF = "sparkseq.path"
+SPLIT_ROWS_CONF = "sparkseq.timeSplit.splitRows"
+CHUNK_ROWS_CONF = "sparkseq.timeSplit.chunkRows"
+STREAM_ROWS_CONF = "sparkseq.streaming.rows"
+#: At most this many big keys are fetched by the statistics job (the largest first).
+MAX_KEYS_REPORTED = 100
+
+
+def forced_path(spark: SparkSession) -> Path | None:
+    """The path ``sparkseq.path`` forces, None for ``auto``.
+
+    Raises
+    ------
+    ValueError
+        For a value that names no path.
+    """
+    value = (spark.conf.get(PATH_CONF, "auto") or "auto").strip().lower()
+    if value == "auto":
+        return None
+    try:
+        return Path(value)
+    except ValueError:
+        allowed = ", ".join(["auto", *(p.value for p in Path)])
+        raise ValueError(f"{PATH_CONF} must be one of {allowed}, got {value!r}") from None
+
+
+def thresholds(spark: SparkSession) -> tuple[int, int, int]:
+    """(split rows, chunk rows, stream rows) from the session settings."""
+    return (_positive(spark, SPLIT_ROWS_CONF, SPLIT_ROWS), _positive(spark, CHUNK_ROWS_CONF, CHUNK_ROWS),
+            _positive(spark, STREAM_ROWS_CONF, STREAM_ROWS))
+
+
+def _positive(spark: SparkSession, key: str, default: int) -> int:
+    raw = spark.conf.get(key, str(default))
+    try:
+        value = int(str(raw).replace("_", ""))
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise ValueError(f"{key} must be a positive integer, got {raw!r}")
+    return value
+
+
+def decide(spark: SparkSession | None, query: MatchAggregateQuery, *, run_statistics: bool = True) -> PathChoice:
+    """The path of ``query`` (module docstring). Without ``run_statistics`` nothing touches
+    Spark beyond its settings (none without a session): the path as EXPLAIN shows it."""
+    plan = query.plan
+    if query.cube is not None or not hasattr(plan, "within"):
+        return PathChoice(Path.GROUPED, "E-Cube statements run grouped")
+    if spark is None:
+        return planned_path(plan)
+    forced = forced_path(spark)
+    split_rows, chunk_rows, stream_rows = thresholds(spark)
+    if forced is not None or not run_statistics:
+        return planned_path(plan, forced, split_rows, chunk_rows, stream_rows)
+    threshold = statistics_threshold(plan, split_rows, stream_rows)
+    if threshold is None or not statistics_needed(plan, source_bytes(spark, query), split_rows, stream_rows):
+        return choose_path(plan, [], None, split_rows, chunk_rows, stream_rows)
+    try:
+        keys = big_keys(spark, query, threshold)
+    except Exception as exc:  # e.g. a source with parameter markers: it runs, only unmeasured
+        return PathChoice(Path.GROUPED, f"statistics unavailable ({type(exc).__name__}): grouped")
+    return choose_path(plan, keys, None, split_rows, chunk_rows, stream_rows)
+
+
+def source_bytes(spark: SparkSession, query: MatchAggregateQuery) -> int | None:
+    """Spark's size estimate of the operator's source in bytes (no job); None when unknown."""
+    try:
+        frame = spark.sql(in_scope(exp.select("*").from_(query.node.this.copy()), query).sql(dialect=SparkSeq))
+        return int(str(frame._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))  # a Scala BigInt
+    except Exception:  # Spark Connect has no JVM handle; an estimate is an optimisation only
+        return None
+
+
+def big_keys(spark: SparkSession, query: MatchAggregateQuery, threshold: int) -> list[KeyStatistics]:
+    """Row count and time range of the keys with more than ``threshold`` rows (one job).
+
+    Counts every source row of a key, not only the instances of a pattern symbol: an
+    upper bound that needs no DEFINE condition evaluated and reads only the key and time
+    columns (measured: the exact count through the engine's mask cost as much again as
+    a plain ``GROUP BY``; bench/scale.py's 1,000-key statement paid for it).
+    """
+    spec = engine_input(query)
+    count = exp.Count(this=exp.Star())
+    select = (exp.select(exp.alias_(count.copy(), "n"), exp.alias_(exp.Min(this=spec.time.copy()), "t0"),
+                         exp.alias_(exp.Max(this=spec.time.copy()), "t1"))
+              .from_(query.node.this.copy()))
+    if spec.keys:
+        select = select.group_by(*(e.copy() for _, e in spec.keys))
+    select = select.having(exp.GT(this=count, expression=exp.Literal.number(threshold)))
+    select = select.order_by(exp.Ordered(this=exp.column("n"), desc=True)).limit(MAX_KEYS_REPORTED)
+    for node in select.walk():
+        if isinstance(node, exp.Identifier):
+            node.set("quoted", True)
+    rows = spark.sql(in_scope(select, query).sql(dialect=SparkSeq)).collect()
+    return [KeyStatistics(int(r["n"]), int(r["t0"]), int(r["t1"])) for r in rows if r["t0"] is not None]
+
+
+def key_types(spark: SparkSession, query: MatchAggregateQuery) -> list[str]:
+    """Spark SQL types of the partition keys (the streaming UDTF's output schema names them)."""
+    spec = engine_input(query)
+    if not spec.keys:
+        return []
+    select = exp.select(*(exp.alias_(e.copy(), n) for n, e in spec.keys)).from_(query.node.this.copy())
+    for node in select.walk():
+        if isinstance(node, exp.Identifier):
+            node.set("quoted", True)
+    schema = spark.sql(in_scope(select, query).sql(dialect=SparkSeq)).schema
+    return [f.dataType.simpleString() for f in schema]
+
+
+#: Tasks per shuffle partition for a time split's chunks: chunks are hashed to tasks, and
+#: with more tasks than chunks a collision (two chunks in one task) rarely leaves a core idle.
+TASKS_PER_PARTITION = 4
+
+
+def chunk_tasks(spark: SparkSession) -> int:
+    """Tasks the chunks of a time-split statement are spread over: a multiple of the
+    session's shuffle partitions (sparkseq sizes them to twice the cores, :mod:`sparkseq.session`)."""
+    try:
+        partitions = max(1, int(spark.conf.get("spark.sql.shuffle.partitions", "4")))
+    except ValueError:
+        partitions = 4
+    return TASKS_PER_PARTITION * partitions
+
+
+class PathReplacer:
+    """The ``replace`` hook (:data:`sql_rewrites.rewriter.Replacement`) that runs time-split
+    statements time-split; ``choices`` records each operator's :class:`PathChoice` by ordinal."""
+
+    def __init__(self, spark: SparkSession, then: Replacement | None = None) -> None:
+        self.spark, self.then = spark, then
+        self.choices: dict[int, PathChoice] = {}
+
+    def __call__(self, ordinal: int, query: MatchAggregateQuery) -> tuple[exp.Expr, str] | None:
+        if self.then is not None:
+            earlier = self.then(ordinal, query)
+            if earlier is not None:
+                return earlier
+        choice = decide(self.spark, query)
+        self.choices[ordinal] = choice
+        if choice.path is Path.STREAMING:
+            function = stream_function(self.spark, query.plan, key_types(self.spark, query))
+            return aliased(query, streaming_query(engine_input(query), function, query.node.this.copy())), function
+        if choice.path is not Path.TIME_SPLIT:
+            return None
+        chunk, combine = time_split_functions(self.spark, query.plan)
+        output = time_split_query(engine_input(query), chunk, combine, query.node.this.copy(),
+                                  choice.split_rows, choice.chunk_rows, chunk_tasks(self.spark))
+        return aliased(query, output), chunk
+
+
+__all__ = [
+    "CHUNK_ROWS_CONF",
+    "PATH_CONF",
+    "SPLIT_ROWS_CONF",
+    "STREAM_ROWS_CONF",
+    "PathReplacer",
+    "big_keys",
+    "decide",
+    "forced_path",
+    "key_types",
+    "source_bytes",
+    "thresholds",
+]

@@ -1,0 +1,368 @@
+"""Time split in SQL: a huge partition cut into time chunks evaluated by parallel tasks.
+
+:func:`time_split_query` builds the same typed output as
+:func:`sql_rewrites.generate.engine_query`, but the engine runs in two aggregations:
+
+    SELECT <typed output> FROM (
+      SELECT k, <combine fn>(__state) AS __result FROM (         -- per key: add partials up
+        SELECT k, <chunk fn>(__ts, __mask, __v0, ..., __lo, __hi) AS __state FROM (
+          SELECT e.*, __chunk, lo and hi of __chunk FROM (
+            SELECT e.*, explode(<chunks that need the row>) AS __chunk
+            FROM <events> e LEFT JOIN (                          -- keys over the threshold
+              SELECT k, MIN(__ts) AS __t0, <chunk length> AS __len FROM <events>
+              GROUP BY k HAVING COUNT(*) > <split rows>) s ON e.k <=> s.k))
+        WHERE __chunk IS NOT NULL GROUP BY k, __chunk)
+      GROUP BY k) ... (the checks of engine_query)
+
+A key with more than ``split_rows`` rows is cut into chunks of about ``chunk_rows`` rows
+each (equal time lengths, at least ``2 * WITHIN``); every other key is one chunk whose
+``__lo`` is NULL (evaluated whole). A row goes to its own chunk and to the neighbours
+whose context needs it (:func:`udafs.kernels.timesplit.chunk_regions`): the next
+chunk when it lies within ``w`` (``2w`` with a leading negation) of that chunk's
+start, the previous one when it lies within ``w`` of its own chunk's start (trailing
+negation, or SLIDE: windows starting there reach it). Chunks are at least ``2w`` long,
+so no row reaches further.
+
+:func:`choose_path` decides from statistics whether a statement takes this path.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from sql_rewrites.generate import (
+    EngineInput,
+    _events_select,
+    _output_select,
+    _projections,
+    _Roles,
+    _sanitize,
+    check_function_name,
+    engine_roles,
+)
+from sql_rewrites.sql_types import DType
+from udafs.kernels.timesplit import splittable
+from udafs.plan import Plan
+
+#: A key with more rows than this is split by time. Chosen for memory, not speed
+#: (bench/scale.py, quiet 2-core VM): one task's Python worker peaked at 1.09 GB for
+#: 5 M rows of one key and 4.07 GB for 20 M, so 4 M rows keep it under ~0.9 GB. Speed
+#: breaks even between 5 M (split 7.6 s vs one task 5.4 s) and 20 M rows (18.7 s vs
+#: 23.3 s): keys of 4-10 M rows pay up to ~1.4x for the bounded memory.
+SPLIT_ROWS = 4_000_000
+#: Rows per chunk of a split key. The grouped UDAF's worker held 1.6 GB at 10 M rows
+#: and 5.3 GB at 20 M (~160-265 bytes per row; bench/scale.py: 4.0 GB at 20 M); 1.5 M rows keep a chunk's
+#: worker near 400 MB, well under 1 GB, and still give a 20 M key 14 tasks.
+CHUNK_ROWS = 1_500_000
+#: Spark's size estimate of the source (bytes) under which no key can exceed
+#: SPLIT_ROWS: an engine row carries at least its time and mask (16 bytes).
+MIN_ROW_BYTES = 16
+#: A split key needs at least this many chunks of length 2 * WITHIN in its time span;
+#: with fewer, replicated edge rows would dominate (the window is too long for the span).
+MIN_CHUNKS = 4
+_INT64_MAX = 2**63 - 1
+
+
+#: A key with more rows than this, in a plan that cannot be split, goes to the
+#: bounded-memory streaming path: the grouped UDAF's worker held 1.6 GB at 10 M rows and
+#: failed at 50 M; the streaming UDTF holds O(window) rows per open key.
+STREAM_ROWS = 8_000_000
+
+
+class Path(str, enum.Enum):
+    """How a statement's engine runs."""
+
+    GROUPED = "grouped"  # one grouped Arrow UDAF call per partition key
+    TIME_SPLIT = "time-split"  # big keys cut into time chunks, partials combined
+    STREAMING = "streaming"  # rows sorted by (key hash, time) through the streaming UDTF
+
+
+@dataclass(frozen=True)
+class KeyStatistics:
+    """A partition key's row count and time range (engine time units)."""
+
+    rows: int
+    first: int
+    last: int
+
+
+@dataclass(frozen=True)
+class PathChoice:
+    """The chosen path, why, and for a time split the thresholds it uses."""
+
+    path: Path
+    reason: str
+    split_rows: int = SPLIT_ROWS
+    chunk_rows: int = CHUNK_ROWS
+
+
+def statistics_threshold(plan: Plan, split_rows: int = SPLIT_ROWS, stream_rows: int = STREAM_ROWS) -> int | None:
+    """The row count above which a key changes the path of ``plan`` (what the statistics
+    job looks for); None when no count can (the plan neither splits nor streams)."""
+    if splittable(plan) is None:
+        return min(split_rows, stream_rows) if streamable(plan) is None else split_rows
+    return stream_rows if streamable(plan) is None else None
+
+
+def statistics_needed(plan: Plan, source_bytes: int | None, split_rows: int = SPLIT_ROWS,
+                      stream_rows: int = STREAM_ROWS) -> bool:
+    """Whether a statistics job is worth running: some key size would change the path and
+    Spark's size estimate of the source (None: unknown) leaves room for such a key."""
+    threshold = statistics_threshold(plan, split_rows, stream_rows)
+    if threshold is None:
+        return False
+    return source_bytes is None or source_bytes > threshold * MIN_ROW_BYTES
+
+
+def streamable(plan: Plan) -> str | None:
+    """None when the streaming evaluator takes ``plan``, else its reason for refusing it."""
+    from udafs.errors import PlanError
+    from udafs.kernels.streaming import StreamEvaluator
+
+    try:
+        StreamEvaluator(plan)
+    except PlanError as exc:
+        return str(exc)
+    return None
+
+
+def choose_path(plan: Plan, big_keys: list[KeyStatistics] | None, forced: Path | None = None,
+                split_rows: int = SPLIT_ROWS, chunk_rows: int = CHUNK_ROWS,
+                stream_rows: int = STREAM_ROWS) -> PathChoice:
+    """The path of one statement from the statistics of its keys over
+    :func:`statistics_threshold` rows.
+
+    Time split when a key exceeds ``split_rows`` and its span holds :data:`MIN_CHUNKS`
+    chunks of twice the window; otherwise streaming when a key exceeds ``stream_rows``
+    (too big for one worker's memory); otherwise grouped. ``big_keys`` None means no
+    statistics were collected (none needed). ``forced`` picks the path for tests and
+    benchmarks; forcing a path the plan cannot take raises ValueError.
+    """
+    reason, stream_reason = splittable(plan), streamable(plan)
+    if forced is not None:
+        return _forced(plan, forced, reason, stream_reason, split_rows, chunk_rows)
+    keys = big_keys or []
+    if reason is None:
+        min_span = MIN_CHUNKS * 2 * plan.within
+        usable = [k for k in keys if k.rows > split_rows and min_span <= k.last - k.first < 2**62]
+        if usable:
+            top = max(usable, key=lambda k: k.rows)
+            return PathChoice(Path.TIME_SPLIT, f"{len(usable)} partition key(s) over {split_rows:,} rows (largest "
+                                               f"{top.rows:,}): cut into time chunks of about {chunk_rows:,} rows",
+                              split_rows, chunk_rows)
+        if any(k.rows > split_rows for k in keys):
+            reason = f"the keys over {split_rows:,} rows span less than {MIN_CHUNKS} chunks of twice the WITHIN window"
+    huge = [k for k in keys if k.rows > stream_rows]
+    if huge and stream_reason is None:
+        return PathChoice(Path.STREAMING, f"{len(huge)} partition key(s) over {stream_rows:,} rows (largest "
+                                          f"{max(k.rows for k in huge):,}) and "
+                                          f"{reason or 'no time split'}: bounded-memory streaming")
+    if reason is not None:
+        return PathChoice(Path.GROUPED, f"not splittable by time: {reason}")
+    return PathChoice(Path.GROUPED, f"no partition key holds more than {split_rows:,} rows")
+
+
+def planned_path(plan: Plan, forced: Path | None = None, split_rows: int = SPLIT_ROWS, chunk_rows: int = CHUNK_ROWS,
+                 stream_rows: int = STREAM_ROWS) -> PathChoice:
+    """The path as far as it is known before any statistics (what EXPLAIN shows): forced,
+    fixed by the plan, or left to the statistics job at run time."""
+    if forced is not None:
+        return choose_path(plan, None, forced, split_rows, chunk_rows, stream_rows)
+    threshold = statistics_threshold(plan, split_rows, stream_rows)
+    if threshold is None:
+        return choose_path(plan, [], None, split_rows, chunk_rows, stream_rows)
+    return PathChoice(Path.GROUPED, f"decided when it runs: a statistics job looks for keys over {threshold:,} rows "
+                                    f"(split by time over {split_rows:,} rows when the plan allows, streamed over "
+                                    f"{stream_rows:,}) unless Spark's size estimate of the source rules them out")
+
+
+def _forced(plan: Plan, forced: Path, reason: str | None, stream_reason: str | None, split_rows: int,
+            chunk_rows: int) -> PathChoice:
+    if forced is Path.TIME_SPLIT and reason is not None:
+        raise ValueError(f"this statement cannot run time-split: {reason}")
+    if forced is Path.STREAMING and stream_reason is not None:
+        raise ValueError(f"this statement cannot run on the streaming path: {stream_reason}")
+    return PathChoice(forced, "forced by sparkseq.path", split_rows, chunk_rows)
+
+
+def time_split_query(spec: EngineInput, chunk_function: str, combine_function: str, source: exp.Expr,
+                     split_rows: int = SPLIT_ROWS, chunk_rows: int = CHUNK_ROWS,
+                     partitions: int | None = None) -> exp.Select:
+    """The time-split query of ``spec`` over ``source`` (module docstring); every identifier
+    quoted. ``split_rows`` and ``chunk_rows`` must be positive integers.
+
+    ``partitions``: distribute the chunks by their number over this many tasks (a
+    ``REPARTITION`` hint on the chunk column alone, which the chunk aggregation reuses).
+    Without it Spark hashes ``(key, chunk)`` into its shuffle partitions and adaptive
+    execution coalesces them, which put all chunks of a key into one or two tasks
+    (measured, bench/scale.py). Keys that are not split get a hash of the key as their
+    chunk number, so they spread too.
+
+    Raises
+    ------
+    ValueError
+        When the plan cannot be split, a function name is not an identifier, or a
+        threshold is not a positive integer.
+    """
+    plan = spec.plan
+    if not isinstance(plan, Plan) or splittable(plan) is not None or spec.instances is not None:
+        raise ValueError("only a single plan that splittable() accepts can run time-split")
+    for value in (split_rows, chunk_rows) + (() if partitions is None else (partitions,)):
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise ValueError(f"split_rows, chunk_rows and partitions must be positive integers, got {value!r}")
+    if 2 * plan.within > _INT64_MAX:
+        raise ValueError("the WITHIN window is too long to split by time")
+    roles = engine_roles(spec)
+    names = _SplitNames(roles)
+    keys = [name for name, _ in spec.keys] or [roles.all_rows]
+    events = _events_select(spec, source, roles)
+    events = exp.select("*").from_(events.subquery(roles.events)).where(exp.and_(
+        exp.NEQ(this=exp.column(roles.mask), expression=exp.Literal.number(0)),
+        exp.column(roles.ts).is_(exp.null()).not_()))
+    chunked = _chunked(plan, events, keys, roles, names, split_rows, chunk_rows, bool(spec.keys))
+    if partitions is not None:
+        spread = exp.Anonymous(this="REPARTITION", expressions=[exp.Literal.number(partitions),
+                                                                 exp.column(names.chunk)])
+        chunked.set("hint", exp.Hint(expressions=[spread]))
+    arguments = [exp.column(roles.ts), exp.column(roles.mask), *(exp.column(v) for v in roles.values),
+                 exp.column(names.lo), exp.column(names.hi)]
+    chunks = (exp.select(*(exp.column(k) for k in keys),
+                         exp.alias_(exp.Anonymous(this=check_function_name(chunk_function), expressions=arguments),
+                                    names.state))
+              .from_(chunked.subquery(names.chunks))
+              .group_by(*(exp.column(k) for k in keys), exp.column(names.chunk)))
+    combine = exp.Anonymous(this=check_function_name(combine_function), expressions=[exp.column(names.state)])
+    groups = (exp.select(*(exp.column(k) for k in keys), exp.alias_(combine, roles.result))
+              .from_(chunks.subquery(names.states))
+              .group_by(*(exp.column(k) for k in keys)))
+    return _sanitize(_output_select(spec, groups, roles))  # type: ignore[return-value]
+
+
+def streaming_query(spec: EngineInput, stream_function: str, source: exp.Expr) -> exp.Select:
+    """The typed output of ``spec`` computed by the streaming UDTF ``stream_function``
+    (:mod:`udafs.spark_udtf`: rows distributed by a hash of the keys, sorted by it and
+    time; one evaluator per open key, O(window) rows held). The UDTF raises an overflow
+    itself, naming the partition. Every identifier quoted; the plan is a string literal.
+    """
+    plan = spec.plan
+    if not isinstance(plan, Plan) or streamable(plan) is not None or spec.seq is not None or spec.bounds is not None:
+        raise ValueError("only a single plan that streamable() accepts can run on the streaming path")
+    roles = engine_roles(spec)
+    bucket = roles.fresh("bucket")
+    keys = [name for name, _ in spec.keys]
+    events = _events_select(spec, source, roles)
+    key_hash: exp.Expr = (exp.Anonymous(this="xxhash64", expressions=[exp.column(k) for k in keys]) if keys
+                          else exp.cast(exp.Literal.number(0), DType.BIGINT))
+    inner = (exp.select(exp.alias_(key_hash, bucket), *(exp.column(c) for c in [*keys, roles.ts, roles.mask,
+                                                                                 *roles.values]))
+             .from_(events.subquery(roles.events))
+             .where(exp.and_(exp.NEQ(this=exp.column(roles.mask), expression=exp.Literal.number(0)),
+                             exp.column(roles.ts).is_(exp.null()).not_())))
+    inner.set("distribute", exp.Distribute(expressions=[exp.column(bucket)]))
+    inner.set("sort", exp.Sort(expressions=[exp.Ordered(this=exp.column(c), nulls_first=True)
+                                            for c in (bucket, roles.ts)]))
+    call = exp.Anonymous(this=check_function_name(stream_function), expressions=[
+        exp.Anonymous(this="TABLE", expressions=[inner]), exp.Literal.string(plan.to_json())])
+    fields = [roles.window_start, roles.window_end, *roles.measures]
+    udtf_fields = ["window_start", "window_end", *(f"m{j}" for j in range(len(plan.measures)))]
+    rows = exp.select(*(exp.alias_(exp.column(f"k{i}"), k) for i, k in enumerate(keys)),
+                      *(exp.alias_(exp.column(u), f) for u, f in zip(udtf_fields, fields)),
+                      exp.alias_(exp.cast(exp.null(), "STRING"), roles.error)
+                      ).from_(exp.Table(this=call))
+    select = exp.select(*_projections(spec, roles, roles.groups, roles.groups)).from_(rows.subquery(roles.groups))
+    return _sanitize(select)  # type: ignore[return-value]
+
+
+class _SplitNames:
+    def __init__(self, roles: _Roles) -> None:
+        self.names = roles.fresh
+        for role in ("chunk", "lo", "hi", "t0", "len", "state", "chunks", "states", "sizes", "own", "exploded"):
+            setattr(self, role, self.names(f"split_{role}"))
+
+
+def _chunked(plan: Plan, events: exp.Select, keys: list[str], roles: _Roles, names: _SplitNames,
+             split_rows: int, chunk_rows: int, spec_keys: bool) -> exp.Select:
+    """Every row once per chunk that needs it, with the chunk's ``[lo, hi)`` (NULL: whole key)."""
+    w = plan.within
+    ts = exp.column(roles.ts)
+    t0, length = exp.column(names.t0, table=names.sizes), exp.column(names.len, table=names.sizes)
+    count = exp.Count(this=exp.Star())
+    n_chunks = exp.cast(exp.Ceil(this=exp.Div(this=exp.cast(count.copy(), DType.DOUBLE),
+                                              expression=exp.Literal.number(chunk_rows))), DType.BIGINT)
+    span = exp.paren(exp.Sub(this=exp.Max(this=ts.copy()), expression=exp.Min(this=ts.copy())))
+    chunk_length = exp.Greatest(this=exp.Add(this=exp.IntDiv(this=span, expression=n_chunks),
+                                             expression=exp.Literal.number(1)),
+                                expressions=[exp.Literal.number(2 * w)])
+    sizes = (exp.select(*(exp.column(k) for k in keys), exp.alias_(exp.Min(this=ts.copy()), names.t0),
+                        exp.alias_(chunk_length, names.len))
+             .from_(events.copy().subquery(names.sizes + "_events"))
+             .group_by(*(exp.column(k) for k in keys))
+             .having(exp.GT(this=count.copy(), expression=exp.Literal.number(split_rows))))
+    on = exp.and_(*(exp.NullSafeEQ(this=exp.column(k, table=roles.events), expression=exp.column(k, table=names.sizes))
+                    for k in keys))
+    own = exp.IntDiv(this=exp.paren(exp.Sub(this=ts.copy(), expression=t0.copy())), expression=length.copy())
+
+    def start(chunk: exp.Expr) -> exp.Expr:
+        return exp.Add(this=t0.copy(), expression=exp.Mul(this=exp.paren(chunk), expression=length.copy()))
+
+    o = exp.column(names.own)
+    candidates: list[exp.Expr] = [o.copy()]
+    if plan.slide is None:
+        reach = 2 * w if plan.negations[0] else w
+        nxt = exp.Add(this=o.copy(), expression=exp.Literal.number(1))
+        candidates.append(exp.If(this=exp.GTE(this=ts.copy(), expression=exp.Sub(
+            this=start(nxt.copy()), expression=exp.Literal.number(reach))), true=nxt, false=exp.null()))
+    if plan.slide is not None or plan.negations[-1]:
+        prev = exp.Sub(this=o.copy(), expression=exp.Literal.number(1))
+        candidates.append(exp.If(this=exp.LT(this=ts.copy(), expression=exp.Add(
+            this=start(o.copy()), expression=exp.Literal.number(w))), true=prev, false=exp.null()))
+    whole: exp.Expr = (exp.Anonymous(this="xxhash64", expressions=[exp.column(k) for k in keys])
+                       if spec_keys else exp.Literal.number(0))  # spreads the keys that are not split
+    chunk_list = exp.case().when(length.copy().is_(exp.null()), exp.Array(expressions=[whole])) \
+        .else_(exp.Array(expressions=candidates))
+    with_own = (exp.select(exp.Column(this=exp.Star(), table=exp.to_identifier(roles.events)),
+                           exp.alias_(t0.copy(), names.t0), exp.alias_(length.copy(), names.len),
+                           exp.alias_(own, names.own))
+                .from_(events.subquery(roles.events))
+                .join(sizes.subquery(names.sizes), on=on, join_type="left"))
+    with_own.set("hint", exp.Hint(expressions=[exp.Anonymous(this="BROADCAST", expressions=[
+        exp.to_identifier(names.sizes)])]))  # one row per big key: never shuffle the events for it
+    bare_len, bare_t0 = exp.column(names.len), exp.column(names.t0)
+    exploded = exp.select("*", exp.alias_(exp.Explode(this=_replace_sizes(chunk_list, names)), names.chunk)) \
+        .from_(with_own.subquery(names.exploded))
+    lo = exp.If(this=bare_len.copy().is_(exp.null()), true=exp.null(), false=exp.Add(
+        this=bare_t0.copy(), expression=exp.Mul(this=exp.column(names.chunk), expression=bare_len.copy())))
+    hi = exp.Add(this=exp.column(names.lo), expression=bare_len.copy())
+    with_lo = exp.select("*", exp.alias_(lo, names.lo)).from_(exploded.subquery(names.chunks + "_x")) \
+        .where(exp.column(names.chunk).is_(exp.null()).not_())
+    return exp.select("*", exp.alias_(hi, names.hi)).from_(with_lo.subquery(names.chunks + "_y"))
+
+
+def _replace_sizes(tree: exp.Expr, names: _SplitNames) -> exp.Expr:
+    """``tree`` with the sizes table's columns referenced bare (they are columns of the row now)."""
+    for column in list(tree.find_all(exp.Column)):
+        if column.table == names.sizes:
+            column.set("table", None)
+    return tree
+
+
+__all__ = [
+    "CHUNK_ROWS",
+    "MIN_CHUNKS",
+    "MIN_ROW_BYTES",
+    "SPLIT_ROWS",
+    "STREAM_ROWS",
+    "KeyStatistics",
+    "Path",
+    "PathChoice",
+    "choose_path",
+    "planned_path",
+    "statistics_needed",
+    "statistics_threshold",
+    "streamable",
+    "streaming_query",
+    "time_split_query",
+]

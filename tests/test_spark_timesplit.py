@@ -1,0 +1,171 @@
+"""Time split on local Spark: a statement whose big key is cut into time chunks returns
+exactly what the grouped path returns (floats within rounding), and the path is chosen
+from the data."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Iterator
+
+import pytest
+from pyspark.errors import PySparkException
+
+import sparkseq
+from sparkseq.execution_paths import CHUNK_ROWS_CONF, PATH_CONF, SPLIT_ROWS_CONF, STREAM_ROWS_CONF
+from sql_rewrites.errors import SqlRewriteError
+
+MEASURES = ("COUNT(*) AS n, SUM(B.v) AS sv, MIN(A.v) AS mi, MAX(C.f) AS mx, AVG(B.f) AS af, COUNT(B) AS nb, "
+            "SUM(C.f) AS sf, AVG(A.v) AS ai")
+
+
+@pytest.fixture(scope="module")
+def events(spark) -> str:
+    """One key of 600 rows (split into chunks of about 40), five keys of 20, a NULL key of 30;
+    integer and timestamp times; NULL values."""
+    rng = random.Random(19)
+    rows = []
+    for key, n in [("big", 600), *((f"s{k}", 20) for k in range(5)), (None, 30)]:
+        for _ in range(n):
+            ts = rng.randint(0, 3000)
+            v = None if rng.random() < 0.1 else rng.randint(-5, 9)
+            rows.append((key, ts, rng.choice("ABBCN"), v, rng.random()))
+    frame = spark.createDataFrame(rows, "k string, ts bigint, type string, v int, f double")
+    frame.selectExpr("*", "timestamp_seconds(ts) AS at").createOrReplaceTempView("split_events")
+    return "split_events"
+
+
+@pytest.fixture()
+def small_thresholds(spark) -> Iterator[None]:
+    spark.conf.set(SPLIT_ROWS_CONF, "50")
+    spark.conf.set(CHUNK_ROWS_CONF, "40")
+    spark.conf.set(STREAM_ROWS_CONF, "100")
+    yield
+    for key in (SPLIT_ROWS_CONF, CHUNK_ROWS_CONF, STREAM_ROWS_CONF, PATH_CONF):
+        spark.conf.unset(key)
+
+
+def run(spark, text: str, path: str) -> tuple[list, str]:
+    spark.conf.set(PATH_CONF, path)
+    frame = sparkseq.sql(spark, text)
+    return frame.collect(), frame._jdf.queryExecution().analyzed().toString()
+
+
+def assert_same_rows(want: list, got: list) -> None:
+    assert len(want) == len(got)
+    for a, b in zip(want, got):
+        assert a.asDict().keys() == b.asDict().keys()
+        for name, x in a.asDict().items():
+            y = b[name]
+            if isinstance(x, float):
+                assert math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-9), (name, x, y)
+            else:
+                assert x == y, (name, x, y)
+
+
+STATEMENTS = {
+    "negation everywhere": "PATTERN SEQ(!N, A, B+, !N, C, !N) TYPE BY type MEASURES {m} WITHIN 60",
+    "leading negation": "PATTERN SEQ(!N, A, B) TYPE BY type MEASURES COUNT(*) AS n, SUM(B.v) AS sv WITHIN 45",
+    "trailing negation, a symbol both positive and negated": (
+        "PATTERN SEQ(A, B, !A) TYPE BY type MEASURES COUNT(*) AS n, MAX(B.f) AS mx WITHIN 30"),
+    "Kleene, no negation": "PATTERN SEQ(A+, C) TYPE BY type MEASURES {m2} WITHIN 25",
+    "slide": "PATTERN SEQ(A, !N, B, C) TYPE BY type MEASURES {m} WITHIN 90 SLIDE 30",
+    "slide with edge negation": "PATTERN SEQ(!C, A, B, !C) TYPE BY type MEASURES COUNT(*) AS n WITHIN 50 SLIDE 50",
+}
+
+
+@pytest.mark.parametrize("name", list(STATEMENTS))
+def test_split_equals_grouped(spark, events: str, small_thresholds: None, name: str) -> None:
+    body = STATEMENTS[name].format(m=MEASURES, m2="COUNT(*) AS n, COUNT(A) AS na, SUM(A.v) AS sa, MIN(A.f) AS mi")
+    text = f"SELECT * FROM {events} MATCH_AGGREGATE (PARTITION BY k ORDER BY ts {body}) AS m ORDER BY ALL"
+    want, grouped_plan = run(spark, text, "grouped")
+    got, split_plan = run(spark, text, "time-split")
+    assert "_chunk" in split_plan and "_chunk" not in grouped_plan
+    assert sum(r["n"] for r in want) > 0
+    assert_same_rows(want, got)
+
+
+def test_no_partition_by_and_timestamps(spark, events: str, small_thresholds: None) -> None:
+    """One partition of all 730 rows, ORDER BY a timestamp (microseconds in the engine)."""
+    text = (f"SELECT * FROM {events} MATCH_AGGREGATE (ORDER BY at PATTERN SEQ(A, B, !N, C) TYPE BY type "
+            f"MEASURES {MEASURES} WITHIN INTERVAL 40 SECONDS) AS m")
+    want, _ = run(spark, text, "grouped")
+    got, split_plan = run(spark, text, "time-split")
+    assert "_chunk" in split_plan
+    assert want[0]["n"] > 0
+    assert_same_rows(want, got)
+
+
+def test_auto_path_splits_only_when_a_key_is_big(spark, events: str, small_thresholds: None) -> None:
+    text = (f"SELECT * FROM {events} MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERN SEQ(A, B) TYPE BY type "
+            "MEASURES COUNT(*) AS n WITHIN 20) AS m ORDER BY ALL")
+    want, _ = run(spark, text, "grouped")
+    got, auto_plan = run(spark, text, "auto")
+    assert "_chunk" in auto_plan
+    assert_same_rows(want, got)
+    spark.conf.set(SPLIT_ROWS_CONF, "1000")  # no key has 1000 rows
+    _, auto_plan = run(spark, text, "auto")
+    assert "_chunk" not in auto_plan
+    no_window = text.replace("WITHIN 20", "")
+    spark.conf.set(SPLIT_ROWS_CONF, "50")
+    spark.conf.set(STREAM_ROWS_CONF, "1000")
+    _, auto_plan = run(spark, no_window, "auto")
+    assert "_chunk" not in auto_plan and "sparkseq_stream_" not in auto_plan  # no WITHIN, no key over 1000 rows
+
+
+@pytest.mark.parametrize("keys", ["PARTITION BY k", ""])
+def test_huge_keys_without_window_stream(spark, events: str, small_thresholds: None, keys: str) -> None:
+    """No WITHIN: a key over sparkseq.streaming.rows (100 here; the big key has 600) takes the
+    bounded-memory streaming path, with the grouped path's answer."""
+    text = (f"SELECT * FROM {events} MATCH_AGGREGATE ({keys} ORDER BY ts PATTERN SEQ(A, !N, B, C) TYPE BY type "
+            "MEASURES COUNT(*) AS n, SUM(B.v) AS sv, MIN(A.v) AS mi, MAX(C.f) AS mx, AVG(B.f) AS af) AS m "
+            "ORDER BY ALL")
+    want, _ = run(spark, text, "grouped")
+    got, auto_plan = run(spark, text, "auto")
+    assert "sparkseq_stream_" in auto_plan
+    assert sum(r["n"] for r in want) > 0
+    assert_same_rows(want, got)
+
+
+def test_overflow_names_the_partition(spark, small_thresholds: None) -> None:
+    """2**70 - 1 matches of A+ over 70 rows of one key split in chunks: BIGINT overflow
+    raised naming the key, as on the grouped path."""
+    spark.range(70).selectExpr("'hot' AS k", "id AS ts").createOrReplaceTempView("split_overflow")
+    text = ("SELECT * FROM split_overflow MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERN SEQ(A+) "
+            "DEFINE A AS true MEASURES COUNT(*) AS n WITHIN 1000) AS m")
+    spark.conf.set(CHUNK_ROWS_CONF, "10")
+    with pytest.raises(PySparkException, match='hot'):
+        run(spark, text, "time-split")
+    got, _ = run(spark, text.replace("SEQ(A+)", "SEQ(A, A)"), "time-split")
+    assert got[0]["n"] == 70 * 69 // 2
+
+
+def test_forcing_a_split_of_an_unsplittable_plan_is_an_error(spark, events: str, small_thresholds: None) -> None:
+    text = (f"SELECT * FROM {events} MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERN SEQ(A, B) TYPE BY type "
+            "MEASURES COUNT(*) AS n) AS m")
+    with pytest.raises((ValueError, SqlRewriteError), match="no WITHIN"):
+        run(spark, text, "time-split")
+
+
+def test_explain_names_the_path(spark, events: str, small_thresholds: None) -> None:
+    text = (f"SELECT * FROM {events} MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERN SEQ(A, B) TYPE BY type "
+            "MEASURES COUNT(*) AS n WITHIN 20) AS m")
+    spark.conf.set(PATH_CONF, "time-split")
+    assert "time-split (forced by sparkseq.path)" in sparkseq.explain(text, spark)
+    spark.conf.set(PATH_CONF, "auto")
+    assert "statistics job" in sparkseq.explain(text, spark)
+    spark.conf.set(PATH_CONF, "grouped")
+    assert "grouped (forced by sparkseq.path)" in sparkseq.explain(text.replace("WITHIN 20", ""), spark)
+    spark.conf.set(PATH_CONF, "auto")
+    strict = text.replace("MEASURES", "STRATEGY STRICT CONTIGUITY MEASURES")
+    assert "grouped (not splittable by time: contiguity" in sparkseq.explain(strict, spark)
+
+
+def test_cluster_case_splits_and_equals_the_grouped_answer(spark) -> None:
+    """The local-cluster case ``time_split`` (tests/cluster_cases.py) really splits its keys
+    and equals ``match_aggregate`` (the grouped path) here; test_spark_local_cluster.py
+    checks the cluster gives the same rows."""
+    from tests import cluster_cases
+
+    cluster_cases.setup(spark)
+    assert cluster_cases.CASES["time_split"](spark) == cluster_cases.CASES["match_aggregate"](spark)

@@ -1,0 +1,136 @@
+"""Time split without Spark: the path decision and the generated SQL's shape and quoting."""
+
+from __future__ import annotations
+
+import pytest
+import sqlglot
+from sqlglot import exp
+
+from sql_rewrites.analysis import analyze_sql
+from sql_rewrites.generate import engine_input
+from sql_rewrites.timesplit import (
+    CHUNK_ROWS,
+    MIN_CHUNKS,
+    MIN_ROW_BYTES,
+    SPLIT_ROWS,
+    STREAM_ROWS,
+    KeyStatistics,
+    Path,
+    choose_path,
+    statistics_needed,
+    statistics_threshold,
+    streaming_query,
+    time_split_query,
+)
+from udafs.plan import Element, Plan, Strategy
+
+PLAN = Plan(symbols=("A", "B"), elements=(Element(0), Element(1)), negations=(0, 0, 0), within=10)
+NO_WINDOW = Plan(symbols=("A", "B"), elements=(Element(0), Element(1)), negations=(0, 0, 0))
+BIG = KeyStatistics(rows=SPLIT_ROWS + 1, first=0, last=10_000)
+CONTIGUOUS = Plan(symbols=("A", "B"), elements=(Element(0), Element(1)), negations=(0, 0, 0), within=10,
+                  strategy=Strategy.STRICT_CONTIGUITY)
+
+
+def test_no_big_key_stays_grouped() -> None:
+    choice = choose_path(PLAN, [])
+    assert choice.path is Path.GROUPED and f"{SPLIT_ROWS:,}" in choice.reason
+
+
+def test_a_big_key_is_split() -> None:
+    choice = choose_path(PLAN, [BIG, KeyStatistics(SPLIT_ROWS + 5, 0, 100_000)])
+    assert choice.path is Path.TIME_SPLIT
+    assert "2 partition key(s)" in choice.reason and f"{SPLIT_ROWS + 5:,}" in choice.reason
+    assert (choice.split_rows, choice.chunk_rows) == (SPLIT_ROWS, CHUNK_ROWS)
+
+
+def test_a_window_too_long_for_the_span_stays_grouped() -> None:
+    short = KeyStatistics(SPLIT_ROWS + 1, 0, MIN_CHUNKS * 2 * PLAN.within - 1)
+    assert choose_path(PLAN, [short]).path is Path.GROUPED
+
+
+def test_unsplittable_plans_stay_grouped_and_cannot_be_forced() -> None:
+    choice = choose_path(NO_WINDOW, [BIG])
+    assert choice.path is Path.GROUPED and "no WITHIN" in choice.reason
+    with pytest.raises(ValueError, match="no WITHIN"):
+        choose_path(NO_WINDOW, None, Path.TIME_SPLIT)
+    assert choose_path(PLAN, None, Path.TIME_SPLIT).path is Path.TIME_SPLIT
+    assert choose_path(PLAN, [BIG], Path.GROUPED).path is Path.GROUPED
+
+
+def test_statistics_only_when_a_big_key_is_possible() -> None:
+    assert statistics_needed(PLAN, None)
+    assert not statistics_needed(PLAN, SPLIT_ROWS * MIN_ROW_BYTES)
+    assert statistics_needed(PLAN, SPLIT_ROWS * MIN_ROW_BYTES + 1)
+    assert statistics_threshold(NO_WINDOW) == STREAM_ROWS  # cannot split, can stream
+    assert not statistics_needed(NO_WINDOW, STREAM_ROWS * MIN_ROW_BYTES)
+    assert statistics_needed(NO_WINDOW, None)
+    assert statistics_threshold(CONTIGUOUS) is None and not statistics_needed(CONTIGUOUS, None)
+
+
+def test_a_huge_key_of_an_unsplittable_plan_streams() -> None:
+    huge = KeyStatistics(STREAM_ROWS + 1, 0, 10)
+    choice = choose_path(NO_WINDOW, [huge])
+    assert choice.path is Path.STREAMING and "no WITHIN" in choice.reason
+    assert choose_path(PLAN, [huge]).path is Path.STREAMING  # a window too long for the span
+    assert choose_path(PLAN, [KeyStatistics(STREAM_ROWS + 1, 0, 10**9)]).path is Path.TIME_SPLIT
+    assert choose_path(NO_WINDOW, [KeyStatistics(STREAM_ROWS, 0, 10)]).path is Path.GROUPED
+    assert choose_path(CONTIGUOUS, [huge]).path is Path.GROUPED  # the streaming evaluator refuses strategies
+    with pytest.raises(ValueError, match="streaming path"):
+        choose_path(CONTIGUOUS, None, Path.STREAMING)
+    assert choose_path(NO_WINDOW, None, Path.STREAMING).path is Path.STREAMING
+
+
+NASTY = "k`) x; DROP TABLE t --"
+SCHEMA = {"t": {NASTY: "string", "ts": "bigint", "kind": "string", "v": "int"}}
+TEXT = (f"SELECT * FROM t MATCH_AGGREGATE (PARTITION BY `{NASTY.replace('`', '``')}` ORDER BY ts "
+        "PATTERN SEQ(!n, a, b, !n) TYPE BY kind MEASURES COUNT(*) AS c, SUM(b.v) AS s WITHIN 10) AS m")
+
+
+def split_sql(split_rows: int = 7, chunk_rows: int = 3, partitions: int | None = 5) -> str:
+    [query] = analyze_sql(TEXT, SCHEMA)
+    return time_split_query(engine_input(query), "f_chunk", "f_combine", query.node.this.copy(),
+                            split_rows, chunk_rows, partitions).sql(dialect="spark")
+
+
+def test_keys_are_quoted_and_the_shape_is_two_aggregations() -> None:
+    sql = split_sql()
+    [tree] = sqlglot.parse(sql, read="spark")
+    assert isinstance(tree, exp.Select)
+    names = {c.name for c in tree.find_all(exp.Column)}
+    assert NASTY in names
+    calls = [f.name.lower() for f in tree.find_all(exp.Anonymous)]
+    assert "f_chunk" in calls and "f_combine" in calls
+    assert "HAVING COUNT(*) > 7" in sql and "/ 3" in sql
+    assert "/*+ REPARTITION(5, `__sparkseq_split_chunk`) */" in sql
+    assert "/*+ BROADCAST(`__sparkseq_split_sizes`) */" in sql
+    assert "REPARTITION" not in split_sql(partitions=None)
+    assert not list(tree.find_all(exp.Drop))  # the key stays a name (and a string literal in error messages)
+
+
+def test_leading_negation_reaches_two_windows_and_trailing_one_back() -> None:
+    sql = split_sql()
+    assert "- 20" in sql  # the next chunk needs rows 2w before its start (leading negation)
+    assert "+ 10" in sql  # the previous chunk needs rows w after this chunk's start (trailing)
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, 2.5])
+def test_thresholds_must_be_positive_integers(bad: object) -> None:
+    with pytest.raises(ValueError, match="positive integers"):
+        split_sql(split_rows=bad)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="positive integers"):
+        split_sql(partitions=bad)  # type: ignore[arg-type]
+
+
+def test_function_names_are_checked() -> None:
+    [query] = analyze_sql(TEXT, SCHEMA)
+    with pytest.raises(ValueError, match="identifier"):
+        time_split_query(engine_input(query), "f; DROP", "f_combine", query.node.this.copy())
+
+
+def test_streaming_query_quotes_keys_and_passes_the_plan_as_a_literal() -> None:
+    [query] = analyze_sql(TEXT.replace(" WITHIN 10", "").replace("!n, a, b, !n", "a, !n, b"), SCHEMA)
+    sql = streaming_query(engine_input(query), "f_stream", query.node.this.copy()).sql(dialect="spark")
+    [tree] = sqlglot.parse(sql, read="spark")
+    assert NASTY in {c.name for c in tree.find_all(exp.Column)}
+    assert "DISTRIBUTE BY" in sql and "SORT BY" in sql and "f_stream(TABLE(" in sql.replace("F_STREAM", "f_stream")
+    assert not list(tree.find_all(exp.Drop))

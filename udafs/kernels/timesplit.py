@@ -1,0 +1,308 @@
+"""Time-split evaluation: one partition cut into time chunks, evaluated apart, combined exactly.
+
+A partition's time line is cut at boundaries ``B_0 < B_1 < ...``; chunk ``i`` owns
+``[lo, hi) = [B_i, B_{i+1})``. Its task evaluates only rows near that range
+(:func:`chunk_regions`), and :func:`combine_chunks` adds the chunks' partials up to
+the partition's measures (docs/engine.md, "Time split", has the derivation).
+
+``WITHIN w`` without SLIDE: every match is attributed to the chunk holding its last
+bound row. Chunk ``i`` gets
+
+* ``L2 = [lo-2w, lo-w)`` negation-only (only with a leading negation),
+* ``C  = [lo-w,  lo)``   full rows (context),
+* ``O  = [lo,    hi)``   full rows (own),
+* ``R  = [hi,    hi+w)`` negation-only (only with a trailing negation),
+
+where *negation-only* rows keep only the bits of negated symbols: they can forbid a
+match, never bind in one. The existing kernel runs twice, on ``T1 = L2+C+O+R`` and on
+``T0 = L2+C+[lo, lo+w)`` (the latter negation-only). A match whose bound rows all lie
+in ``C`` sees the same rows in both (middle negation, Kleene, predicates and measures
+look only at rows between its first and last row; its edge negations reach at most
+``w`` beyond them), so COUNT, SUM, COUNT(X) of matches ending in ``O`` are
+``T1 - T0``, exactly. Every match ``T1`` counts is a real match, so MIN and MAX (which
+are idempotent) are ``T1``'s. A symbol that is both positive and negated gets a
+separate *shadow* bit for its negated role, so that negation-only rows cannot bind.
+
+``WITHIN w SLIDE s``: windows are independent; chunk ``i`` evaluates the windows
+whose start lies in ``[lo, hi)`` on rows ``[lo, hi + w)``.
+
+Plans without WITHIN, with a contiguity strategy or with imprecise timestamps are not
+split (:func:`splittable`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+from udafs import state_codec
+from udafs.errors import PlanError
+from udafs.kernels import extended, paths
+from udafs.kernels.arith import Arith
+from udafs.kernels.evaluate import (
+    GroupResult,
+    sorted_instances,
+    tally,
+    validate,
+    with_fallback,
+)
+from udafs.kernels.measures import Column, Partial, combine, finalize, partials
+from udafs.plan import MAX_SYMBOLS, MeasureKind, Plan
+
+
+class ChunkPartial(NamedTuple):
+    """One chunk's partial measures: per output row (one without SLIDE, else one per
+    window the chunk owns, by ``starts``)."""
+
+    starts: np.ndarray | None
+    parts: list[Partial]
+
+
+def splittable(plan: Plan) -> str | None:
+    """None when ``plan`` can be evaluated by time split, else the reason it cannot."""
+    if plan.within is None:
+        return "the pattern has no WITHIN window: a match may span the whole partition"
+    if plan.strategy.contiguous:
+        return "contiguity strategies rank rows over the whole partition"
+    if plan.uncertain is not None:
+        return "imprecise timestamps spread a row over a range of possible times"
+    if _shadowed(plan) is None:
+        return f"the pattern needs more than {MAX_SYMBOLS} symbol bits with its negated symbols doubled"
+    return None
+
+
+def chunk_regions(plan: Plan, ts: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+    """Which rows chunk ``[lo, hi)`` needs: (full, negation_only) boolean masks over ``ts``.
+
+    Without SLIDE: full rows ``[lo-w, hi)``, negation-only rows ``[lo-2w, lo-w)`` (with a
+    leading negation) and ``[hi, hi+w)`` (with a trailing negation); with SLIDE: full
+    rows ``[lo, hi+w)`` and none negation-only.
+    """
+    w = plan.within
+    if plan.slide is not None:
+        return (ts >= lo) & (ts < hi + w), np.zeros(len(ts), dtype=bool)
+    full = (ts >= lo - w) & (ts < hi)
+    neg = np.zeros(len(ts), dtype=bool)
+    if plan.negations[0]:
+        neg |= (ts >= lo - 2 * w) & (ts < lo - w)
+    if plan.negations[-1]:
+        neg |= (ts >= hi) & (ts < hi + w)
+    return full, neg
+
+
+def evaluate_chunk(plan: Plan, ts: np.ndarray, mask: np.ndarray, columns: Sequence[Column],
+                   lo: int | None, hi: int | None) -> ChunkPartial:
+    """The partial measures of chunk ``[lo, hi)`` of one partition.
+
+    ``ts``, ``mask``, ``columns`` may hold any rows of the partition (in any order);
+    rows outside what :func:`chunk_regions` says the chunk needs are ignored. With
+    ``lo`` None the rows are the whole partition, evaluated as one chunk.
+
+    Raises
+    ------
+    PlanError
+        When ``plan`` cannot be split (:func:`splittable`) or ``lo >= hi``.
+    """
+    reason = splittable(plan)
+    if reason is not None:
+        raise PlanError(f"this plan cannot be evaluated by time split: {reason}")
+    ts, mask, cols = validate(plan, ts, mask, columns)
+    if lo is None:
+        return _whole(plan, ts, mask, cols)
+    if hi is None or not lo < hi:
+        raise PlanError(f"a time chunk needs lo < hi, got [{lo}, {hi})")
+    if plan.slide is not None:
+        keep = (ts >= lo) & (ts < hi + plan.within)
+        s = plan.slide
+        k_range = (-(-lo // s), -(-hi // s))  # windows k·s in [lo, hi)
+        t, m, c = _select(plan, ts, mask, cols, keep)
+        if plan.extended:  # its own window loop: keep the windows the chunk owns
+            parts, starts = extended.evaluate_extended(plan, t, m, c)
+            owned = (starts >= lo) & (starts < hi)
+            return ChunkPartial(starts[owned], [Partial(p.value[owned], p.nn[owned]) for p in parts])
+        t, m, c = sorted_instances(plan, t, m, c)
+        parts, starts = with_fallback(plan, lambda ar: paths.sliding(plan, t, m, c, ar, k_range))
+        return ChunkPartial(starts, parts)
+    split, shadow = _shadowed(plan)  # type: ignore[misc]
+    w = plan.within
+    neg_bits = _neg_bits(split)
+    lead = (ts >= lo - 2 * w) & (ts < lo - w) if plan.negations[0] else np.zeros(len(ts), dtype=bool)
+    context = (ts >= lo - w) & (ts < lo)
+    own = (ts >= lo) & (ts < hi)
+    trail = (ts >= hi) & (ts < hi + w) if plan.negations[-1] else np.zeros(len(ts), dtype=bool)
+    full_mask = _with_shadow(mask, shadow)
+    neg_mask = full_mask & neg_bits
+    head = (ts >= lo) & (ts < lo + w) if plan.negations[-1] else np.zeros(len(ts), dtype=bool)
+    t1 = _partials(split, ts, np.where(lead | trail, neg_mask, full_mask), cols, lead | context | own | trail)
+    t0 = _partials(split, ts, np.where(lead | head, neg_mask, full_mask), cols, lead | context | head)
+    return ChunkPartial(None, _difference(plan, t1, t0))
+
+
+def combine_chunks(plan: Plan, chunks: Sequence[ChunkPartial]) -> GroupResult:
+    """The partition's measures from the partials of all its chunks (any order).
+
+    Without SLIDE one output row (also for no chunks); with SLIDE the windows of all
+    chunks by start (chunks own disjoint windows).
+
+    Raises
+    ------
+    CountOverflowError
+        A result does not fit ``plan.count_type``.
+    """
+    if plan.slide is None:
+        total = _empty_parts(plan)
+        for chunk in chunks:
+            total = combine(plan, total, chunk.parts)
+        values, valid = finalize(plan, total)
+        return GroupResult(None, None, tuple(values), tuple(valid))
+    pieces = [c for c in chunks if c.starts is not None and len(c.starts)]
+    if not pieces:
+        pieces = [ChunkPartial(np.zeros(0, dtype=np.int64), [_cut(p, 0) for p in _empty_parts(plan)])]
+    starts = np.concatenate([c.starts for c in pieces])
+    order = np.argsort(starts, kind="stable")
+    parts = [Partial(*(_concat([c.parts[j][f] for c in pieces])[order] for f in range(2)))
+             for j in range(len(plan.measures))]
+    values, valid = finalize(plan, parts)
+    starts = starts[order]
+    return GroupResult(starts, starts + plan.within, tuple(values), tuple(valid))
+
+
+def encode_chunk(chunk: ChunkPartial) -> bytes:
+    """A chunk's partials as bytes (:mod:`udafs.state_codec`: exact ints of any size)."""
+    return state_codec.encode({"starts": chunk.starts, "value": [p.value for p in chunk.parts],
+                               "nn": [p.nn for p in chunk.parts]})
+
+
+def decode_chunk(data: bytes) -> ChunkPartial:
+    """Inverse of :func:`encode_chunk`."""
+    return chunk_of_state(state_codec.decode(data))
+
+
+def chunk_of_state(doc: object) -> ChunkPartial:
+    """The chunk of a decoded :func:`encode_chunk` value."""
+    return ChunkPartial(doc["starts"], [Partial(v, n) for v, n in zip(doc["value"], doc["nn"])])
+
+
+def _whole(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column]) -> ChunkPartial:
+    """A whole partition as one chunk: its partials as ``evaluate_group`` computes them."""
+    everything = np.ones(len(ts), dtype=bool)
+    if plan.slide is None:
+        return ChunkPartial(None, _partials(plan, ts, mask, cols, everything))
+    t, m, c = _select(plan, ts, mask, cols, everything)
+    if plan.extended:
+        parts, starts = extended.evaluate_extended(plan, t, m, c)
+        return ChunkPartial(starts, parts)
+    t, m, c = sorted_instances(plan, t, m, c)
+    parts, starts = with_fallback(plan, lambda ar: paths.sliding(plan, t, m, c, ar))
+    return ChunkPartial(starts, parts)
+
+
+def _partials(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column], keep: np.ndarray) -> list[Partial]:
+    """Partials over all matches among the ``keep`` rows (one output row, no SLIDE)."""
+    t, m, c = _select(plan, ts, mask, cols, keep)
+    if plan.extended:
+        return extended.evaluate_extended(plan, t, m, c)[0]
+    t, m, c = sorted_instances(plan, t, m, c)
+
+    def attempt(ar: Arith) -> list[Partial]:
+        return partials(plan, tally(plan, t, m, ar), c, ar)
+
+    return with_fallback(plan, attempt)
+
+
+def _select(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column],
+            keep: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[Column]]:
+    keep = keep & ((mask & plan.pattern_symbols_mask) != 0)
+    return ts[keep], mask[keep], [(v[keep], ok[keep]) for v, ok in cols]
+
+
+def _difference(plan: Plan, t1: list[Partial], t0: list[Partial]) -> list[Partial]:
+    """Partials of the matches ``t1`` counts but ``t0`` does not (``t0``'s are a subset);
+    MIN and MAX keep ``t1``'s values, which belong to real matches."""
+    out = []
+    for m, a, b in zip(plan.measures, t1, t0):
+        if m.kind in (MeasureKind.MIN, MeasureKind.MAX):
+            out.append(a)
+            continue
+        nn = _exact(a.nn) - _exact(b.nn)
+        value = nn if m.kind in (MeasureKind.COUNT_STAR, MeasureKind.COUNT) else _exact(a.value) - _exact(b.value)
+        out.append(Partial(value, nn))
+    return out
+
+
+def _exact(v: np.ndarray) -> np.ndarray:
+    return v if v.dtype.kind in "fO" else v.astype(object)
+
+
+def _shadowed(plan: Plan) -> tuple[Plan, dict[int, int]] | None:
+    """``plan`` with every symbol that is both positive and negated given a separate bit
+    for its negated role, and the map symbol -> shadow symbol; None when the bits run out."""
+    positive = {e.symbol for e in plan.elements}
+    negated = 0
+    for g in plan.negations:
+        negated |= g
+    both = [s for s in range(len(plan.symbols)) if negated >> s & 1 and s in positive]
+    if len(plan.symbols) + len(both) > MAX_SYMBOLS:
+        return None
+    if not both:
+        return plan, {}
+    shadow = {s: len(plan.symbols) + j for j, s in enumerate(both)}
+    negations = []
+    for g in plan.negations:
+        for s, t in shadow.items():
+            if g >> s & 1:
+                g = (g & ~(1 << s)) | (1 << t)
+        negations.append(g)
+    names = plan.symbols + tuple(f"{plan.symbols[s]} (negated)" for s in both)
+    split = Plan(symbols=names, elements=plan.elements, negations=tuple(negations), within=plan.within,
+                 slide=plan.slide, measures=plan.measures, columns=plan.columns, count_type=plan.count_type,
+                 strategy=plan.strategy, predicates=plan.predicates, iterator_predicates=plan.iterator_predicates)
+    return split, shadow
+
+
+def _with_shadow(mask: np.ndarray, shadow: dict[int, int]) -> np.ndarray:
+    out = mask.copy() if shadow else mask
+    for s, t in shadow.items():
+        out |= ((mask >> s) & 1) << t
+    return out
+
+
+def _neg_bits(plan: Plan) -> int:
+    bits = 0
+    for g in plan.negations:
+        bits |= g
+    return bits
+
+
+def _empty_parts(plan: Plan) -> list[Partial]:
+    """Partials of no match at all (one output row)."""
+    values, nns = [], []
+    for m in plan.measures:
+        column = plan.columns[m.column] if m.column is not None else None
+        floats = column is not None and column.value == "float" and m.kind is not MeasureKind.COUNT
+        values.append(np.zeros(1, dtype=np.float64 if floats else np.int64))
+        nns.append(np.zeros(1, dtype=np.int64))
+    return [Partial(v, n) for v, n in zip(values, nns)]
+
+
+def _cut(p: Partial, n: int) -> Partial:
+    return Partial(p.value[:n], p.nn[:n])
+
+
+def _concat(arrays: list[np.ndarray]) -> np.ndarray:
+    if any(a.dtype == object for a in arrays) and not all(a.dtype == object for a in arrays):
+        arrays = [a.astype(object) if a.dtype.kind in "iu" else a for a in arrays]
+    return np.concatenate(arrays)
+
+
+__all__ = [
+    "ChunkPartial",
+    "chunk_regions",
+    "combine_chunks",
+    "decode_chunk",
+    "encode_chunk",
+    "evaluate_chunk",
+    "splittable",
+]

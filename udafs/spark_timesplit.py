@@ -1,0 +1,84 @@
+"""The two grouped-aggregate Arrow UDF bodies of a time-split statement.
+
+``chunk(ts, mask, v0, ..., lo, hi)`` evaluates one time chunk of one key
+(:func:`udafs.kernels.timesplit.evaluate_chunk`; ``lo`` NULL: the whole key) and returns
+its partials as bytes; ``combine(state)`` adds a key's chunk partials up and returns
+the engine contract's ``array<struct<window_start, window_end, m0, ..., error>>``, like
+:func:`udafs.spark_udfs.plan_aggregate`, so the generated SQL checks errors the same
+way. A chunk that fails (out of memory, counts past the exact range) passes its
+message on in its state; ``combine`` reports it with the partition slot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pyarrow as pa
+
+from udafs import contract, state_codec
+from udafs.errors import CountOverflowError
+from udafs.kernels.timesplit import (
+    chunk_of_state,
+    combine_chunks,
+    encode_chunk,
+    evaluate_chunk,
+)
+from udafs.spark_udfs import (
+    PARTITION_SLOT,
+    Verbatim,
+    _as_list_value,
+    _error_value,
+    group_arrays,
+    out_of_memory,
+    parse_plan,
+    result_arrays,
+    result_fields,
+)
+from udafs.worker_faults import kill_if_armed
+
+STATE_DDL = "binary"
+
+
+def chunk_aggregate(plan_json: str) -> Callable[..., pa.Scalar]:
+    """The body of the chunk function of one plan: ``f(ts, mask, v0, ..., lo, hi)``."""
+    def chunk(ts: pa.Array, mask: pa.Array, *rest: pa.Array) -> pa.Scalar:
+        p = parse_plan(plan_json)
+        kill_if_armed()
+        *values, lo, hi = rest
+        bound = lo[0].as_py() if len(lo) else None
+        end = hi[0].as_py() if len(hi) else None
+        try:
+            ts_, mask_, cols = group_arrays(p, ts, mask, values)
+            return pa.scalar(encode_chunk(evaluate_chunk(p, ts_, mask_, cols, bound, end)), pa.binary())
+        except CountOverflowError as exc:
+            return _error_state(str(exc.with_partition(Verbatim(PARTITION_SLOT))))
+        except MemoryError:
+            return _error_state(out_of_memory(PARTITION_SLOT, len(ts)) + f" (time chunk from {bound})")
+
+    return chunk
+
+
+def combine_aggregate(plan_json: str) -> Callable[[pa.Array], pa.Scalar]:
+    """The body of the combine function of one plan: ``f(state)`` over a key's chunks."""
+    def combine(states: pa.Array) -> pa.Scalar:
+        p = parse_plan(plan_json)
+        fields = result_fields(p) + [(contract.ERROR, contract.STRING)]
+        names = [n for n, _ in fields]
+        chunks = []
+        for raw in states.to_pylist():
+            doc = state_codec.decode(raw)
+            if "error" in doc:  # type: ignore[operator]
+                return _error_value(fields, doc["error"])  # type: ignore[index]
+            chunks.append(chunk_of_state(doc))
+        try:
+            res = combine_chunks(p, chunks)
+        except CountOverflowError as exc:
+            return _error_value(fields, str(exc.with_partition(Verbatim(PARTITION_SLOT))))
+        arrays = result_arrays(p, res)
+        return _as_list_value(arrays + [pa.nulls(len(arrays[0]), pa.string())], names)
+
+    return combine
+
+
+def _error_state(message: str) -> pa.Scalar:
+    return pa.scalar(state_codec.encode({"error": message}), pa.binary())
