@@ -26,7 +26,6 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from timing import median_time  # noqa: E402  (bench/ is on sys.path when run as a script)
-
 from udafs.kernels import evaluate_group  # noqa: E402
 from udafs.plan import CountType, Element, Measure, MeasureKind, Plan, ValueType  # noqa: E402
 

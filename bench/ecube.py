@@ -24,12 +24,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from timing import median_time  # noqa: E402  (bench/ is on sys.path when run as a script)
+from pyspark.sql import SparkSession  # noqa: E402
 
 import sparkseq  # noqa: E402
 from examples.stock_sectors import CUBE, HIERARCHY, WORKLOAD_7, WORKLOAD_8, make_ticks, patterns_statement  # noqa: E402
-from pyspark.sql import SparkSession  # noqa: E402
 from sparkseq.session import scratch_dir  # noqa: E402
+from timing import median_time  # noqa: E402  (bench/ is on sys.path when run as a script)
 
 
 def ticks_table(spark: SparkSession, events: int) -> None:

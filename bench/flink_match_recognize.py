@@ -35,7 +35,8 @@ from pyflink.table import EnvironmentSettings, TableEnvironment
 SOURCE = """CREATE TABLE clicks (k INT, ts TIMESTAMP(3), action STRING, price DECIMAL(10, 2),
   WATERMARK FOR ts AS ts - INTERVAL '5' SECOND)
 WITH ('connector' = 'filesystem', 'path' = '{path}', 'format' = 'csv')"""
-SINK = "CREATE TABLE funnel_matches (k INT, vt TIMESTAMP(3), bt TIMESTAMP(3), price DECIMAL(10, 2)) WITH ('connector' = 'blackhole')"
+SINK = ("CREATE TABLE funnel_matches (k INT, vt TIMESTAMP(3), bt TIMESTAMP(3), price DECIMAL(10, 2)) "
+        "WITH ('connector' = 'blackhole')")
 FUNNEL = """INSERT INTO funnel_matches SELECT k, vt, bt, price FROM clicks MATCH_RECOGNIZE (
   PARTITION BY k ORDER BY ts
   MEASURES V.ts AS vt, B.ts AS bt, B.price AS price

@@ -20,7 +20,6 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from timing import median_time  # noqa: E402  (bench/ is on sys.path when run as a script)
-
 from udafs.kernels import evaluate_group  # noqa: E402
 from udafs.plan import CountType, Element, Plan  # noqa: E402
 
@@ -59,7 +58,8 @@ def main() -> None:
     args = ap.parse_args()
     n = args.events
     print(f"events per run: {n:,}; median of {args.repeat} runs; one process, one core")
-    print(f"{'length':>6} {'ev/window':>9} {'kernel s':>9} {'M events/s':>10} {'floor s':>8} {'x floor':>8} {'ns/event':>8}")
+    print(f"{'length':>6} {'ev/window':>9} {'kernel s':>9} {'M events/s':>10} {'floor s':>8} {'x floor':>8} "
+          f"{'ns/event':>8}")
     for length in (2, 5, 10):
         plan = count_plan(length)
         per_event = []

@@ -299,7 +299,8 @@ def main() -> None:
     for w in (10, 100, 1000):
         plan = plan_for(w)
         g0 = df[df["k"] == 0].sort_values("ts")
-        ch = choose(plan, g0["ts"].to_numpy(), g0["mask"].to_numpy(), [(g0["price"].to_numpy(), np.ones(len(g0), dtype=bool))])
+        ch = choose(plan, g0["ts"].to_numpy(), g0["mask"].to_numpy(),
+                    [(g0["price"].to_numpy(), np.ones(len(g0), dtype=bool))])
         got = kernel_counts(shuffled, plan)
         t_k = median_time(lambda: kernel_counts(shuffled, plan), 3)
         ns_k = t_k / len(df) * 1e9

@@ -30,8 +30,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import sparkseq  # noqa: E402
 from pyspark.sql import SparkSession  # noqa: E402
+
+import sparkseq  # noqa: E402
 from sparkseq.scripts import Checked, check_script, run_script  # noqa: E402
 from sql_rewrites.rewriter import split_statements  # noqa: E402
 

@@ -59,11 +59,11 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import sparkseq  # noqa: E402
 from pyspark.sql import SparkSession  # noqa: E402
-from sparkseq import statistics  # noqa: E402
+
+import sparkseq  # noqa: E402
+from sparkseq import statistics, workloads  # noqa: E402
 from sparkseq.session import JIT_HUGE_METHODS, default_conf, scratch_dir  # noqa: E402
-from sparkseq import workloads  # noqa: E402
 from sparkseq.workloads import collect_workload, plan_workload, release_workload  # noqa: E402
 from sql_rewrites import sharing  # noqa: E402
 
@@ -324,9 +324,12 @@ def main() -> None:
     parser.add_argument("--keys", type=int, default=200)
     parser.add_argument("--queries", default="20,60,120")
     parser.add_argument("--stream", default="routes,funnels")
-    parser.add_argument("--kernel", action="store_true", help="time only the engine call: one by one, shared prefixes, shared prefixes and suffixes")
-    parser.add_argument("--middle", action="store_true", help="time the optimizer's shared middles as snapshot matrices vs member by member")
-    parser.add_argument("--masks", action="store_true", help="time reading and masking a group's input with and without JIT of huge methods")
+    parser.add_argument("--kernel", action="store_true",
+                        help="time only the engine call: one by one, shared prefixes, shared prefixes and suffixes")
+    parser.add_argument("--middle", action="store_true",
+                        help="time the optimizer's shared middles as snapshot matrices vs member by member")
+    parser.add_argument("--masks", action="store_true",
+                        help="time reading and masking a group's input with and without JIT of huge methods")
     parser.add_argument("--mask-child", choices=("on", "off"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.mask_child:

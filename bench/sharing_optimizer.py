@@ -31,9 +31,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from timing import median_time  # noqa: E402  (bench/ is on sys.path when run as a script)
-
 from sql_rewrites.sharing import Query, Statistics, Window, optimize  # noqa: E402
+from timing import median_time  # noqa: E402  (bench/ is on sys.path when run as a script)
 
 LENGTH = 10
 

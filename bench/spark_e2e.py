@@ -31,15 +31,15 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from timing import median_time  # noqa: E402  (bench/ is on sys.path when run as a script)
-
-import sparkseq  # noqa: E402
 from pyspark.sql import SparkSession  # noqa: E402
 from pyspark.sql.functions import arrow_udf  # noqa: E402
+
+import sparkseq  # noqa: E402
 from sparkseq.catalog import SessionSchemas  # noqa: E402
 from sparkseq.session import scratch_dir  # noqa: E402
 from sparkseq.sql_api import sql  # noqa: E402
 from sql_rewrites import rewrite as compile_sql  # noqa: E402
+from timing import median_time  # noqa: E402  (bench/ is on sys.path when run as a script)
 from udafs import contract  # noqa: E402
 
 WINDOW_MICROS = 600_000_000

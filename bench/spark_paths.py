@@ -20,11 +20,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from timing import median_time  # noqa: E402  (bench/ is on sys.path when run as a script)
-
 import sparkseq  # noqa: E402
 from sparkseq import Element, Measure, MeasureKind, Plan, ValueType  # noqa: E402
 from sparkseq.session import scratch_dir  # noqa: E402
+from timing import median_time  # noqa: E402  (bench/ is on sys.path when run as a script)
 
 DAY = 86_400_000_000
 PLAN = Plan(symbols=("S0", "S1", "S2"), elements=(Element(0), Element(1), Element(2)), negations=(0,) * 4,

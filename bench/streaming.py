@@ -54,8 +54,9 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import sparkseq  # noqa: E402
 from pyspark.sql import SparkSession  # noqa: E402
+
+import sparkseq  # noqa: E402
 from sparkseq import live  # noqa: E402
 from sparkseq.session import scratch_dir  # noqa: E402
 
@@ -249,8 +250,8 @@ def run_operators(spark: SparkSession, args: argparse.Namespace, work: Path) -> 
     }
     try:
         import google.protobuf  # noqa: F401 - transformWithStateInPandas needs it
-        shapes["transformWithStateInPandas per key, count only"] = lambda: frame.groupBy("k").transformWithStateInPandas(
-            _CountRows(), "n BIGINT", "Update", "None")
+        shapes["transformWithStateInPandas per key, count only"] = lambda: (
+            frame.groupBy("k").transformWithStateInPandas(_CountRows(), "n BIGINT", "Update", "None"))
     except ImportError:
         print("(transformWithStateInPandas left out: it needs protobuf, not installed)")
     times: dict[str, list[float]] = {name: [] for name in shapes}

@@ -24,8 +24,9 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a source checkout
 
-import sparkseq  # noqa: E402
 from pyspark.sql import SparkSession  # noqa: E402
+
+import sparkseq  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data" / "clicks.csv"
 SCHEMA = "customer_id INT, ts TIMESTAMP, action STRING, item STRING, price DECIMAL(10,2)"
@@ -98,7 +99,8 @@ def main(master: str | None = None) -> None:
           f"{converted.funnels.sum():,} times, bringing {converted.revenue.sum():,.2f} in case sales.")
     print("\nBusiest 10-minute windows (sliding by 1 minute), all customers:")
     print(results["busiest 10-minute windows"].to_string(index=False, formatters=money))
-    print(f"\n(both queries: {elapsed:.1f} s; to see what they compile to: python -m sparkseq explain --table clicks=examples/data/clicks.csv '<query>')")
+    print(f"\n(both queries: {elapsed:.1f} s; to see what they compile to: "
+          "python -m sparkseq explain --table clicks=examples/data/clicks.csv '<query>')")
     spark.stop()
 
 

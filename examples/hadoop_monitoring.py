@@ -46,8 +46,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a source checkout
 
-import sparkseq  # noqa: E402
 from pyspark.sql import SparkSession  # noqa: E402
+
+import sparkseq  # noqa: E402
 
 DATA = Path(__file__).with_name("data") / "cluster_log.csv"
 SCHEMA = ("ts TIMESTAMP, ts_lo TIMESTAMP, ts_hi TIMESTAMP, event STRING, job_id BIGINT, task_id BIGINT, "

@@ -34,8 +34,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a source checkout
 
 import numpy as np  # noqa: E402
-import sparkseq  # noqa: E402
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
+
+import sparkseq  # noqa: E402
 
 NAMES = ("Google", "IBM", "Sun", "Oracle", "600210", "600000")
 

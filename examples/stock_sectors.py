@@ -30,8 +30,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a source checkout
 
-import sparkseq  # noqa: E402
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
+
+import sparkseq  # noqa: E402
 
 #: Figure 11 of the E-Cube paper as (child, parent) pairs: tickers -> sectors -> industries.
 COMPANIES = {

@@ -32,8 +32,9 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a source checkout
 
-import sparkseq  # noqa: E402
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
+
+import sparkseq  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data" / "clicks.csv"
 SCHEMA = "customer_id INT, ts TIMESTAMP, action STRING, item STRING, price DECIMAL(10,2)"

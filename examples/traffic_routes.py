@@ -27,8 +27,9 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a source checkout
 
-import sparkseq  # noqa: E402
 from pyspark.sql import SparkSession  # noqa: E402
+
+import sparkseq  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data" / "positions.csv"
 SCHEMA = "vehicle_id STRING, ts TIMESTAMP, street STRING, speed DOUBLE"

@@ -1,16 +1,42 @@
 """sparkseq: exact aggregates over all event-sequence pattern matches, in Spark SQL.
 
 >>> import sparkseq
->>> spark = sparkseq.session()            # doctest: +SKIP  local Spark, functions registered
+>>> spark = sparkseq.session()  # doctest: +SKIP
+>>> clicks = spark.createDataFrame([
+...     (1, "2024-05-01 10:00:00", "view"), (1, "2024-05-01 10:03:00", "view"), (1, "2024-05-01 10:05:00", "buy"),
+...     (2, "2024-05-01 11:00:00", "view"), (2, "2024-05-01 11:30:00", "buy"),
+... ], "customer_id INT, ts STRING, action STRING").selectExpr("customer_id", "timestamp(ts) AS ts", "action")
+>>> clicks.createOrReplaceTempView("clicks")
+
+MATCH_AGGREGATE in ``spark.sql`` (the session's parser extension), in
+:func:`sparkseq.sql` (any session; several statements, ``{name}`` placeholders):
+
 >>> spark.sql('''
 ...     SELECT customer_id, funnels FROM clicks MATCH_AGGREGATE (
 ...       PARTITION BY customer_id ORDER BY ts PATTERN SEQ(view, buy) TYPE BY action
-...       MEASURES COUNT(*) AS funnels WITHIN INTERVAL 10 MINUTES) AS m''').show()  # doctest: +SKIP
->>> sparkseq.sql(spark, "CREATE TEMP VIEW f AS SELECT ... MATCH_AGGREGATE (...) ...; SELECT ...")  # doctest: +SKIP
->>> print(sparkseq.explain("SELECT ... MATCH_AGGREGATE (...) ...", spark))  # doctest: +SKIP
+...       MEASURES COUNT(*) AS funnels WITHIN INTERVAL 10 MINUTES) AS m ORDER BY customer_id''').show()
++-----------+-------+
+|customer_id|funnels|
++-----------+-------+
+|          1|      2|
+|          2|      0|
++-----------+-------+
+>>> sparkseq.sql(spark, "SELECT funnels FROM {c} MATCH_AGGREGATE (ORDER BY ts PATTERN SEQ(view, buy) "
+...              "TYPE BY action MEASURES COUNT(*) AS funnels) AS m", c=clicks.where("customer_id = 2")).collect()
+[Row(funnels=1)]
+
+What a statement compiles to, without running it:
+
+>>> text = sparkseq.explain(spark, "SELECT * FROM clicks MATCH_AGGREGATE (ORDER BY ts PATTERN SEQ(view, buy) "
+...                         "TYPE BY action) AS m")
+>>> print(text.splitlines()[4])
+  pattern       SEQ(view, buy)
+
+The same from Python arguments, over a DataFrame:
+
 >>> clicks.transform(sparkseq.match_aggregate, partition_by="customer_id", order_by="ts",
-...                  pattern="SEQ(view, buy)", type_by="action", within="10 minutes")  # doctest: +SKIP
->>> sparkseq.aggregate(spark, plan, "events", keys=["user"]).show()  # doctest: +SKIP  (a hand-built Plan)
+...                  pattern="SEQ(view, buy)", type_by="action", within="10 minutes").orderBy("customer_id").collect()
+[Row(customer_id=1, count=2), Row(customer_id=2, count=0)]
 """
 
 from __future__ import annotations

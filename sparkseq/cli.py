@@ -16,6 +16,10 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pyspark is imported when a command needs Spark: --help and explain without Spark stay fast
+    from pyspark.sql import DataFrame, SparkSession
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 #: The line of a Python traceback naming the exception: ``sql_rewrites.errors.SqlParseError: ...``.
@@ -72,7 +76,7 @@ def _explain_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dot", action="store_true", help="with --share, also print the Sharon graph as DOT")
 
 
-def _read_text(args: argparse.Namespace) -> str:
+def read_text(args: argparse.Namespace) -> str:
     if (args.text is None) == (args.file is None):
         raise SystemExit("give the SQL either as an argument or with --file, not both")
     return args.file.read_text() if args.file is not None else args.text
@@ -127,7 +131,7 @@ def _register_tables(spark: object, tables: Sequence[TableSpec]) -> None:
         frame.createOrReplaceTempView(table.name)
 
 
-def _session(args: argparse.Namespace) -> object:
+def _session(args: argparse.Namespace) -> SparkSession:
     import sparkseq
 
     # the console progress bar shows long stages on stderr; results go to stdout
@@ -146,15 +150,15 @@ def _quiet_error_loggers() -> None:
 
 
 def _sql(args: argparse.Namespace) -> int:
-    text = _read_text(args)
+    text = read_text(args)
     tables = _table_specs(args.table, args.schema)
     spark = _session(args)
-    with _reporting():
+    with reporting():
         _register_tables(spark, tables)
         if args.share:
             from sparkseq.workloads import run_workload
 
-            statements = ((s.text, frame) for s, frame in run_workload(spark, text))
+            statements: Iterator[tuple[str, DataFrame]] = ((s.text, frame) for s, frame in run_workload(spark, text))
         else:
             from sparkseq.sql_api import run_statements
 
@@ -170,7 +174,7 @@ def _sql(args: argparse.Namespace) -> int:
 def _explain(args: argparse.Namespace) -> int:
     from sparkseq.sql_api import explain
 
-    text = _read_text(args)
+    text = read_text(args)
     json_schemas = [s for s in args.schema if s.lstrip().startswith(("{", "@"))]
     if json_schemas and args.table:
         raise SystemExit("give either a JSON --schema (no Spark) or --table, not both")
@@ -183,20 +187,20 @@ def _explain(args: argparse.Namespace) -> int:
         from sparkseq.workloads import explain_workload
 
         spark = _session(args)
-        with _reporting():
+        with reporting():
             _register_tables(spark, tables)
             print(explain_workload(spark, text, dot=args.dot))
         return 0
     if tables:
         source = _session(args)
-        with _reporting():
+        with reporting():
             _register_tables(source, tables)
     else:
         raw = json_schemas[0] if json_schemas else "{}"
         source = json.loads(Path(raw.lstrip()[1:]).read_text() if raw.lstrip().startswith("@") else raw)
     try:
-        with _reporting():
-            shown = explain(text, source)
+        with reporting():
+            shown = explain(source, text)
     except SystemExit:
         if not tables and not json_schemas:
             print("(explain reads relation schemas from --schema JSON or --table NAME=PATH files)", file=sys.stderr)
@@ -210,7 +214,7 @@ class _Failure(Exception):
 
 
 @contextlib.contextmanager
-def _reporting() -> Iterator[None]:
+def reporting() -> Iterator[None]:
     """End the command with one line (plus the excerpt of a SQL error) on stderr for any
     sparkseq or Spark error, instead of a traceback."""
     from py4j.protocol import Py4JJavaError

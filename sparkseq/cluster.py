@@ -257,7 +257,7 @@ def check_workers(spark: SparkSession, *, again: bool = False) -> list[worker_pr
     except Exception as exc:  # PySpark's own checks fail the job before the probe runs
         raise WorkerEnvironmentError(_job_failure(str(exc))) from None
     reports = [worker_probe.Report(*answer) for answer in answers]
-    problems = sorted({line for report in reports for line in worker_probe.problems(report, _requirements())})
+    problems = sorted({line for report in reports for line in worker_probe.problems(report, requirements())})
     if problems:
         hosts = ", ".join(sorted({report.host for report in reports}))
         raise WorkerEnvironmentError(f"the Python workers on {hosts} ({reports[0].executable}) cannot run "
@@ -283,7 +283,7 @@ def _job_failure(message: str) -> str:
     return f"the Python workers cannot run sparkseq's check job: {first}. {WORKER_HELP}"
 
 
-def _requirements() -> dict[str, str]:
+def requirements() -> dict[str, str]:
     """sparkseq's requirement specifiers for the workers' packages, e.g. ``{"pandas": ">=2.2,<3"}``."""
     try:
         requires = importlib.metadata.requires("sparkseq") or []

@@ -1,10 +1,18 @@
 """E-Cube results in Python: run a cube once, then roll up and drill down on it.
 
->>> cube = sparkseq.cube(spark, "SELECT * FROM ticks MATCH_AGGREGATE (... PATTERN SEQ(DELL, QQQ, ANAT) "
-...                      "CUBE (CONCEPT ROLLUP 1, PATTERN ROLLUP 2) ...) AS m")   # doctest: +SKIP
->>> base = cube.at("SEQ(DELL, QQQ, ANAT)")                                      # doctest: +SKIP
->>> sector = sparkseq.rollup(base, position=1, to="Computer")   # SEQ(Computer, QQQ, ANAT)  # doctest: +SKIP
->>> sector.df.show(); sector.from_cube                                           # doctest: +SKIP
+>>> import sparkseq
+>>> sparkseq.register_hierarchy(spark, "sectors", [("DELL", "Computer"), ("IBM", "Computer"), ("GS", "Finance")])
+ConceptHierarchy(name='sectors', parent_of={'DELL': 'Computer', 'IBM': 'Computer', 'GS': 'Finance'})
+>>> spark.sql("SELECT * FROM VALUES (1, 'DELL'), (2, 'IBM'), (3, 'GS'), (4, 'GS') AS t(ts, company)"
+...           ).createOrReplaceTempView("ticks")
+>>> cube = sparkseq.cube(spark, "SELECT * FROM ticks MATCH_AGGREGATE (ORDER BY ts PATTERN SEQ(DELL, GS) "
+...                      "CUBE (CONCEPT ROLLUP 1) TYPE BY company HIERARCHY sectors MEASURES COUNT(*) AS n) AS m")
+>>> base = cube.at("SEQ(DELL, GS)")
+>>> base.df.collect()
+[Row(pattern='SEQ(DELL, GS)', levels=[1, 1], n=2)]
+>>> sector = sparkseq.rollup(base, position=1, to="Computer")
+>>> sector.df.collect(), sector.from_cube
+([Row(pattern='SEQ(Computer, GS)', levels=[0, 1], n=4)], True)
 
 The cube's DataFrame is cached, so every pattern it holds is answered by filtering
 it on ``pattern`` — no new scan. A pattern outside the cube is answered by running
@@ -30,6 +38,7 @@ from dataclasses import dataclass, replace
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from sqlglot import exp
 
 from sparkseq import hierarchies as registry
 from sparkseq.catalog import SessionSchemas
@@ -42,7 +51,6 @@ from sql_rewrites.expressions import MatchAggregate, MatchPattern, MatchPatternE
 from sql_rewrites.hierarchy import ConceptHierarchy, HierarchyResolver, resolve_hierarchy
 from sql_rewrites.logical import MatchAggregateQuery
 from sql_rewrites.rewriter import split_statements
-from sqlglot import exp
 
 
 @dataclass(frozen=True)
@@ -113,7 +121,8 @@ def cube(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver | Non
                                   functools.partial(engine_function, spark))
     cubes = [op.query for op in explained.operators if op.query.cube is not None]
     if len(cubes) != 1:
-        raise CubeError(f"sparkseq.cube needs exactly one E-Cube MATCH_AGGREGATE (CUBE or PATTERNS), found {len(cubes)}")
+        raise CubeError("sparkseq.cube needs exactly one E-Cube MATCH_AGGREGATE (CUBE or PATTERNS), "
+                        f"found {len(cubes)}")
     df = run_checked_sql(spark, text, statements[0], explained)
     if "pattern" not in df.columns:
         raise CubeError("the statement's result must keep the cube's pattern column to navigate it")

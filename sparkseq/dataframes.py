@@ -1,9 +1,18 @@
 """``sparkseq.match_aggregate``: MATCH_AGGREGATE over a DataFrame, from Python arguments.
 
+>>> import sparkseq
+>>> clicks = spark.sql("SELECT * FROM VALUES "
+...     "(1, TIMESTAMP'2024-05-01 10:00:00', 'view', 'kindle', NULL), "
+...     "(1, TIMESTAMP'2024-05-01 10:02:00', 'buy', 'kindle', 99.0), "
+...     "(2, TIMESTAMP'2024-05-01 11:00:00', 'view', 'kindle', NULL), "
+...     "(2, TIMESTAMP'2024-05-01 11:01:00', 'recommendation', 'case', NULL), "
+...     "(2, TIMESTAMP'2024-05-01 11:03:00', 'buy', 'kindle', 95.0) AS t(customer_id, ts, action, item, price)")
 >>> result = clicks.transform(sparkseq.match_aggregate, partition_by="customer_id", order_by="ts",
 ...     pattern="SEQ(VK, BK, !REC)", define={"VK": "action = 'view' AND item = 'kindle'",
 ...     "BK": "action = 'buy' AND item = 'kindle'", "REC": "action = 'recommendation'"},
-...     measures={"funnels": "COUNT(*)", "revenue": "SUM(BK.price)"}, within="10 minutes")  # doctest: +SKIP
+...     measures={"funnels": "COUNT(*)", "revenue": "SUM(BK.price)"}, within="10 minutes")
+>>> result.orderBy("customer_id").collect()
+[Row(customer_id=1, funnels=1, revenue=Decimal('99.0')), Row(customer_id=2, funnels=1, revenue=Decimal('95.0'))]
 
 Each argument is one clause of the operator, written as in SQL (docs/sql-reference.md
 §2-3): column names, ``SEQ(...)`` patterns, conditions and aggregates as SQL text, as in
@@ -82,7 +91,7 @@ class _Document:
         self.arguments.append(argument)
         return argument
 
-    def parse(self, into: type[exp.Expr], label: str, text: str, what: str,
+    def parse(self, into: type[exp.Expr], label: str, text: object, what: str,
               lead: TokenType | None = None) -> exp.Expr:
         if not isinstance(text, str):
             raise TypeError(f"{label} must be a str (SQL text), got {type(text).__name__}")
@@ -179,8 +188,8 @@ def _run(spark: Any, document: _Document, node: MatchAggregate, view: str,
     tree = exp.select("*").from_(node)
     resolver = registry.resolver(spark, hierarchies)
     try:
-        sql, operators = rewrite_tree(tree, document.text, SessionSchemas(spark), lambda plan: engine_function(spark, plan),
-                                      hierarchies=resolver)
+        sql, operators = rewrite_tree(tree, document.text, SessionSchemas(spark),
+                                      lambda plan: engine_function(spark, plan), hierarchies=resolver)
     except SqlRewriteError as exc:
         raise document.relocate(exc, view) from None
     try:
@@ -242,7 +251,7 @@ def _cube(document: _Document, value: Iterable[str]) -> tuple[str, exp.Expr]:
 
 
 def _define(document: _Document, value: Mapping[str, str]) -> tuple[str, list[exp.Expr]]:
-    definitions = []
+    definitions: list[exp.Expr] = []
     for symbol, text in value.items():
         condition = document.parse(exp.Condition, f"define[{symbol!r}]", text, "a condition")
         argument = document.arguments[-1]

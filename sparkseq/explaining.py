@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from sql_rewrites.dialect import SparkSeq
 from sql_rewrites.engine_contract import engine_result_type
 from sql_rewrites.logical import MatchAggregateQuery, MeasureSpec
 from sql_rewrites.rewriter import OperatorExplanation, StatementExplanation
 from sql_rewrites.sql_types import OrderKind
 from sql_rewrites.timesplit import PathChoice
 from sql_rewrites.windows import describe_length
-from sql_rewrites.dialect import SparkSeq
 from udafs.plan import MeasureKind
 
 ENGINE_TIME = {

@@ -53,9 +53,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-from fractions import Fraction
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 import pyarrow as pa
@@ -64,9 +64,9 @@ from sqlglot import exp
 
 from sql_rewrites.errors import (
     NegatedMeasureError,
-    UnknownHierarchyError,
     NonNumericMeasureError,
     OrderByError,
+    UnknownHierarchyError,
     UnknownSymbolError,
     WindowTypeMismatchError,
 )
@@ -258,7 +258,7 @@ def compile_call(sig: Signature, pattern: str, within: int | None, slide: int | 
             plan, measures=(Measure(sig.kind, index, 0, sig.measure),), columns=(value_type,),
             count_type=CountType.DECIMAL,  # exact sums of any size; rounded once to DOUBLE
         )
-    covers = [(v,) for v in typed.type_values]
+    covers: list[tuple[str, ...]] = [(v,) for v in typed.type_values]
     if hierarchy is not None:
         covers = [hierarchy.descendants_or_self(v) for v in typed.type_values]
     values = tuple(dict.fromkeys(v for cover in covers for v in cover))
@@ -287,7 +287,7 @@ def measured_symbol(sig: Signature, parsed: MatchPattern, pattern: str, symbol: 
 # --- argument conversion -----------------------------------------------------------------
 
 
-def constant(sig: Signature, name: str, arr: pa.Array | None) -> object:
+def constant(sig: Signature, name: str, arr: pa.Array | None) -> pa.Scalar | None:
     """The one value of a constant argument (None when NULL or left out)."""
     if arr is None or len(arr) == 0 or pa.types.is_null(arr.type):
         return None
@@ -374,7 +374,7 @@ def value_column(sig: Signature, arr: pa.Array) -> tuple[ValueType, int, tuple[n
 def evaluate(sig: Signature, args: Sequence[pa.Array], hierarchies: Hierarchies = ()) -> tuple[GroupResult, int]:
     """The engine's result for one group, and the decimal scale of the measured values."""
     call = sig.bind(args)
-    ts, ts_valid, kind = event_time(sig, call["ts"])  # type: ignore[arg-type]
+    ts, ts_valid, kind = event_time(sig, call["ts"])
     pattern = constant(sig, "pattern", call["pattern"])
     if pattern is None or not pattern.is_valid or not isinstance(pattern.as_py(), str):
         raise FunctionArgumentError(f"{sig.usage}: pattern must be a string such as 'SEQ(A, B)'")
@@ -391,10 +391,10 @@ def evaluate(sig: Signature, args: Sequence[pa.Array], hierarchies: Hierarchies 
         if named is None or not named.is_valid:
             raise FunctionArgumentError(f"{sig.usage}: symbol must name a symbol of the pattern, e.g. 'B'")
         symbol = str(named.as_py())
-        value_type, scale, column = value_column(sig, call["value"])  # type: ignore[arg-type]
+        value_type, scale, column = value_column(sig, call["value"])
         columns = [column]
     compiled = compile_call(sig, pattern.as_py(), within, slide, symbol, value_type, hierarchies)
-    mask = compiled.mask(call["type"])  # type: ignore[arg-type]
+    mask = compiled.mask(call["type"])
     keep = ts_valid & (mask != 0)
     if compiled.plan.strategy is Strategy.PARTITION_CONTIGUITY:
         keep = ts_valid  # rows of no symbol stay (mask 0): the engine ranks every row of the group
@@ -558,16 +558,15 @@ def check_calls(tree: exp.Expr, resolve: Callable[[str], ConceptHierarchy] | Non
             continue
         within = None if _is_null(bound["within"]) else PLACEHOLDER_LENGTH
         slide = None if _is_null(bound.get("slide")) else PLACEHOLDER_LENGTH
-        lengths = [_interval_micros(bound.get(name)) for name in ("within", "slide")]
-        if None not in lengths:  # both written as intervals: the event time is a timestamp
-            check_slide_length(*lengths, (describe_length(lengths[1], True),  # type: ignore[misc]
-                                          describe_length(lengths[0], True)))
+        within_us, slide_us = (_interval_micros(bound.get(name)) for name in ("within", "slide"))
+        if within_us is not None and slide_us is not None:  # both written as intervals: the event time is a timestamp
+            check_slide_length(within_us, slide_us, (describe_length(slide_us, True), describe_length(within_us, True)))
         symbol = _literal_text(bound.get("symbol")) if sig.kind is not MeasureKind.COUNT_STAR else None
         name = split_hierarchy(pattern)[1]
-        if name and resolve is None:
-            continue
         hierarchies: Hierarchies = ()
         if name:
+            if resolve is None:
+                continue
             hierarchies = ((name.casefold(), tuple(sorted(resolve(name).parent_of.items()))),)
         if sig.kind is not MeasureKind.COUNT_STAR and symbol is None:
             compile_type_pattern(split_hierarchy(pattern)[0], within=within, slide=slide)  # symbol not a literal

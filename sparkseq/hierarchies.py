@@ -3,8 +3,19 @@
 >>> import sparkseq
 >>> spark = sparkseq.session()  # doctest: +SKIP
 >>> sparkseq.register_hierarchy(spark, "sectors", [("DELL", "Computer"), ("IBM", "Computer"),
-...                                                ("GS", "Finance"), ("JPM", "Finance")])  # doctest: +SKIP
->>> sparkseq.sql(spark, "CREATE OR REPLACE CONCEPT HIERARCHY sectors FROM company_sector")  # doctest: +SKIP
+...                                                ("GS", "Finance"), ("JPM", "Finance")])
+ConceptHierarchy(name='sectors',
+                 parent_of={'DELL': 'Computer', 'IBM': 'Computer', 'GS': 'Finance', 'JPM': 'Finance'})
+>>> spark.sql("SELECT * FROM VALUES ('DELL', 'Computer'), ('GS', 'Finance') AS t(company, sector)"
+...           ).createOrReplaceTempView("company_sector")
+>>> sparkseq.sql(spark, "CREATE OR REPLACE CONCEPT HIERARCHY sectors FROM company_sector")
+DataFrame[]
+>>> spark.sql("SELECT * FROM VALUES (1, 'DELL'), (2, 'GS'), (3, 'IBM') AS t(ts, company)"
+...           ).createOrReplaceTempView("ticks")
+>>> sparkseq.sql(spark, "SELECT n FROM ticks MATCH_AGGREGATE (ORDER BY ts PATTERN SEQ(Computer, Finance) "
+...              "TYPE BY company HIERARCHY sectors MEASURES COUNT(*) AS n) AS m").collect()
+[Row(n=1)]
+>>> sparkseq.drop_hierarchy(spark, "sectors")
 
 Each session (each :class:`~pyspark.sql.SparkSession` object) has its own hierarchies,
 held in a weak-keyed registry, so they go away with the session. :func:`sparkseq.sql`,
@@ -21,15 +32,15 @@ registered: not empty, no NULL child or parent, one parent per child, no cycles.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Union
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Union, cast
 
-from pyspark.sql import SparkSession
 from pyspark.errors import AnalysisException
+from pyspark.sql import SparkSession
 
 from sparkseq.catalog import PendingRelation, SessionSchemas
 from sql_rewrites.errors import HierarchyError, SourcePosition, UnknownHierarchyError, UnknownTableError
-from sql_rewrites.hierarchy import ConceptHierarchy, HierarchyResolver
+from sql_rewrites.hierarchy import ConceptHierarchy, HierarchyResolver, Pairs
 
 _REGISTRY: weakref.WeakKeyDictionary[SparkSession, dict[str, ConceptHierarchy]] = weakref.WeakKeyDictionary()
 PENDING = "pending"  # created by an earlier statement of a script from a relation that statement creates
@@ -146,7 +157,7 @@ class _Hierarchies(Mapping[str, Iterable[tuple[object, object]]]):
         _, value = self.entries[key.casefold()]
         if value == PENDING:
             raise PendingRelation(key)
-        return list(value.parent_of.items()) if isinstance(value, ConceptHierarchy) else value  # type: ignore
+        return list(value.parent_of.items()) if isinstance(value, ConceptHierarchy) else cast(Pairs, value)
 
     def __iter__(self) -> Iterator[str]:
         return iter([display for display, _ in self.entries.values()])
@@ -172,13 +183,13 @@ def resolver(spark: SparkSession | None, explicit: HierarchyResolver | None = No
         entries.update({str(k).casefold(): (str(k), v) for k, v in explicit.items()})
         return _Hierarchies(entries)
     session = _Hierarchies(entries)
-    call: Callable[[str], object] = explicit
+    call = explicit
 
     def chained(name: str) -> Iterable[tuple[object, object]] | None:
         found = call(name)
         if found is None and name.casefold() in session.entries:
             return session[name]
-        return found  # type: ignore[return-value]
+        return found
 
     return chained
 

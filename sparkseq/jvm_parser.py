@@ -50,6 +50,7 @@ import threading
 import weakref
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pyspark
 from py4j.protocol import Py4JError
@@ -252,11 +253,11 @@ class Rewriter:
             return f"{ERROR_PREFIX}send one statement at a time (got {len(statements)})"
         return statements[0]
 
-    def session_for(self, jsession: object, keep: bool = True) -> SparkSession:
+    def session_for(self, jsession: Any, keep: bool = True) -> SparkSession:  # a py4j JavaObject
         """The Python SparkSession of a JVM session: ``home``, a session sparkseq already
         knows (so its concept hierarchies apply), or a new wrapper (kept for later calls:
         the functions registered through it are remembered with it)."""
-        uuid = jsession.sessionUUID()  # type: ignore[attr-defined]
+        uuid = jsession.sessionUUID()
         for known in _known_sessions(self.home):
             if _uuid(known) == uuid:
                 return known
@@ -365,9 +366,10 @@ def uninstall(spark: SparkSession) -> None:
     _installed = None
 
 
-def _extension_class(spark: SparkSession) -> object | None:
+def _extension_class(spark: SparkSession) -> Any | None:  # a py4j JavaClass
     """The extension's class in ``spark``'s JVM, or None when it is not on the classpath."""
     jvm = spark.sparkContext._jvm
+    assert jvm is not None  # a classic session's driver
     try:
         jvm.java.lang.Class.forName(CLASS_NAME)
     except Exception:  # noqa: BLE001 - py4j reports ClassNotFoundException as a generic error

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
+from typing import Any
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -224,7 +225,7 @@ def decode_key(text: Column, dtype: T.DataType) -> Column:
 
 def bucket_count(spark: SparkSession) -> int:
     """The number of buckets live operators spread partition keys over (:data:`BUCKETS_CONF`)."""
-    return int(spark.conf.get(BUCKETS_CONF, str(DEFAULT_BUCKETS)))
+    return int(spark.conf.get(BUCKETS_CONF, str(DEFAULT_BUCKETS)) or DEFAULT_BUCKETS)
 
 
 def check_checkpoint(spark: SparkSession, checkpoint: str, plans: list[str]) -> None:
@@ -255,7 +256,7 @@ def check_checkpoint(spark: SparkSession, checkpoint: str, plans: list[str]) -> 
                 "must be the same statement (and bucket count) — start a changed query with a new checkpoint location")
 
 
-def progress(last: dict | None) -> dict[str, object] | None:
+def progress(last: dict | None) -> dict[str, Any] | None:
     """A micro-batch's progress (``query.lastProgress``, or an item of
     ``query.recentProgress``) in brief, summed over the stateful operators: batch, input
     rows, rows per second, watermark, late rows dropped, state rows and bytes, rows
@@ -276,5 +277,6 @@ def progress(last: dict | None) -> dict[str, object] | None:
     }
 
 
-__all__ = ["replacer", "source_frame", "in_scope", "engine_value", "check_watermark", "check_keys", "frame", "view_name", "encode_key", "decode_key",
-           "progress", "bucket_count", "check_checkpoint", "BUCKETS_CONF", "DEFAULT_BUCKETS"]
+__all__ = ["replacer", "source_frame", "in_scope", "engine_value", "check_watermark", "check_keys", "frame",
+           "view_name", "encode_key", "decode_key", "progress", "bucket_count", "check_checkpoint", "BUCKETS_CONF",
+           "DEFAULT_BUCKETS"]

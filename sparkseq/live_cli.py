@@ -23,9 +23,16 @@ import json
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.streaming import StreamingQueryListener
+from pyspark.sql.streaming import StreamingQuery, StreamingQueryListener
+from pyspark.sql.streaming.listener import (
+    QueryIdleEvent,
+    QueryProgressEvent,
+    QueryStartedEvent,
+    QueryTerminatedEvent,
+)
 from sqlglot import exp
 
 from sparkseq import live
@@ -39,7 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--file", "-f", type=Path, help="read the statement from this file")
     parser.add_argument("--source-dir", required=True, type=Path, help="directory the event files arrive in")
     parser.add_argument("--format", choices=FORMATS, default="json", help="file format (default json; csv: header row)")
-    parser.add_argument("--schema", required=True, help="the files' schema as Spark DDL, e.g. 'k INT, ts TIMESTAMP, a STRING'")
+    parser.add_argument("--schema", required=True,
+                        help="the files' schema as Spark DDL, e.g. 'k INT, ts TIMESTAMP, a STRING'")
     parser.add_argument("--name", default="events", help="view name the statement reads the stream by (default events)")
     parser.add_argument("--watermark", required=True, metavar="DELAY",
                         help="how late rows may arrive, e.g. '10 minutes'; rows at or before the watermark are dropped")
@@ -56,14 +64,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     """Run the ``stream`` command; returns the exit code."""
     import sparkseq
+    from sparkseq.cli import read_text, reporting
 
-    from sparkseq.cli import _read_text, _reporting
-
-    text = _read_text(args)
+    text = read_text(args)
     spark = sparkseq.session(args.master, app_name="sparkseq-stream")
     printer = ProgressPrinter()
     spark.streams.addListener(printer)
-    with _reporting():
+    with reporting():
         query = start(spark, text, args)
     signal.signal(signal.SIGTERM, lambda *_: query.stop())
     try:
@@ -78,7 +85,7 @@ def main(args: argparse.Namespace) -> int:
     return 0 if query.exception() is None else 1
 
 
-def start(spark: SparkSession, text: str, args: argparse.Namespace) -> object:
+def start(spark: SparkSession, text: str, args: argparse.Namespace) -> StreamingQuery:
     """Register the source, run ``text`` through :func:`sparkseq.sql` and start writing."""
     import sparkseq
 
@@ -110,7 +117,8 @@ def _event_time(spark: SparkSession, text: str, name: str, column: str | None) -
     from sql_rewrites import analyze_sql
 
     queries = analyze_sql(text, SessionSchemas(spark))
-    reading = [q for q in queries if isinstance(q.node.this, exp.Table) and q.node.this.name.casefold() == name.casefold()]
+    reading = [q for q in queries
+               if isinstance(q.node.this, exp.Table) and q.node.this.name.casefold() == name.casefold()]
     if not reading:
         raise SystemExit(f"the statement has no MATCH_AGGREGATE reading {name} (FROM {name} MATCH_AGGREGATE (...))")
     orders = sorted({q.order.column.name for q in reading})
@@ -129,23 +137,23 @@ def _batch_writer(output: str):  # noqa: ANN202 - a foreachBatch function
 class ProgressPrinter(StreamingQueryListener):
     """Prints one line per micro-batch (see the module docstring)."""
 
-    def onQueryStarted(self, event: object) -> None:
-        print(f"started query {event.id} (run {event.runId}); one line per micro-batch", flush=True)  # type: ignore[attr-defined]
+    def onQueryStarted(self, event: QueryStartedEvent) -> None:
+        print(f"started query {event.id} (run {event.runId}); one line per micro-batch", flush=True)
 
-    def onQueryProgress(self, event: object) -> None:
+    def onQueryProgress(self, event: QueryProgressEvent) -> None:
         from sparkseq.live import progress
 
-        print(describe(progress(json.loads(event.progress.json))), flush=True)  # type: ignore[attr-defined]
+        print(describe(progress(json.loads(event.progress.json))), flush=True)
 
-    def onQueryIdle(self, event: object) -> None:
+    def onQueryIdle(self, event: QueryIdleEvent) -> None:
         pass
 
-    def onQueryTerminated(self, event: object) -> None:
+    def onQueryTerminated(self, event: QueryTerminatedEvent) -> None:
         failed = getattr(event, "exception", None)
         print(f"query stopped{': ' + failed if failed else ''}", file=sys.stderr if failed else sys.stdout, flush=True)
 
 
-def describe(p: dict[str, object] | None) -> str:
+def describe(p: dict[str, Any] | None) -> str:
     """One micro-batch's progress as a line of text."""
     if p is None:
         return "no micro-batch yet"

@@ -31,8 +31,8 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from sparkseq.registration import engine_function, stream_function
-from sql_rewrites.generate import EngineInput, InternalNames, contiguity_rank, engine_query
 from sql_rewrites.dialect import SparkSeq
+from sql_rewrites.generate import EngineInput, InternalNames, contiguity_rank, engine_query
 from udafs.errors import SparkSeqError
 from udafs.plan import Plan, ValueType
 from udafs.spark_udfs import result_fields, value_sql_type
@@ -72,8 +72,13 @@ def udaf_query(spark: SparkSession, plan: Plan, source: str, *, keys: Sequence[s
 
     Examples
     --------
-    >>> sql = udaf_query(spark, plan, "events", keys=["user"], mask="mask")  # doctest: +SKIP
-    >>> spark.sql(sql).show()  # doctest: +SKIP
+    >>> from sparkseq import Element, Plan
+    >>> plan = Plan(symbols=("A", "B"), elements=(Element(0), Element(1)), negations=(0, 0, 0))
+    >>> spark.sql("SELECT * FROM VALUES ('u', 1L, 1L), ('u', 2L, 1L), ('u', 3L, 2L) AS t(user, ts, mask)"
+    ...           ).createOrReplaceTempView("events")
+    >>> sql = udaf_query(spark, plan, "events", keys=["user"], mask="mask")  # mask bit k: symbol k
+    >>> spark.sql(sql).collect()
+    [Row(user='u', count=2)]
     """
     spec = _engine_input(plan, keys, ts, mask, values)
     return _print(engine_query(spec, engine_function(spark, plan), _table(source)))

@@ -85,8 +85,12 @@ def register(spark: SparkSession) -> None:
 
     Examples
     --------
-    >>> register(spark)  # doctest: +SKIP
-    >>> spark.sql("SELECT k, sparkseq_count(:plan, ts, mask) FROM t GROUP BY k", args={"plan": p})  # doctest: +SKIP
+    >>> from udafs.plan import Element, Plan
+    >>> register(spark)
+    >>> p = Plan(symbols=("A", "B"), elements=(Element(0), Element(1)), negations=(0, 0, 0)).to_json()
+    >>> spark.sql("SELECT k, sparkseq_count(:plan, ts, mask) AS n FROM VALUES ('u', 1L, 1L), ('u', 2L, 1L), "
+    ...           "('u', 3L, 2L) AS t(k, ts, mask) GROUP BY k", args={"plan": p}).collect()
+    [Row(k='u', n=2)]
     """
     for spec in FUNCTIONS:
         _once(spark, spec.name, lambda s=spec: arrow_udf(s.func, s.return_type))
@@ -199,7 +203,7 @@ def _once(spark: SparkSession, name: str, make: Callable[[], object], table: boo
 
 
 def _register(spark: SparkSession, name: str, registered: Registered) -> None:
-    (spark.udtf if registered.table else spark.udf).register(name, registered.function)  # type: ignore[arg-type]
+    (spark.udtf if registered.table else spark.udf).register(name, registered.function)
     _registered.setdefault(spark, {})[name] = registered
 
 

@@ -36,6 +36,7 @@ def analyse(spark: SparkSession, plan: Any) -> Any:
     """The analysed plan of ``plan`` (from :func:`parse_plan`) — no command runs, no job
     starts; raises Spark's ``AnalysisException``."""
     jvm = spark.sparkContext._jvm
+    assert jvm is not None  # a classic session's driver
     skip = jvm.org.apache.spark.sql.execution.CommandExecutionMode.SKIP()
     execution = spark._jsparkSession.sessionState().executePlan(plan, skip)
     execution.assertAnalyzed()

@@ -98,6 +98,7 @@ from sql_rewrites.hierarchy_statements import (
     parse_hierarchy_statement,
 )
 from sql_rewrites.rewriter import (
+    EngineFunction,
     Replacement,
     Statement,
     StatementExplanation,
@@ -105,7 +106,6 @@ from sql_rewrites.rewriter import (
     split_statements,
 )
 from sql_rewrites.schema import SchemaProvider, table_name
-from udafs.plan import Plan
 
 SEQ_CALL = re.compile(r"\bseq_\w+\s*\(", re.IGNORECASE)  # a call of a BI function (not sparkseq_agg_ names)
 #: First keywords of statements that create an object (named by :func:`created_relations`).
@@ -308,7 +308,7 @@ class _Checker:
             if self._reproduction_failed(exc, statement):
                 return Outcome.DEFERRED, None
             if not isinstance(exc, PySparkException):
-                raise as_error(exc, first_token_position(self.text, statement)) from None  # type: ignore[arg-type]
+                raise as_error(exc, first_token_position(self.text, statement)) from None
             raise spark_error(self.scratch, exc, self.text, statement, explanation) from None
 
     def _reproduction_failed(self, exc: BaseException, statement: Statement) -> bool:
@@ -414,7 +414,7 @@ def _has_parameter_markers(statement: Statement) -> bool:
 
 
 def compile_statement(text: str, statement: Statement, schemas: SchemaProvider, hierarchies: HierarchyResolver | None,
-                      name_for: Callable[[Plan], str], pretty: bool = False,
+                      name_for: EngineFunction, *, pretty: bool = False,
                       replace: Replacement | None = None, check_hierarchies: bool = True) -> StatementExplanation:
     """:func:`~sql_rewrites.rewriter.explain_statement`, with a friendlier message for relations
     Spark does not know and the literal arguments of ``seq_*`` calls checked (with

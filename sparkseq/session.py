@@ -9,6 +9,7 @@ import tempfile
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TypeGuard
 
 from pyspark.sql import SparkSession
 
@@ -20,9 +21,8 @@ _PACKAGE = Path(__file__).resolve().parent
 _ROOT = _PACKAGE.parent  # the source checkout (or site-packages when installed)
 
 
-def session(master: str | None = None, app_name: str = "sparkseq",
-            conf: Mapping[str, object] | None = None, *, parser_extension: bool = True,
-            check_workers: bool = True) -> SparkSession:
+def session(master: str | None = None, *, app_name: str = "sparkseq", conf: Mapping[str, object] | None = None,
+            parser_extension: bool = True, check_workers: bool = True) -> SparkSession:
     """Start (or reuse) a SparkSession, register sparkseq's functions in it and let its
     ``spark.sql`` accept MATCH_AGGREGATE.
 
@@ -59,8 +59,10 @@ def session(master: str | None = None, app_name: str = "sparkseq",
     --------
     >>> import sparkseq
     >>> spark = sparkseq.session()  # doctest: +SKIP
-    >>> spark.sql("SELECT k, n FROM t MATCH_AGGREGATE (PARTITION BY k ORDER BY ts "
-    ...           "PATTERN SEQ(view, buy) TYPE BY action MEASURES COUNT(*) AS n) AS m").show()  # doctest: +SKIP
+    >>> spark.sql("SELECT k, n FROM (SELECT * FROM VALUES ('a', 1, 'view'), ('a', 2, 'buy') AS t(k, ts, action)) "
+    ...           "MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERN SEQ(view, buy) TYPE BY action "
+    ...           "MEASURES COUNT(*) AS n) AS m").collect()
+    [Row(k='a', n=1)]
     """
     master = master or os.environ.get("SPARKSEQ_MASTER") or DEFAULT_MASTER
     if master.startswith("sc://"):
@@ -133,7 +135,7 @@ def _connect_session(url: str, app_name: str, conf: Mapping[str, object] | None)
     return spark
 
 
-def is_session(value: object) -> bool:
+def is_session(value: object) -> TypeGuard[SparkSession]:
     """True for a SparkSession, classic or Spark Connect."""
     return isinstance(value, SparkSession) or is_connect_session(value)
 

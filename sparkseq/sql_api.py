@@ -2,10 +2,17 @@
 
 >>> import sparkseq
 >>> spark = sparkseq.session()  # doctest: +SKIP
+>>> df = spark.sql("SELECT * FROM VALUES (7, TIMESTAMP'2024-05-01 10:00:00', 'view'), "
+...                "(7, TIMESTAMP'2024-05-01 10:04:00', 'buy') AS t(customer_id, ts, action)")
 >>> sparkseq.sql(spark, '''
 ...     SELECT customer_id, funnels FROM {clicks} MATCH_AGGREGATE (
 ...       PARTITION BY customer_id ORDER BY ts PATTERN SEQ(view, buy) TYPE BY action
-...       MEASURES COUNT(*) AS funnels WITHIN INTERVAL 10 MINUTES) AS m''', clicks=df).show()  # doctest: +SKIP
+...       MEASURES COUNT(*) AS funnels WITHIN INTERVAL 10 MINUTES) AS m''', clicks=df).show()
++-----------+-------+
+|customer_id|funnels|
++-----------+-------+
+|          7|      1|
++-----------+-------+
 
 The text may hold several statements separated by ``;``. Each MATCH_AGGREGATE is
 replaced by plain Spark SQL (:mod:`sql_rewrites`) that calls the engine function
@@ -32,16 +39,17 @@ creates is read when its statement runs, and queries using it are analysed then.
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Iterator
-from typing import Any, Union
+from typing import Any, Union, cast
 
 from pyspark.sql import DataFrame, SparkSession
 
 from sparkseq import hierarchies as registry
+from sparkseq import live
 from sparkseq.catalog import PendingRelation, SessionSchemas
 from sparkseq.execution_paths import PathReplacer, decide
 from sparkseq.explaining import LIVE_VIEW_PREFIX, describe_statement
-from sparkseq import live
 from sparkseq.placeholders import format_text
 from sparkseq.registration import engine_function, engine_function_name
 from sparkseq.scripts import (
@@ -56,7 +64,7 @@ from sql_rewrites.errors import SqlRewriteError
 from sql_rewrites.hierarchy import HierarchyResolver
 from sql_rewrites.hierarchy_statements import CreateHierarchy, parse_hierarchy_statement
 from sql_rewrites.rewriter import split_statements
-from sql_rewrites.schema import Catalog, SchemaProvider
+from sql_rewrites.schema import Catalog, ColumnTypes, SchemaProvider
 
 Source = Union[SparkSession, SchemaProvider, None]
 
@@ -99,12 +107,15 @@ def sql(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver | None
 
     Examples
     --------
+    >>> import sparkseq
+    >>> df = spark.sql("SELECT * FROM VALUES (1, 1, 'a'), (1, 2, 'a'), (1, 3, 'b') AS t(k, ts, kind)")
     >>> sparkseq.sql(spark, "SELECT k, n FROM {events} MATCH_AGGREGATE (PARTITION BY k ORDER BY ts "
-    ...              "PATTERN SEQ(a, b) TYPE BY kind MEASURES COUNT(*) AS n) AS m", events=df)  # doctest: +SKIP
+    ...              "PATTERN SEQ(a, b) TYPE BY kind MEASURES COUNT(*) AS n) AS m", events=df).collect()
+    [Row(k=1, n=2)]
     """
     result: DataFrame | None = None
-    for _, result in run_statements(spark, text, hierarchies=hierarchies, args=args, **dataframes):
-        pass
+    for _, frame in run_statements(spark, text, hierarchies=hierarchies, args=args, **dataframes):
+        result = frame
     assert result is not None
     return result
 
@@ -154,7 +165,7 @@ def rewrite(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver | 
             for s in split_statements(text)]
 
 
-def explain(text: str, source: Source = None, *, hierarchies: HierarchyResolver | None = None) -> str:
+def explain(source: Source, text: str | None = None, *, hierarchies: HierarchyResolver | None = None) -> str:
     """What :func:`sql` would do with ``text``, as readable text; nothing runs.
 
     For every statement: the statement, then per MATCH_AGGREGATE its pattern, each
@@ -164,27 +175,39 @@ def explain(text: str, source: Source = None, *, hierarchies: HierarchyResolver 
 
     Parameters
     ----------
+    source : SparkSession, schema mapping or callable, or None
+        Where relation schemas come from: a session's catalog (classic or Spark
+        Connect), or a schema provider as for :func:`sql_rewrites.rewrite` (no Spark
+        needed); None: the active SparkSession, if any. First, as in :func:`sql`.
     text : str
         One or more statements.
-    source : SparkSession, schema mapping or callable, optional
-        Where relation schemas come from: a session's catalog (classic or Spark
-        Connect), or a schema provider
-        as for :func:`sql_rewrites.rewrite` (no Spark needed). Default: the active
-        SparkSession, if any.
     hierarchies : HierarchyResolver, optional
         As for :func:`sql`.
+
+    The former order ``explain(text, source=None)`` still works, with a
+    :class:`DeprecationWarning`: a string first argument is taken as the text (a source
+    is never a string).
 
     Examples
     --------
     >>> schema = {"clicks": {"id": "bigint", "ts": "timestamp", "action": "string"}}
-    >>> text = explain("SELECT * FROM clicks MATCH_AGGREGATE (PARTITION BY id ORDER BY ts "
-    ...                "PATTERN SEQ(view, buy) TYPE BY action WITHIN INTERVAL 10 MINUTES) AS m", schema)
+    >>> text = explain(schema, "SELECT * FROM clicks MATCH_AGGREGATE (PARTITION BY id ORDER BY ts "
+    ...                "PATTERN SEQ(view, buy) TYPE BY action WITHIN INTERVAL 10 MINUTES) AS m")
     >>> print(text.splitlines()[4])
       pattern       SEQ(view, buy)
     """
+    if isinstance(source, str):
+        if isinstance(text, str):
+            raise TypeError("explain(source, text): source is a SparkSession or a schema provider, not a string")
+        warnings.warn("explain(text, source) is deprecated: pass the source first, as in sparkseq.sql: "
+                      "explain(spark, text)", DeprecationWarning, stacklevel=2)
+        source, text = text, source
+    if text is None:
+        raise TypeError("explain(source, text) needs the statement text")
     if source is None:
         source = SparkSession.getActiveSession()
-    parts, created = [], set()
+    parts: list[str] = []
+    created: set[str] = set()
     statements = split_statements(text)
     session = source if is_session(source) else None
     overlay: registry.Overlay = {}
@@ -216,12 +239,13 @@ def explain(text: str, source: Source = None, *, hierarchies: HierarchyResolver 
 def _pending_aware(source: Source, created: set[str]) -> SchemaProvider:
     """The schema provider of ``source`` that raises :class:`PendingRelation` for ``created`` names."""
     if is_session(source):
-        return SessionSchemas(source, pending=created)  # type: ignore[arg-type]
+        return SessionSchemas(source, pending=created)
+    provider = cast(Union[SchemaProvider, None], source)  # not a session: a schema provider or None
     if not created:
-        return source or {}
-    catalog = Catalog(source or {})
+        return provider or {}
+    catalog = Catalog(provider or {})
 
-    def lookup(name: str) -> dict[str, object] | None:
+    def lookup(name: str) -> ColumnTypes | None:
         if name.casefold() in created:
             raise PendingRelation(name)
         found = catalog.lookup(name)

@@ -13,10 +13,10 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 from sqlglot import exp
 
+from sql_rewrites.dialect import SparkSeq
 from sql_rewrites.shared import SharedGroup
 from sql_rewrites.sharing import Statistics
 from sql_rewrites.sql_types import time_to_engine
-from sql_rewrites.dialect import SparkSeq
 
 
 def symbol_keys(group: SharedGroup) -> tuple[str, ...]:
@@ -24,7 +24,7 @@ def symbol_keys(group: SharedGroup) -> tuple[str, ...]:
     return tuple(condition.sql(dialect=SparkSeq) for _, condition in group.symbols)
 
 
-def collect(spark: SparkSession, group: SharedGroup, sample_percent: float | None = None) -> Statistics:
+def collect(spark: SparkSession, group: SharedGroup, *, sample_percent: float | None = None) -> Statistics:
     """Per-symbol counts, partitions and span of the group's source (one job).
 
     Parameters
@@ -50,6 +50,7 @@ def collect(spark: SparkSession, group: SharedGroup, sample_percent: float | Non
         if isinstance(node, exp.Identifier):
             node.set("quoted", True)
     row = spark.sql(select.sql(dialect=SparkSeq)).first()
+    assert row is not None  # an aggregate without GROUP BY has one row
     span = max(1, (row["hi"] or 0) - (row["lo"] or 0)) if row["lo"] is not None else 1
     counts = {key: int(row[f"c{k}"] or 0) for k, key in enumerate(symbol_keys(group))}
     fraction = 1.0 if sample_percent is None else sample_percent / 100

@@ -37,8 +37,15 @@ from pyspark.sql import SparkSession
 
 from sparkseq import jvm_parser, servers
 from sparkseq.registration import FUNCTIONS
-from sparkseq.servers import (DEFAULT_HOST, PortInUseError, ServerError, check_port, is_loopback, relation_names,
-                              wait_listening)
+from sparkseq.servers import (
+    DEFAULT_HOST,
+    PortInUseError,
+    ServerError,
+    check_port,
+    is_loopback,
+    relation_names,
+    wait_listening,
+)
 from sparkseq.session import scratch_dir
 
 DEFAULT_PORT = 10000
@@ -144,7 +151,8 @@ def _check_view_names(spark: SparkSession) -> None:
 
 def temporary_view_names(spark: SparkSession) -> list[str]:
     """Names of the session's (local) temporary views; no Spark job."""
-    return [row["tableName"] for row in spark.sql("SHOW TABLES").collect() if row["isTemporary"] and not row["namespace"]]
+    return [row["tableName"] for row in spark.sql("SHOW TABLES").collect()
+            if row["isTemporary"] and not row["namespace"]]
 
 
 def _share_session(spark: SparkSession) -> None:
@@ -187,7 +195,7 @@ def main(args: argparse.Namespace) -> int:
     """Run the server until SIGTERM or Ctrl-C; the process exit code (see :func:`sparkseq.servers.run`)."""
     return servers.run(args, session=lambda: _server_session(args.master),
                        start=lambda spark: start(spark, host=args.host, port=args.port),
-                       announce=_announce)  # type: ignore[arg-type]
+                       announce=_announce)
 
 
 def _server_session(master: str | None) -> SparkSession:

@@ -1,9 +1,19 @@
 """Workloads: a script of MATCH_AGGREGATE statements run with one pass per sharing group.
 
->>> frames = sparkseq.workload(spark, '''
-...     CREATE OR REPLACE TEMP VIEW q1 AS SELECT * FROM positions MATCH_AGGREGATE (... SEQ(OakSt, MainSt) ...) m;
-...     CREATE OR REPLACE TEMP VIEW q2 AS SELECT * FROM positions MATCH_AGGREGATE (... SEQ(ElmSt, ParkAve) ...) m;
-...     SELECT * FROM q1 JOIN q2 USING (vehicle_id)''')          # doctest: +SKIP
+>>> import sparkseq
+>>> spark.sql("SELECT * FROM VALUES (1, 1, 'OakSt'), (1, 2, 'MainSt'), (1, 3, 'ElmSt'), (1, 4, 'ParkAve') "
+...           "AS t(vehicle_id, ts, street)").createOrReplaceTempView("positions")
+>>> script = '''
+...     CREATE OR REPLACE TEMP VIEW q1 AS SELECT * FROM positions MATCH_AGGREGATE (PARTITION BY vehicle_id
+...       ORDER BY ts PATTERN SEQ(OakSt, MainSt) TYPE BY street MEASURES COUNT(*) AS oak_main) m;
+...     CREATE OR REPLACE TEMP VIEW q2 AS SELECT * FROM positions MATCH_AGGREGATE (PARTITION BY vehicle_id
+...       ORDER BY ts PATTERN SEQ(ElmSt, ParkAve) TYPE BY street MEASURES COUNT(*) AS elm_park) m;
+...     SELECT * FROM q1 JOIN q2 USING (vehicle_id)'''
+>>> frames = sparkseq.workload(spark, script)  # both operators in one pass over positions
+>>> frames[-1].collect()
+[Row(vehicle_id=1, oak_main=1, elm_park=1)]
+>>> sparkseq.release_workload(spark, script)  # the cached group result goes
+['__sparkseq_shared_...']
 
 Operators reading the same table or view with the same PARTITION BY and ORDER BY
 (:func:`sql_rewrites.shared.sharing_key`) are computed together: their group's query
@@ -39,21 +49,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
-
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from sparkseq import live
 from sparkseq.scripts import SESSION_KEYWORDS, Checked, check_script, created_relations, run_script
 from sparkseq.workload_results import collect_results, write_results
-from udafs import contract
-from udafs.spark_shared import shared_pass
+from sql_rewrites.dialect import SparkSeq
 from sql_rewrites.hierarchy import HierarchyResolver
 from sql_rewrites.rewriter import Replacement, Statement
 from sql_rewrites.shared import Member, SharedGroup, group_members, sharing_key
-from sql_rewrites.dialect import SparkSeq
 from sql_rewrites.sharing import Units
 from sql_rewrites.windows import describe_length
+from udafs import contract
+from udafs.spark_shared import shared_pass
 
 
 @dataclass(frozen=True)
@@ -208,6 +217,7 @@ def _keeps_data(statement: Statement) -> bool:
 def _exists(spark: SparkSession, path: str) -> bool:
     """Whether ``path`` exists in the file system Spark writes it to."""
     jvm = spark.sparkContext._jvm
+    assert jvm is not None  # a classic session's driver
     hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
     return bool(hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).exists(hadoop_path))
 
@@ -290,7 +300,7 @@ def explain_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyRe
         keys_of = statistics.symbol_keys(group)
         for k, (name, condition) in enumerate(group.symbols):
             lines.append(f"  {'symbols' if k == 0 else '':<8} bit {k:<2} {name:<12} {condition.sql(dialect=SparkSeq)}")
-        stats = statistics.collect(spark, group, sample_percent)
+        stats = statistics.collect(spark, group, sample_percent=sample_percent)
         queries = [sharing.query_from_plan(f"m{i}", p, keys_of) for i, p in enumerate(group.plan.plans)]
         chosen = sharing.optimize(queries, stats)
         lines += ["", "  sharing optimizer (Sharon): statistics from the data, "
@@ -377,4 +387,5 @@ def _cache_group(spark: SparkSession, plan: WorkloadPlan, group: int) -> None:
               f"WHERE CASE WHEN `{error}` IS NULL THEN TRUE ELSE raise_error(`{error}`) END")
 
 
-__all__ = ["StatementResult", "WorkloadPlan", "collect_workload", "explain_workload", "plan_workload", "release_workload", "run_workload", "workload"]
+__all__ = ["StatementResult", "WorkloadPlan", "collect_workload", "explain_workload", "plan_workload",
+           "release_workload", "run_workload", "workload"]

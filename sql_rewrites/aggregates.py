@@ -51,6 +51,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import NoReturn
 
 from sqlglot import exp
 
@@ -176,7 +177,7 @@ class _SelectSplit:
 
     def _python_calls(self) -> list[exp.Anonymous]:
         return [node for clause in self.CLAUSES for part in _parts_of(self.select, clause)
-                for node in _own_nodes(part) if self._is_python(node)]
+                for node in _own_nodes(part) if isinstance(node, exp.Anonymous) and self._is_python(node)]
 
     def _is_python(self, node: exp.Expr) -> bool:
         return isinstance(node, exp.Anonymous) and str(node.name).casefold() in self.functions
@@ -370,7 +371,7 @@ class _SelectSplit:
               values: Iterable[tuple[str, exp.Expr]]) -> exp.Select:
         """One grouped query: the statement's rows and groups, its aliased non-aggregate
         items (for GROUP BY aliases and lateral aliases), the keys and ``values``."""
-        projections = [i.copy() for i in select.expressions
+        projections: list[exp.Expr] = [i.copy() for i in select.expressions
                        if isinstance(i, exp.Alias) and not self._holds_aggregate(i)
                        and not i.find(exp.Window, exp.Query, exp.Subquery)]
         projections += [exp.alias_(k.copy(), n, quoted=True) for k, n in zip(keys, key_names)]
@@ -408,7 +409,7 @@ class _SelectSplit:
             column.replace(replacement)
         return node
 
-    def _fail(self, message: str, node: exp.Expr | None) -> None:
+    def _fail(self, message: str, node: exp.Expr | None) -> NoReturn:
         raise AggregatePlacementError(message, node_position(node, self.sql))
 
 

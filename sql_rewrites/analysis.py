@@ -27,36 +27,35 @@ from __future__ import annotations
 from sqlglot import exp
 
 from sql_rewrites.cube_analysis import CubeAnalysis, build_cuboids, is_cube
-from sql_rewrites.dialect import parse_statement, SparkSeq
+from sql_rewrites.dialect import SparkSeq, parse_statement
 from sql_rewrites.errors import (
     DuplicateSymbolError,
     HierarchyError,
     OrderByError,
     PartitionByError,
     UnknownSymbolError,
-    UnusedSymbolError,
     UnresolvedSourceError,
+    UnusedSymbolError,
 )
 from sql_rewrites.expressions import MatchAggregate
 from sql_rewrites.hierarchy import ConceptHierarchy, HierarchyResolver, resolve_hierarchy
 from sql_rewrites.logical import (
     MatchAggregateQuery,
-    check_unique_outputs,
     MeasureSpec,
     OrderKey,
     OutputColumn,
     PartitionKey,
     SymbolOrigin,
     SymbolSpec,
+    check_unique_outputs,
 )
 from sql_rewrites.measures import MeasureContext, resolve_measures
 from sql_rewrites.predicates import PredicateResolver
-from sql_rewrites.selection import refuse_in_cube, strategy_of, with_local_conditions
 from sql_rewrites.schema import Catalog, ColumnSchema, RelationSchema, SchemaProvider
 from sql_rewrites.scope import ColumnScope
+from sql_rewrites.selection import refuse_in_cube, strategy_of, with_local_conditions
 from sql_rewrites.sources import SourceResolver
 from sql_rewrites.sql_types import ORDER_TYPES_HELP, order_kind
-from sql_rewrites.uncertainty import check_where as check_uncertain_where, resolve_uncertainty
 from sql_rewrites.symbols import (
     CompiledPattern,
     PatternSymbol,
@@ -66,6 +65,8 @@ from sql_rewrites.symbols import (
     node_position,
     symbol_key,
 )
+from sql_rewrites.uncertainty import check_where as check_uncertain_where
+from sql_rewrites.uncertainty import resolve_uncertainty
 from sql_rewrites.windows import check_slide, check_slide_length, window_length
 from udafs.plan import CountType, Measure, Plan
 
@@ -223,8 +224,9 @@ class Analyzer:
             within = window_length(within_expr, "WITHIN", order.name, order.kind, self.sql)
         if slide_expr is not None:
             slide = window_length(slide_expr, "SLIDE", order.name, order.kind, self.sql)
+            assert within_expr is not None and within is not None  # check_slide: no SLIDE without WITHIN
             texts = (slide_expr.sql(dialect=SparkSeq), within_expr.sql(dialect=SparkSeq))
-            check_slide_length(within, slide, texts, node_position(slide_expr, self.sql))  # type: ignore[arg-type]
+            check_slide_length(within, slide, texts, node_position(slide_expr, self.sql))
         if pattern is not None:  # E-Cube checks each cuboid instead
             check_edge_negation(pattern, within is not None, self.sql)
         return within, slide
@@ -292,8 +294,8 @@ class Analyzer:
             )
         check_spelling(symbol, self.sql)
         if hierarchy is None:
-            condition = exp.EQ(this=type_column.copy(), expression=exp.Literal.string(symbol.name))
-            return SymbolSpec(symbol.index, symbol.name, condition, SymbolOrigin.TYPE_BY)
+            equal = exp.EQ(this=type_column.copy(), expression=exp.Literal.string(symbol.name))
+            return SymbolSpec(symbol.index, symbol.name, equal, SymbolOrigin.TYPE_BY)
         values = hierarchy.descendants_or_self(symbol.name, where)
         condition = exp.In(this=type_column.copy(), expressions=[exp.Literal.string(v) for v in values])
         return SymbolSpec(symbol.index, symbol.name, condition, SymbolOrigin.HIERARCHY)

@@ -84,7 +84,8 @@ def _call(node: exp.Func) -> str:
         return f"{str(node.name).lower()}({_list(arguments)})"
     # Spark's own spelling of a function sqlglot knows (maybe by another name) and of its
     # arguments: print it with a placeholder per argument, then put the pretty arguments in
-    copy, pretty = node.copy(), {}
+    copy = node.copy()
+    pretty: dict[str, str] = {}
     for original, placeholder in _arguments(node, copy):
         name = f"__sparkseq_argument_{len(pretty)}"
         pretty[name] = _pretty(original)

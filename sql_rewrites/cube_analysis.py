@@ -18,6 +18,7 @@ the depth of its hierarchy node, root 0, NULL for other symbols), then the measu
 from __future__ import annotations
 
 from collections.abc import Sequence
+
 from sqlglot import exp
 
 from sql_rewrites.cube import (
@@ -32,9 +33,10 @@ from sql_rewrites.cube import (
 from sql_rewrites.errors import (
     CubeError,
     EdgeNegationWithoutWindowError,
+    SourcePosition,
     TooManySymbolsError,
 )
-from sql_rewrites.expressions import MatchAggregate, MatchPattern, MatchRollup
+from sql_rewrites.expressions import MatchAggregate, MatchPattern, MatchPatternElement, MatchRollup
 from sql_rewrites.hierarchy import ConceptHierarchy
 from sql_rewrites.logical import MeasureSpec, OutputColumn, SymbolOrigin, SymbolSpec, check_unique_outputs
 from sql_rewrites.symbols import CompiledPattern, compile_pattern, node_position, symbol_key
@@ -87,7 +89,7 @@ class CubeAnalysis:
                             node_position(self.node.args.get("cube") or self.node, self.sql))
         return out
 
-    def _element(self, written: exp.Expr, by_key: dict) -> CubeElement:
+    def _element(self, written: MatchPatternElement, by_key: dict) -> CubeElement:
         spec = by_key[symbol_key(written.this)]
         node = spec.origin is SymbolOrigin.HIERARCHY
         key = (True, spec.name) if node else symbol_key(written.this)
@@ -111,7 +113,7 @@ class CubeAnalysis:
                 choices[position] = RollupChoice(old.concept_to, True)
         return choices
 
-    def _position(self, item: MatchRollup, base: Cuboid, where: object) -> int:
+    def _position(self, item: MatchRollup, base: Cuboid, where: SourcePosition | None) -> int:
         target = item.this
         n = len(base.elements)
         if isinstance(target, exp.Literal) and not target.is_string:
@@ -136,8 +138,10 @@ class CubeAnalysis:
         measure reads exactly the measured position."""
         readers: list[set[int]] = [set() for _ in cuboid.elements]
         for m in measures:
+            if m.symbol is None:  # COUNT(*) reads no position
+                continue
             for i in self.measure_positions(cuboid, m):
-                readers[i].add(m.symbol)  # type: ignore[arg-type]
+                readers[i].add(m.symbol)
         return [(*e.symbol_id, tuple(sorted(r))) for e, r in zip(cuboid.elements, readers)]
 
     def symbol_table(self, cuboids: Sequence[Cuboid], written: Sequence[SymbolSpec],

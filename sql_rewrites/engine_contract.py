@@ -17,8 +17,8 @@ from udafs.contract import (
     WINDOW_START,
     engine_type,
     measure_field,
-    result_field_names,
     multi_result_type,
+    result_field_names,
     result_type,
 )
 from udafs.multiplan import MultiPlan

@@ -27,7 +27,7 @@ from sqlglot import exp
 class _SparkSeqNode(exp.Expression):
     """Prints with the SparkSeq dialect unless told otherwise (other dialects lack it)."""
 
-    def sql(self, dialect: t.Any = None, **opts: t.Any) -> str:
+    def sql(self, dialect: t.Any = None, **opts: t.Any) -> str:  # type: ignore[override]  # same call shapes
         from sql_rewrites.dialect import SparkSeq  # the dialect imports these nodes
 
         return super().sql(dialect=dialect or SparkSeq, **opts)

@@ -136,8 +136,8 @@ def engine_input(query: MatchAggregateQuery) -> EngineInput:
         bound=lambda value: time_from_engine(value, order.kind, order.column.dtype),
         per_plan=_cube_columns(query),
         seq=contiguity_rank(query.plan, [k.expression for k in query.partition_keys], order.expression),
-        bounds=None if query.uncertainty is None else tuple(
-            time_to_engine(c.copy(), order.kind) for c in (query.uncertainty.lo, query.uncertainty.hi)),
+        bounds=None if query.uncertainty is None else (time_to_engine(query.uncertainty.lo.copy(), order.kind),
+                                                       time_to_engine(query.uncertainty.hi.copy(), order.kind)),
     )
 
 
@@ -297,7 +297,7 @@ def mask_expression(conditions: Iterable[tuple[int, exp.Expr]]) -> exp.Expr:
         exp.paren(exp.case().when(condition.copy(), exp.Literal.number(1 << k)).else_(exp.Literal.number(0)))
         for k, condition in conditions
     ]
-    combined = bits[0]
+    combined: exp.Expr = bits[0]
     for bit in bits[1:]:
         combined = exp.BitwiseOr(this=combined, expression=bit)
     return exp.cast(combined, DType.BIGINT)

@@ -9,9 +9,8 @@ from __future__ import annotations
 import typing as t
 
 from sqlglot import exp
-from sqlglot.dialects.spark import Spark
+from sqlglot.generators.spark import SparkGenerator
 
-from sql_rewrites.literals import string_sql
 from sql_rewrites.expressions import (
     MatchAggregate,
     MatchCube,
@@ -21,13 +20,14 @@ from sql_rewrites.expressions import (
     MatchRollup,
     MatchUncertain,
 )
+from sql_rewrites.literals import string_sql
 
 
-class SparkSeqGenerator(Spark.Generator):
+class SparkSeqGenerator(SparkGenerator):
     """Spark's generator plus the MATCH_AGGREGATE nodes."""
 
     TRANSFORMS: t.ClassVar = {
-        **Spark.Generator.TRANSFORMS,
+        **SparkGenerator.TRANSFORMS,
         MatchAggregate: lambda self, e: self.matchaggregate_sql(e),
         MatchPattern: lambda self, e: self.matchpattern_sql(e),
         MatchPatternElement: lambda self, e: self.matchpatternelement_sql(e),

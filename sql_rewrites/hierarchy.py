@@ -10,13 +10,13 @@ Names of hierarchies are matched case-insensitively; node values exactly.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Union
 
 from sql_rewrites.errors import HierarchyError, SourcePosition, UnknownHierarchyError
 
-Pairs = Iterable[tuple[str, str]]
+Pairs = Iterable[tuple[object, object]]  # (child, parent) values, read as text
 HierarchyResolver = Union[Mapping[str, Pairs], Callable[[str], Union[Pairs, None]]]
 
 
@@ -105,9 +105,9 @@ class ConceptHierarchy:
 
 
 def _pair(name: str, pair: object) -> tuple[str, str]:
-    if isinstance(pair, (str, bytes)) or not hasattr(pair, "__len__") or len(pair) != 2:  # type: ignore[arg-type]
+    if isinstance(pair, (str, bytes)) or not isinstance(pair, Collection) or len(pair) != 2:
         raise HierarchyError(f"hierarchy {name}: {pair!r} is not a (child, parent) pair")
-    child, parent = pair  # type: ignore[misc]
+    child, parent = pair
     if child is None or parent is None:
         which = "child" if child is None else "parent"
         raise HierarchyError(f"hierarchy {name}: the pair ({child!r}, {parent!r}) has a NULL {which}; "

@@ -46,7 +46,7 @@ def string_value(literal: str) -> str:
     >>> string_value("'it''s'"), string_value(r"'a\\tb'"), string_value(r"r'a\\tb'")
     ("it's", 'a\\tb', 'a\\\\tb')
     >>> string_value(r"'50\\%'"), string_value(r"'\\u00e9t\\U0001F600'")
-    ('50\\\\%', 'été😀')
+    ('50\\\\%', 'ét😀')
     """
     if is_raw(literal):
         return _paired(literal[2:-1])

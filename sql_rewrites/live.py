@@ -25,8 +25,15 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from sql_rewrites.errors import StreamingError
-from sql_rewrites.generate import (EngineInput, aliased, engine_events, engine_input, engine_roles, flat_output,
-                                   result_columns)
+from sql_rewrites.generate import (
+    EngineInput,
+    aliased,
+    engine_events,
+    engine_input,
+    engine_roles,
+    flat_output,
+    result_columns,
+)
 from sql_rewrites.logical import MatchAggregateQuery
 from sql_rewrites.sql_types import OrderKind
 from sql_rewrites.symbols import node_position
@@ -88,7 +95,7 @@ def live_query(query: MatchAggregateQuery, sql: str | None = None) -> LiveQuery:
     roles = engine_roles(spec)
     events, (ts, mask, *values) = engine_events(
         spec, query.node.this.copy(), extra=((roles.event_time, query.order.expression),),
-        all_rows=query.plan.strategy.contiguous)
+        all_rows=query.single_plan.strategy.contiguous)
     return LiveQuery(query, spec, events, roles.event_time, ts, mask, tuple(values))
 
 
@@ -105,7 +112,7 @@ def check_live(query: MatchAggregateQuery, sql: str | None = None) -> None:
     if query.cube is not None:
         raise StreamingError("CUBE / PATTERNS (E-Cube) is not supported over a streaming source; write one "
                              "MATCH_AGGREGATE per pattern", node_position(node, sql))
-    plan = query.plan
+    plan = query.single_plan
     if plan.uncertain is not None:
         raise StreamingError("ORDER BY ... UNCERTAIN BETWEEN (imprecise timestamps) is not supported over a streaming "
                              "source (the live evaluator takes point event times); evaluate imprecise data in batch",

@@ -153,6 +153,13 @@ class MatchAggregateQuery:
         return self.node.alias
 
     @property
+    def single_plan(self) -> Plan:
+        """The plan of an operator that is no E-Cube (whose plan is a MultiPlan)."""
+        if not isinstance(self.plan, Plan):
+            raise TypeError("an E-Cube MATCH_AGGREGATE has one plan per cuboid (a MultiPlan), not one Plan")
+        return self.plan
+
+    @property
     def has_windows(self) -> bool:
         """True with SLIDE: one output row per (partition, window)."""
         return self.plan.slide is not None

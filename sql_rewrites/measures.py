@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 
 from sql_rewrites import engine_contract
+from sql_rewrites.dialect import SparkSeq
 from sql_rewrites.errors import (
     MissingMeasureAliasError,
     NegatedMeasureError,
@@ -49,7 +50,6 @@ from sql_rewrites.sql_types import (
     value_codec,
 )
 from sql_rewrites.symbols import CompiledPattern, PatternSymbol, node_position, symbol_key
-from sql_rewrites.dialect import SparkSeq
 from udafs.plan import CountType, MeasureKind, ValueType
 
 MEASURE_FUNCTIONS: dict[type[exp.Expr], MeasureKind] = {

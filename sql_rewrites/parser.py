@@ -23,7 +23,7 @@ from __future__ import annotations
 import typing as t
 
 from sqlglot import exp
-from sqlglot.dialects.spark import Spark
+from sqlglot.parsers.spark import SparkParser
 from sqlglot.tokens import TokenType
 
 from sql_rewrites.expressions import (
@@ -46,7 +46,7 @@ MARKER_OFFSET = "sparkseq_marker_offset"
 ClauseParser = t.Callable[["SparkSeqParser"], tuple[str, t.Any]]
 
 
-class SparkSeqParser(Spark.Parser):
+class SparkSeqParser(SparkParser):
     """Spark's parser extended with the MATCH_AGGREGATE table operator."""
 
     MATCH_AGGREGATE_CLAUSE_PARSERS: t.ClassVar[dict[str, ClauseParser]] = {
@@ -72,10 +72,10 @@ class SparkSeqParser(Spark.Parser):
     }
 
     # like exp.Table, a MATCH_AGGREGATE in parentheses may carry joins: (t MATCH_AGGREGATE (...) m JOIN u ON ...)
-    MODIFIABLES: t.ClassVar = (*Spark.Parser.MODIFIABLES, MatchAggregate)
+    MODIFIABLES: t.ClassVar = (*SparkParser.MODIFIABLES, MatchAggregate)  # type: ignore[assignment]  # sqlglot types its exact tuple
 
     EXPRESSION_PARSERS: t.ClassVar = {
-        **Spark.Parser.EXPRESSION_PARSERS,
+        **SparkParser.EXPRESSION_PARSERS,
         MatchPattern: lambda self: self._parse_match_pattern(),
         MatchRollup: lambda self: self._parse_match_rollup(),
         exp.Interval: lambda self: self._parse_match_duration("WITHIN"),  # WITHIN / SLIDE values
@@ -84,7 +84,7 @@ class SparkSeqParser(Spark.Parser):
     # A positional marker remembers where it stood, so that the rewrite can keep the
     # order in which Spark binds `?` values (sql_rewrites.markers)
     PLACEHOLDER_PARSERS: t.ClassVar = {
-        **Spark.Parser.PLACEHOLDER_PARSERS,
+        **SparkParser.PLACEHOLDER_PARSERS,
         TokenType.PLACEHOLDER: lambda self: self._parse_positional_marker(),
     }
 

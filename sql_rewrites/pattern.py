@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 from sqlglot.tokens import TokenType
 
-from sql_rewrites.dialect import parse_fragment, parse_into, SparkSeq
+from sql_rewrites.dialect import SparkSeq, parse_fragment, parse_into
 from sql_rewrites.errors import NonPositiveWindowError, SlideWithoutWithinError
 from sql_rewrites.expressions import MatchPattern
 from sql_rewrites.generate import mask_expression

@@ -31,16 +31,17 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import NoReturn
 
 from sqlglot import exp
 
+from sql_rewrites.dialect import SparkSeq
 from sql_rewrites.errors import PredicateError
 from sql_rewrites.logical import PartitionKey, ValueColumn
 from sql_rewrites.measures import MeasureContext, value_column_index
 from sql_rewrites.schema import ColumnSchema
 from sql_rewrites.sql_types import DType, value_codec
 from sql_rewrites.symbols import PatternSymbol, node_position
-from sql_rewrites.dialect import SparkSeq
 from udafs.plan import CmpOp, IteratorPredicate, Predicate, ValueType
 
 COMPARISONS: dict[type[exp.Expr], CmpOp] = {
@@ -220,7 +221,9 @@ class PredicateResolver:
             self._fail(f"WHERE condition {text} is not supported: a running aggregate must be compared with the "
                        f"current row, B[i].c OP {name}(B[1..i-1].c) [+|- constant]", node)
         current = self._operand(node.this if sides[0] is None else node.expression, text)
-        previous, agg = sides[0] or sides[1]
+        aggregate_side = sides[0] or sides[1]
+        assert aggregate_side is not None  # exactly one side is the aggregate (checked above)
+        previous, agg = aggregate_side
         if sides[0] is not None:  # MAX(...) OP B[i].c  <=>  B[i].c OP' MAX(...)
             op = op.mirrored()
         if current.lag != 0 or previous.symbol.index != current.symbol.index:
@@ -259,12 +262,13 @@ class PredicateResolver:
             return None
         inner = base.this
         bracket = inner.this if isinstance(inner, exp.Dot) else None
-        if (not isinstance(bracket, exp.Bracket) or not isinstance(inner.expression, exp.Identifier)
-                or self._lagged(bracket) is None or self._lagged(bracket)[1] != PREFIX or constant is None):
+        lagged = self._lagged(bracket) if isinstance(bracket, exp.Bracket) else None
+        if (lagged is None or not isinstance(inner.expression, exp.Identifier) or lagged[1] != PREFIX
+                or constant is None):
             self._fail(f"WHERE condition {text}: {SET_AGGREGATES_NAMES[type(base)]} must range over the rows before "
                        f"the current one, written {SET_AGGREGATES_NAMES[type(base)]}(B[1..i-1].c) (or B[1:i-1]); "
                        f"got {base.sql(dialect=SparkSeq)}", node)
-        symbol = self._lagged(bracket)[0]
+        symbol = lagged[0]
         operand = _Operand(symbol, exp.column(inner.expression.copy()), constant, PREFIX, node, terms)
         return operand, SET_AGGREGATES_NAMES[type(base)]
 
@@ -311,7 +315,7 @@ class PredicateResolver:
         if symbol is None or column is None or constant is None:
             self._fail(f"WHERE condition {text}: each side must be a symbol's column plus or minus a numeric "
                        f"constant ({FORMS_HELP}), got {node.sql(dialect=SparkSeq)}", node)
-        return _Operand(symbol, column, constant, lag, node, terms)  # type: ignore[arg-type]
+        return _Operand(symbol, column, constant, lag, node, terms)
 
     def _columns(self, left: _Operand, right: _Operand, op: CmpOp, text: str,
                  node: exp.Expr) -> tuple[int, int, int | float, int | float]:
@@ -335,6 +339,7 @@ class PredicateResolver:
                            node)
             index = self._rank_column(lcol, node)
             return index, index, 0, 0
+        assert lcodec is not None and rcodec is not None  # both numeric from here on
         for codec, col in ((lcodec, lcol), (rcodec, rcol)):
             if codec.value_type is ValueType.FLOAT and col.dtype.this not in (DType.FLOAT, DType.DOUBLE):
                 self._fail(f"{where}: {col.name} is {col.type_text}, which the engine could carry only as an "
@@ -378,7 +383,7 @@ class PredicateResolver:
             ValueColumn(name, rank, column, ValueType.INT, lambda x: exp.cast(x, DType.BIGINT)))
         return len(self.ctx.value_columns) - 1
 
-    def _fail(self, message: str, node: exp.Expr) -> None:
+    def _fail(self, message: str, node: exp.Expr) -> NoReturn:
         raise PredicateError(message, node_position(node, self.ctx.sql))
 
 

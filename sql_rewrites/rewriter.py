@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Union
 
 from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
@@ -39,9 +40,10 @@ from sql_rewrites.logical import MatchAggregateQuery
 from sql_rewrites.markers import print_statement, print_tree
 from sql_rewrites.parser import SparkSeqParser
 from sql_rewrites.schema import SchemaProvider
+from udafs.multiplan import MultiPlan
 from udafs.plan import Plan
 
-EngineFunction = Callable[[Plan], str]
+EngineFunction = Callable[[Union[Plan, MultiPlan]], str]  # an E-Cube's plan is a MultiPlan
 #: Lower-case name -> the grouped-aggregate Python functions of the session (``seq_*``).
 PythonAggregates = Mapping[str, PythonAggregate]
 #: ``(ordinal, query) -> (replacement, name) | None`` (see :func:`explain_statement`).
@@ -115,8 +117,8 @@ class OperatorExplanation:
         return print_tree(exp.select("*").from_(self.replacement.copy()))
 
     @property
-    def plan(self) -> Plan:
-        """The engine plan."""
+    def plan(self) -> Plan | MultiPlan:
+        """The engine plan (an E-Cube's: a MultiPlan, one plan per cuboid)."""
         return self.query.plan
 
     def as_dict(self) -> dict[str, object]:
@@ -151,7 +153,8 @@ def split_statements(sql: str) -> list[Statement]:
     """
     tokens = tokenize(sql)
     statements: list[Statement] = []
-    start, chunk = 0, []
+    start = 0
+    chunk: list[Token] = []
     for token in [*tokens, None]:
         if token is None or token.token_type == TokenType.SEMICOLON:
             end = len(sql) if token is None else token.start
@@ -254,8 +257,8 @@ def explain_statement(
     if statement.has_match_aggregate:
         return _rewrite_statement(statement, sql, schema, engine_function, hierarchies, pretty, replace,
                                   python_aggregates)
-    if statement.calls(python_aggregates):
-        return _split_aggregates(statement, sql, python_aggregates, pretty)  # type: ignore[arg-type]
+    if python_aggregates and statement.calls(python_aggregates):
+        return _split_aggregates(statement, sql, python_aggregates, pretty)
     return StatementExplanation(statement.text, statement.text, ())
 
 

@@ -12,11 +12,11 @@ import difflib
 
 from sqlglot import exp
 
+from sql_rewrites.dialect import SparkSeq
 from sql_rewrites.errors import NonLocalDefineError, UnknownColumnError
 from sql_rewrites.expressions import MatchAggregate
 from sql_rewrites.schema import ColumnSchema, RelationSchema
 from sql_rewrites.symbols import node_position
-from sql_rewrites.dialect import SparkSeq
 
 NOT_LOCAL = (exp.AggFunc, exp.Window, exp.Subquery, exp.Query)
 

@@ -31,10 +31,10 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from sql_rewrites.dialect import SparkSeq
 from sql_rewrites.generate import EngineInput, engine_events, mask_expression
 from sql_rewrites.logical import MatchAggregateQuery
 from sql_rewrites.sql_types import time_from_engine, time_to_engine
-from sql_rewrites.dialect import SparkSeq
 from udafs.multiplan import MultiPlan
 from udafs.plan import MAX_SYMBOLS, Element, Measure, Plan
 
@@ -52,7 +52,7 @@ def sharing_key(query: MatchAggregateQuery) -> tuple | None:
     share (an E-Cube, cross-event predicates or a selection strategy, imprecise
     timestamps, a source that is not a plain table or view, a join on the operator)."""
     source = query.node.this
-    if query.cube is not None or not isinstance(source, exp.Table) or query.plan.extended:
+    if query.cube is not None or not isinstance(source, exp.Table) or query.single_plan.extended:
         return None
     if query.uncertainty is not None:
         return None
@@ -165,7 +165,8 @@ def build_group(members: Sequence[Member]) -> SharedGroup:
     value_index: dict[tuple[str, str], int] = {}
     values: list[exp.Expr] = []
     value_types: list = []
-    plans, slots, fields = [], [], []
+    plans, slots = [], []
+    fields: list[Measure] = []
     field_index: dict[tuple, int] = {}
     for member in members:
         query = member.query
@@ -185,18 +186,19 @@ def build_group(members: Sequence[Member]) -> SharedGroup:
                 values.append(engine)
                 value_types.append(column.value_type)
             columns.append(value_index[key])
-        plans.append((query.plan, bits, columns))
+        plan = query.single_plan  # sharing_key: no E-Cube is shared
+        plans.append((plan, bits, columns))
         slot = []
-        for j, m in enumerate(query.plan.measures):
-            column = None if m.column is None else columns[m.column]
+        for j, m in enumerate(plan.measures):
+            shared_column = None if m.column is None else columns[m.column]
             # members share fields (rows carry the member index): the result is as wide as
             # the widest member, not the sum of all members' measures
-            key = (j, m.kind, None if column is None else value_types[column], query.plan.count_type, m.places,
-                   m.digits)
-            if key not in field_index:
-                field_index[key] = len(fields)
-                fields.append(Measure(m.kind, None, column, f"f{len(fields)}", m.places, m.digits))
-            slot.append(field_index[key])
+            field_key = (j, m.kind, None if shared_column is None else value_types[shared_column], plan.count_type,
+                         m.places, m.digits)
+            if field_key not in field_index:
+                field_index[field_key] = len(fields)
+                fields.append(Measure(m.kind, None, shared_column, f"f{len(fields)}", m.places, m.digits))
+            slot.append(field_index[field_key])
         slots.append(tuple(slot))
     names = tuple(name for name, _ in symbols)
     remapped = tuple(_remap(plan, bits, columns, names, tuple(value_types)) for plan, bits, columns in plans)

@@ -6,8 +6,8 @@
   reads. Where sqlglot cannot tell a type (an unknown UDF, say) the column is kept
   with type UNKNOWN; analysis then asks for an explicit ``CAST`` only if it needs
   that type. Spark functions sqlglot does not type, such as ``timestamp_seconds``,
-  are typed from :data:`sql_rewrites.sql_types.SPARK_FUNCTION_TYPES`. ``SELECT *`` over a relation the provider does not know cannot be
-  expanded and raises :class:`UnresolvedSourceError`.
+  are typed from :data:`sql_rewrites.sql_types.SPARK_FUNCTION_TYPES`. ``SELECT *`` over
+  a relation the provider does not know cannot be expanded and raises :class:`UnresolvedSourceError`.
 * Another MATCH_AGGREGATE yields its analysed output columns.
 """
 
@@ -21,11 +21,11 @@ from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema
 
+from sql_rewrites.dialect import SparkSeq
 from sql_rewrites.errors import UnknownTableError, UnresolvedSourceError
 from sql_rewrites.expressions import MatchAggregate
 from sql_rewrites.schema import Catalog, ColumnSchema, RelationSchema, table_name
 from sql_rewrites.sql_types import type_spark_functions, type_text
-from sql_rewrites.dialect import SparkSeq
 
 OutputSchemaOf = Callable[[MatchAggregate], RelationSchema]
 SYNTHETIC_PREFIX = "__sparkseq_relation_"

@@ -28,13 +28,13 @@ DOUBLE from a ``CAST(x AS DOUBLE)`` column.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from sqlglot import exp
 from sqlglot.errors import ParseError
-from sql_rewrites.dialect import SparkSeq
 
+from sql_rewrites.dialect import SparkSeq
 from udafs.plan import ValueType
 
 DType = exp.DType

@@ -13,6 +13,7 @@ from decimal import Decimal, InvalidOperation
 
 from sqlglot import exp
 
+from sql_rewrites.dialect import SparkSeq
 from sql_rewrites.errors import (
     BadIntervalError,
     NonPositiveWindowError,
@@ -23,7 +24,6 @@ from sql_rewrites.errors import (
 )
 from sql_rewrites.sql_types import OrderKind
 from sql_rewrites.symbols import node_position
-from sql_rewrites.dialect import SparkSeq
 
 MICROS_PER_UNIT = {
     "MICROSECOND": 1,
@@ -55,7 +55,8 @@ def describe_length(value: float, takes_intervals: bool) -> str:
         if value >= size and value % size == 0:
             count = int(value // size)
             exact = f"{count} {unit.lower()}{'s' if count != 1 else ''}"
-            return f"{exact} ({about})" if count >= 1000 and about and not about.endswith(f" {unit.lower()}s") else exact
+            rounded = count >= 1000 and about and not about.endswith(f" {unit.lower()}s")
+            return f"{exact} ({about})" if rounded else exact
     return about or f"{value:g} microseconds"
 
 

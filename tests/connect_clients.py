@@ -90,8 +90,8 @@ def sparkseq_client(url: str) -> dict[str, object]:
         "sql": lambda: sparkseq.sql(spark, query).collect(),
         "sql_dataframe": lambda: sparkseq.sql(spark, own_query("{src}"), src=spark.table("own")).collect(),
         "spark_sql": lambda: spark.sql(query).collect(),
-        "explain": lambda: sparkseq.explain(query, spark).splitlines()[4].strip(),
-        "explain_active": lambda: sparkseq.explain(query).splitlines()[4].strip(),
+        "explain": lambda: sparkseq.explain(spark, query).splitlines()[4].strip(),
+        "explain_active": lambda: sparkseq.explain(None, query).splitlines()[4].strip(),
         "function": lambda: spark.sql("SELECT k, seq_count(t, action, 'SEQ(view, buy)') FROM own GROUP BY k "
                                       "ORDER BY k").collect(),
         "hierarchy": lambda: sorted(sparkseq.register_hierarchy(spark, "steps", STEPS).parent_of.items()),
@@ -128,7 +128,7 @@ def fallback_client(url: str) -> dict[str, object]:
     return observe({
         "warnings": lambda: [f"{w.category.__name__}: {w.message}" for w in caught],
         "sql": lambda: sparkseq.sql(spark, own_query()).collect(),
-        "explain": lambda: sparkseq.explain(own_query(), spark).splitlines()[4].strip(),
+        "explain": lambda: sparkseq.explain(spark, own_query()).splitlines()[4].strip(),
         "spark_sql": lambda: spark.sql(own_query()).collect(),
     })
 

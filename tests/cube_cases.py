@@ -121,7 +121,8 @@ def cube_cases(draw: st.DrawFn, listed: bool = False, max_events: int = 8) -> Cu
     types = tuple(draw(st.lists(st.sampled_from(LEAVES + INNER), min_size=n, max_size=n)))
     values = tuple(draw(st.lists(st.one_of(st.none(), st.integers(-5, 5)), min_size=n, max_size=n)))
     within = draw(st.one_of(st.none(), st.integers(1, 6)))
-    slide = draw(st.one_of(st.none(), st.integers(1, min(4, within)))) if within is not None else None  # SLIDE <= WITHIN
+    # SLIDE <= WITHIN
+    slide = draw(st.one_of(st.none(), st.integers(1, min(4, within)))) if within is not None else None
     element = st.tuples(st.sampled_from(sorted(h.nodes)), st.booleans(), st.booleans())
     length = draw(st.integers(1, 3))
     base = [(s, neg and draw(st.integers(0, 2)) == 0, kl and not neg and draw(st.integers(0, 3)) == 0)

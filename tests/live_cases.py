@@ -8,7 +8,8 @@ micro-batch. Spark's watermark before a file is the largest event time among the
 that reach it in earlier files, minus the delay (rows of no pattern symbol are
 filtered out before the watermark, except for contiguity plans, which keep them);
 rows that reach the stateful operator at or before it are late: Spark drops (and
-counts) them, and they are left out of the expected answer — the batch MATCH_AGGREGATE over every row that was not late. A last
+counts) them, and they are left out of the expected answer — the batch MATCH_AGGREGATE
+over every row that was not late. A last
 file holds one row of partition :data:`FLUSH` far in the future, which moves the
 watermark past every other row; that partition is left out of the comparison.
 """
@@ -97,7 +98,8 @@ def write_files(a: Arrival, directory: Path, flush_mask: int) -> list[Path]:
         pq.write_table(a.table.filter(pa.array(a.file_of == f)), path)
         paths.append(path)
     far = int(a.table["ts"].to_numpy().astype("datetime64[us]").astype(np.int64).max()) if a.table.num_rows else T0
-    flush = pa.table({"g": pa.array([FLUSH], pa.int32()), "ts": pa.array([far + 10**6 * SECOND], pa.timestamp("us", tz="UTC")),
+    flush = pa.table({"g": pa.array([FLUSH], pa.int32()),
+                      "ts": pa.array([far + 10**6 * SECOND], pa.timestamp("us", tz="UTC")),
                       "mask": pa.array([flush_mask], pa.int64()), "i": pa.array([0], pa.int64()),
                       "f": pa.array([0.0]), "s": pa.array([0.0])})
     path = staging / f"part-{a.files:03d}.parquet"

@@ -5,7 +5,8 @@ session on a local cluster (two executor JVMs, each with its own Python workers)
 :mod:`tests.cluster_cases`, runs the MATCH_AGGREGATE case again with a worker killed
 mid-query (:mod:`udafs.worker_faults`, armed by creating ``KILL_FILE``), and runs the
 worker check with ``BARE_PYTHON`` (a Python without numpy, pyarrow, pandas) as the
-workers' interpreter; it writes every answer, message and timing to ``OUT.json``. Its own process: a process has one SparkContext, and
+workers' interpreter; it writes every answer, message and timing to ``OUT.json``. Its
+own process: a process has one SparkContext, and
 the tests' local one is already running.
 """
 

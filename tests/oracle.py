@@ -17,11 +17,10 @@ when it also satisfies, clause by clause,
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-
-import math
 
 from udafs.plan import CmpOp, MeasureKind, Plan, Strategy, ValueType
 

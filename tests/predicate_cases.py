@@ -22,7 +22,8 @@ from udafs.plan import CmpOp, IteratorPredicate, Plan, Strategy
 
 COLUMNS = ("i", "f", "s")
 SCHEMA = "g int, ts bigint, mask bigint, i bigint, f double, s double"
-STRATEGY_SQL = {Strategy.SKIP_TILL_ANY_MATCH: "SKIP TILL ANY MATCH", Strategy.SKIP_TILL_NEXT_MATCH: "SKIP TILL NEXT MATCH",
+STRATEGY_SQL = {Strategy.SKIP_TILL_ANY_MATCH: "SKIP TILL ANY MATCH",
+                Strategy.SKIP_TILL_NEXT_MATCH: "SKIP TILL NEXT MATCH",
                 Strategy.STRICT_CONTIGUITY: "STRICT CONTIGUITY", Strategy.PARTITION_CONTIGUITY: "PARTITION CONTIGUITY"}
 
 

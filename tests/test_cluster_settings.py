@@ -96,7 +96,7 @@ def test_the_probe_names_every_problem() -> None:
     found = worker_probe.problems(report, {"numpy": ">=1.26", "pyarrow": ">=15", "pandas": ">=2.2,<3"})
     assert found == [f"Python 3.10 (the driver runs {sys.version_info[0]}.{sys.version_info[1]})",
                      "pyarrow is not installed", "pandas 3.0.1 is installed, sparkseq needs pandas>=2.2,<3"]
-    assert cluster._requirements()["pandas"].replace(" ", "") in (">=2.2,<3", "<3,>=2.2")
+    assert cluster.requirements()["pandas"].replace(" ", "") in (">=2.2,<3", "<3,>=2.2")
 
 
 OUT_OF_MEMORY = """

@@ -21,7 +21,7 @@ from typing import IO
 
 import pytest
 
-from tests.test_thrift_server import CLICKS, _read_banner, free_port, listening
+from tests.test_thrift_server import CLICKS, free_port, listening, read_banner
 
 ROOT = Path(__file__).resolve().parent.parent
 START_TIMEOUT_S = 480  # two Spark drivers start side by side; a loaded 2-core machine took 120 s for one
@@ -64,7 +64,7 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, 
     plain = _spawn(folder, "plain", [sys.executable, "-m", "tests.connect_clients", "plain-server"],
                    stdin=subprocess.PIPE)
     try:
-        banner = _read_banner(ours.process, ours.stderr, timeout=START_TIMEOUT_S)
+        banner = read_banner(ours.process, ours.stderr, timeout=START_TIMEOUT_S)
         report = _read_line(plain, START_TIMEOUT_S)
         yield ours, plain, banner, report
     finally:

@@ -169,7 +169,7 @@ def test_explain_lists_cuboids_levels_and_derivations() -> None:
 
     sql = ("SELECT * FROM ev MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERNS (SEQ(X, c), SEQ(a, c), SEQ(b, c)) "
            "TYPE BY tp HIERARCHY h MEASURES COUNT(*) AS n) AS m")
-    text = explain(sql, SCHEMA, hierarchies={"h": [("a", "X"), ("b", "X"), ("X", "R"), ("c", "R")]})
+    text = explain(SCHEMA, sql, hierarchies={"h": [("a", "X"), ("b", "X"), ("X", "R"), ("c", "R")]})
     assert "cuboids       #0   SEQ(X, c)" in text and "levels [1, 1]" in text
     assert "derived: sum of #1, #2, #3" in text and "#3   SEQ(=X, c)" in text and "hidden part" in text
     assert "pattern STRING, levels ARRAY<INT>, n BIGINT" in text

@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from udafs.kernels.arith import EXACT_CAP, LIMIT, Arith, Kind, Overflow, TooLarge
-from udafs.kernels.measures import float_key, key_float
 from udafs.errors import CountOverflowError
 from udafs.kernels import evaluate_group
+from udafs.kernels.arith import EXACT_CAP, LIMIT, Arith, Kind, Overflow, TooLarge
+from udafs.kernels.measures import float_key, key_float
 from udafs.kernels.scan import affine_scan, seg_accumulate
 from udafs.plan import CountType, Element, Plan
 

@@ -69,8 +69,8 @@ def events(draw: st.DrawFn, plan: Plan, max_rows: int = 9, max_ts: int = 8) -> o
     top = (1 << len(plan.symbols)) - 1
     hi = draw(st.sampled_from([3, 5, max_ts]))
     ts = [draw(st.integers(-2, hi)) for _ in range(n)]
-    mask = [draw(st.integers(0, top)) if draw(st.integers(0, 5)) == 0 else 1 << draw(st.integers(0, top.bit_length() - 1))
-            for _ in range(n)]
+    mask = [draw(st.integers(0, top)) if draw(st.integers(0, 5)) == 0
+            else 1 << draw(st.integers(0, top.bit_length() - 1)) for _ in range(n)]
     ints = [draw(st.one_of(st.none(), st.integers(-50, 50))) for _ in range(n)]
     floats = [draw(st.one_of(st.none(), st.floats(-100, 100, width=32))) for _ in range(n)]
     return oracle.Events(ts, mask, (ints, floats))

@@ -24,8 +24,18 @@ from tests.kernel_switches import exact_number_systems, forced_state_dp
 from tests.test_kernel_oracle import as_rows, assert_same, plans
 from tests.test_kernel_oracle import to_arrays as oracle_arrays
 from udafs.kernels import GroupResult, evaluate_group, extended, predicates, predpass
-from udafs.plan import (CmpOp, CountType, Element, IteratorPredicate, Measure, MeasureKind, Plan, Predicate, Strategy,
-                        ValueType)
+from udafs.plan import (
+    CmpOp,
+    CountType,
+    Element,
+    IteratorPredicate,
+    Measure,
+    MeasureKind,
+    Plan,
+    Predicate,
+    Strategy,
+    ValueType,
+)
 
 COLUMNS3 = (ValueType.INT, ValueType.FLOAT, ValueType.FLOAT)
 SPECIAL = [0.0, -0.0, 1.0, 1.5, 2.0, -1.0, float("inf"), float("nan")]
@@ -143,7 +153,8 @@ def vectorisable(plan: Plan) -> Plan:
     return dataclasses.replace(plan, predicates=tuple(preds), iterator_predicates=tuple(its))
 
 
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+SETTINGS = settings(max_examples=150, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 ANY = Strategy.SKIP_TILL_ANY_MATCH
 
 
@@ -167,8 +178,8 @@ def test_cross_event_predicates(window: str, data: st.DataObject) -> None:
 @given(data=st.data())
 def test_every_operator(op: CmpOp, data: st.DataObject) -> None:
     """One predicate with the given operator, also with negation and edge negation."""
-    plan = data.draw(ext_plans(strategy=ANY, iterators=False, n_pred=1, need_pred=True, middle_negation=data.draw(st.booleans()),
-                               edges=data.draw(st.booleans())))
+    plan = data.draw(ext_plans(strategy=ANY, iterators=False, n_pred=1, need_pred=True,
+                               middle_negation=data.draw(st.booleans()), edges=data.draw(st.booleans())))
     assume(plan.predicates)
     p = plan.predicates[0]
     plan = Plan(**{**_fields(plan), "predicates": (Predicate(p.left, p.left_column, op, p.right, p.right_column,

@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from tests import oracle
-from tests.test_kernel_predicates import ext_events, ext_plans, run_kernel, vectorisable
 from tests.kernel_switches import forced_state_dp
 from tests.test_kernel_oracle import as_rows, assert_same, plans
+from tests.test_kernel_predicates import ext_events, ext_plans, run_kernel, vectorisable
 from udafs.errors import InputDataError, PlanError
 from udafs.kernels import evaluate_group
 from udafs.kernels.streaming import StreamEvaluator

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+import udafs.kernels.evaluate as evaluate_mod
 from tests import oracle
 from tests.test_kernel_oracle import assert_same, events, plans, to_arrays
 from udafs.errors import CountOverflowError, InputDataError
-import udafs.kernels.evaluate as evaluate_mod
 from udafs.kernels import GroupResult, evaluate_group
 from udafs.kernels.streaming import StreamEvaluator
 from udafs.plan import CountType, Element, Measure, MeasureKind, Plan

@@ -129,6 +129,7 @@ def test_path_choice_by_replication() -> None:
     negated = dataclasses.replace(wide, negations=(0, 1, 0, 0))
     assert predicates.within_path(negated, ts, mask, predpass.PredPattern.of(negated, None), False) == "anchored"
     other_column = dataclasses.replace(wide, columns=(ValueType.INT, ValueType.INT),
-                                       predicates=(Predicate(0, 0, CmpOp.GE, 1, 0, 2), Predicate(2, 0, CmpOp.LT, 1, 1, 0)))
+                                       predicates=(Predicate(0, 0, CmpOp.GE, 1, 0, 2),
+                                                   Predicate(2, 0, CmpOp.LT, 1, 1, 0)))
     pp_other = predpass.PredPattern.of(other_column, None)
     assert not triples.fits(other_column, pp_other, False)

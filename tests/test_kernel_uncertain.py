@@ -53,8 +53,8 @@ def uncertain_events(draw: st.DrawFn, plan: Plan, max_rows: int = 6) -> tuple[or
     top = (1 << len(plan.symbols)) - 1
     lo = [draw(st.integers(-2, 8)) for _ in range(n)]
     hi = [x + draw(st.sampled_from([0, 0, 0, 1, 1, 2, 3, 4])) for x in lo]
-    mask = [draw(st.integers(0, top)) if draw(st.integers(0, 6)) == 0 else 1 << draw(st.integers(0, top.bit_length() - 1))
-            for _ in range(n)]
+    mask = [draw(st.integers(0, top)) if draw(st.integers(0, 6)) == 0
+            else 1 << draw(st.integers(0, top.bit_length() - 1)) for _ in range(n)]
     ints = [draw(st.one_of(st.none(), st.integers(-50, 50))) for _ in range(n)]
     floats = [draw(st.one_of(st.none(), st.floats(-100, 100, width=32))) for _ in range(n)]
     return oracle.Events(lo, mask, (ints, floats)), lo, hi
@@ -101,7 +101,8 @@ def violates(plan: Plan, ev: oracle.Events, lo: list, hi: list) -> bool:
             inst = [r for r in rows if ev.mask[r] & (1 << el.symbol)]
             for a in inst:
                 for b in inst:
-                    if a < b and (a in wide or b in wide) and times[a][0] <= times[b][-1] and times[b][0] <= times[a][-1]:
+                    overlap = times[a][0] <= times[b][-1] and times[b][0] <= times[a][-1]
+                    if a < b and (a in wide or b in wide) and overlap:
                         return True
     return False
 
@@ -261,7 +262,8 @@ def test_blocks_equal_anchored_on_larger_groups(data: st.DataObject) -> None:
     assume(uncertain._blocks_apply(plan, events))
     _, _, cols = to_arrays(ev)
     per_event = [(v[events.row], ok[events.row]) for v, ok in cols]
-    runner = uncertain.Runner(plan, per_event if ex.event is None else [(v[ex.event], ok[ex.event]) for v, ok in per_event])
+    runner = uncertain.Runner(plan, per_event if ex.event is None
+                              else [(v[ex.event], ok[ex.event]) for v, ok in per_event])
     a, b = uncertain._blocks(plan, events, ex, ar), uncertain._anchored(plan, events, ex, ar, runner)
     assert math.isclose(float(a.counts[0]), float(b.counts[0]), rel_tol=1e-9, abs_tol=1e-9)
     for sym in a.pairs:

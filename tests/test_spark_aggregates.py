@@ -9,10 +9,9 @@ runs as written: the Python aggregates alone per group, and Spark's aggregates a
 from __future__ import annotations
 
 import pytest
-
-import sparkseq
 from sqlglot import exp
 
+import sparkseq
 from sql_rewrites.aggregates import is_spark_aggregate
 from sql_rewrites.column_names import spark_column_name
 from sql_rewrites.dialect import parse_statement
@@ -22,7 +21,8 @@ from udafs.plan import Element, Plan
 
 #: k = 1: view, view, buy (10), buy (20, 15 min later); k = 2: view, buy (5); k = NULL: view, buy (7);
 #: k = 3: only a buy; k = 4: a row with a NULL time.
-ROWS = """(1, TIMESTAMP'2024-05-01 10:00:00', 'view', 1.0D, 'a'), (1, TIMESTAMP'2024-05-01 10:01:00', 'view', 2.0D, 'b'),
+ROWS = """(1, TIMESTAMP'2024-05-01 10:00:00', 'view', 1.0D, 'a'),
+  (1, TIMESTAMP'2024-05-01 10:01:00', 'view', 2.0D, 'b'),
   (1, TIMESTAMP'2024-05-01 10:02:00', 'buy', 10.0D, 'a'), (1, TIMESTAMP'2024-05-01 10:17:00', 'buy', 20.0D, 'a'),
   (2, TIMESTAMP'2024-05-01 10:00:00', 'view', 3.0D, 'a'), (2, TIMESTAMP'2024-05-01 10:05:00', 'buy', 5.0D, 'b'),
   (CAST(NULL AS INT), TIMESTAMP'2024-05-01 10:00:00', 'view', 4.0D, 'b'),
@@ -124,7 +124,7 @@ def test_refusals_come_before_any_job(spark, clicks: str) -> None:
 
 
 def test_explain_shows_the_split(spark, clicks: str) -> None:
-    text = sparkseq.explain(f"SELECT k, count(*), {COUNT} FROM agg_clicks GROUP BY k", spark)
+    text = sparkseq.explain(spark, f"SELECT k, count(*), {COUNT} FROM agg_clicks GROUP BY k")
     assert "seq_* functions computed in a grouped query of their own" in text and "__sparkseq_python" in text
 
 

@@ -11,7 +11,6 @@ from decimal import Decimal
 
 from tests.test_spark_sql_examples import example
 
-
 Q1_JOIN = """
 SELECT COUNT(*) AS n, SUM(t1.price) AS total
 FROM ticks t1 JOIN ticks t2 ON t2.ts > t1.ts AND t2.ts - t1.ts < {w} AND t2.name = 'Google'

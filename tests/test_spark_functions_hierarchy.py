@@ -8,9 +8,9 @@ with the hierarchy expanded by hand.
 from __future__ import annotations
 
 import pytest
-from pyspark.sql import functions as F
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pyspark.sql import functions as F
 
 import sparkseq
 from sql_rewrites.errors import HierarchyError, UnknownHierarchyError
@@ -65,7 +65,8 @@ def test_functions_follow_hierarchy_changes(spark) -> None:  # noqa: ANN001
     sparkseq.register_hierarchy(spark, "h", [("a", "X"), ("b", "Y")])
     assert spark.sql(query).first().n == 0
     sparkseq.drop_hierarchy(spark, "h")
-    with pytest.raises(Exception, match=r"\[USER_RAISED_EXCEPTION\] UnknownHierarchyError: (unknown hierarchy h;|HIERARCHY h:)"):
+    with pytest.raises(Exception,
+                       match=r"\[USER_RAISED_EXCEPTION\] UnknownHierarchyError: (unknown hierarchy h;|HIERARCHY h:)"):
         spark.sql(query)  # the rewriter behind spark.sql checks the literal pattern before any job
     call = "seq_count(ts, tp, 'SEQ(X, X) HIERARCHY h')"  # an expression: no rewriter; the function itself
     with pytest.raises(Exception, match="unknown concept hierarchy h"):

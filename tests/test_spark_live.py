@@ -26,7 +26,6 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import sparkseq
-from sparkseq import live
 from tests import live_cases, oracle, predicate_cases, sql_cases
 from tests.test_kernel_oracle import events, plans
 from tests.test_kernel_predicates import ext_events, ext_plans
@@ -95,7 +94,8 @@ def last_per_partition(rows: list[dict], measures: list[str]) -> dict[tuple, dic
 
 def plain_text(plan: Plan):
     def text(source: str) -> str:
-        columns = ["g", *(["window_start", "window_end"] if plan.slide else []), *(f"`{m.name}`" for m in plan.measures)]
+        columns = ["g", *(["window_start", "window_end"] if plan.slide else []),
+                   *(f"`{m.name}`" for m in plan.measures)]
         return (f"SELECT {', '.join(columns)} FROM "
                 f"{sql_cases.match_aggregate(plan, source, timestamp=True, unit='SECONDS')}")
     return text
@@ -128,7 +128,8 @@ def test_live_predicates_and_strategies(spark, tmp_path: Path, strategy: Strateg
     @settings(SETTINGS, max_examples=1)
     @given(st.data())
     def check(data: st.DataObject) -> None:
-        plan = predicate_cases.sql_expressible(data.draw(ext_plans(window="slide", strategy=strategy, need_pred=True, sql=True)))
+        plan = predicate_cases.sql_expressible(
+            data.draw(ext_plans(window="slide", strategy=strategy, need_pred=True, sql=True)))
         groups = data.draw(st.lists(ext_events(plan, max_rows=12, max_ts=20), min_size=1, max_size=10))
         seed = data.draw(st.integers(0, 2**32 - 1))
 
@@ -148,7 +149,8 @@ SECTORS = [("DELL", "Computer"), ("IBM", "Computer"), ("GS", "Finance"), ("JPM",
            ("Finance", "Services"), ("Education", "Services"), ("Insurance", "Services")]
 # one partition with a match for sure (DELL, GS, ANAT), NaN and infinity among its values
 SURE_MATCH = oracle.Events(ts=[1, 2, 2, 4], mask=[0, 2, 3, 6],
-                           values=([1, 2, None, 3], [0.5, 1.0, 2.5, None], [float("nan"), float("inf"), 1.0, float("nan")]))
+                           values=([1, 2, None, 3], [0.5, 1.0, 2.5, None],
+                                   [float("nan"), float("inf"), 1.0, float("nan")]))
 
 
 @st.composite
@@ -167,7 +169,8 @@ def test_live_hierarchy_key_types_and_nan(spark, tmp_path: Path, isolated_hierar
     sparkseq.register_hierarchy(spark, "sectors", SECTORS)
     # arrival() reads only the window and the measure names: every row is some company, so every row passes
     plan = Plan(symbols=tuple(f"S{k}" for k in range(7)), elements=(Element(0), Element(1)), negations=(0, 0, 0),
-                within=6, slide=3, measures=tuple(Measure(MeasureKind.COUNT_STAR, name=n) for n in ("n", "lo", "hi", "total")))
+                within=6, slide=3,
+                measures=tuple(Measure(MeasureKind.COUNT_STAR, name=n) for n in ("n", "lo", "hi", "total")))
 
     @settings(SETTINGS, max_examples=1)
     @given(ticker_groups(plan), st.integers(0, 2**32 - 1))

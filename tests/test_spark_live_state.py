@@ -13,8 +13,8 @@
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -69,8 +69,9 @@ def stream_args(tmp: Path, name: str, **extra: object) -> Namespace:
 
 def cli_command(args: Namespace, text: str) -> list[str]:
     command = [sys.executable, "-m", "sparkseq", "stream", text, "--source-dir", str(args.source_dir), "--format",
-               args.format, "--schema", args.schema, "--watermark", args.watermark, "--checkpoint", str(args.checkpoint),
-               "--output", str(args.output), "--max-files-per-trigger", str(args.max_files_per_trigger),
+               args.format, "--schema", args.schema, "--watermark", args.watermark,
+               "--checkpoint", str(args.checkpoint), "--output", str(args.output),
+               "--max-files-per-trigger", str(args.max_files_per_trigger),
                "--trigger", args.trigger, "--master", "local[2]"]
     return command + (["--available-now"] if args.available_now else [])
 
@@ -198,7 +199,7 @@ def test_explain_and_workload_over_a_stream(spark, tmp_path: Path) -> None:
         .createOrReplaceTempView("clicks_live")
     spark.read.schema(SCHEMA).json(str(tmp_path / "src")).createOrReplaceTempView("clicks_rest")
     text = FUNNEL.format(source="clicks_live")
-    shown = sparkseq.explain(text, spark)
+    shown = sparkseq.explain(spark, text)
     assert "streaming source: state per partition key" in shown and "append mode" in shown
     batch = FUNNEL.format(source="clicks_rest")
     script = f"{batch}; {text}; {text.replace('funnels, revenue', 'funnels')}"

@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -51,8 +50,8 @@ def test_sql_share_runs_a_workload_and_explain_share_shows_the_plan(spark, capsy
                                                                     tmp_path: Path) -> None:
     clicks, script = tmp_path / "clicks.csv", tmp_path / "workload.sql"
     clicks.write_text(CSV)
-    second = (QUERY.replace("SEQ(view, buy)", "SEQ(view, view, buy)").replace("customer_id, n FROM", "customer_id, n3 FROM")
-              .replace("AS n WITHIN", "AS n3 WITHIN"))
+    second = (QUERY.replace("SEQ(view, buy)", "SEQ(view, view, buy)")
+              .replace("customer_id, n FROM", "customer_id, n3 FROM").replace("AS n WITHIN", "AS n3 WITHIN"))
     script.write_text(f"{QUERY};\n{second};")
     assert cli.main(["sql", "--share", "--file", str(script), "--table", f"clicks={clicks}"]) == 0
     out = capsys.readouterr().out.replace(" ", "")
@@ -96,7 +95,8 @@ def shell(tmp_path_factory: pytest.TempPathFactory) -> dict[str, subprocess.Comp
     }
     env = {**os.environ, "SPARKSEQ_SCRATCH": str(folder / "scratch")}
     running = {name: subprocess.Popen([sys.executable, "-m", "sparkseq", *args], cwd=ROOT, env=env, text=True,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE) for name, args in commands.items()}
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+               for name, args in commands.items()}
     done = {}
     try:
         pipe = running["pipe"]

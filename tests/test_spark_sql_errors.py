@@ -104,7 +104,8 @@ def test_spark_analysis_errors_also_come_before_any_job(spark, clicks: str) -> N
     """An unknown function in DEFINE is Spark's to find: it does, while the script is checked,
     and the error points at the function in the user's text, not into the generated SQL."""
     before = jobs_started(spark)
-    with pytest.raises(E.SparkAnalysisError, match=r"^DEFINE of A: \[UNRESOLVED_ROUTINE\].*`no_such_function`") as caught:
+    with pytest.raises(E.SparkAnalysisError,
+                       match=r"^DEFINE of A: \[UNRESOLVED_ROUTINE\].*`no_such_function`") as caught:
         sql(spark, "CREATE OR REPLACE TEMP VIEW must_not_exist AS SELECT 1 AS x;\n"
                    + FROM.format("PATTERN SEQ(A) DEFINE A AS no_such_function(action)"))
     assert (caught.value.position.line, caught.value.position.column) == (2, 103)

@@ -11,7 +11,6 @@ from types import ModuleType
 import pytest
 
 import sparkseq
-
 from tests import oracle
 from udafs.plan import Element, Measure, MeasureKind, Plan, ValueType
 

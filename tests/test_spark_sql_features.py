@@ -214,7 +214,7 @@ def test_odd_names_are_quoted(spark, fig7: str) -> None:
 
 def test_explain_shows_plan_and_the_sql_that_runs(spark, fig7: str) -> None:
     text = f"SELECT * FROM fig7 MATCH_AGGREGATE ({TYPE_BY.format('A, B, !C, D')} MEASURES SUM(D.price) AS s) AS m"
-    shown = explain(text, spark)
+    shown = explain(spark, text)
     [rewritten] = rewrite(spark, text)
     for part in ("pattern       SEQ(A, B, !C, D)", "C  TYPE_BY    type = 'C'", "s = SUM(D.price) -> DECIMAL(20, 2)",
                  "partition by  k STRING", "order by      ts INT", "Spark SQL:"):
@@ -222,9 +222,24 @@ def test_explain_shows_plan_and_the_sql_that_runs(spark, fig7: str) -> None:
     [name] = set(re.findall(r"sparkseq_agg_[0-9a-f]+", rewritten))
     assert name in shown and spark.sql(rewritten).count() == 2
     schema = {"fig7": {"k": "string", "ts": "int", "type": "string", "price": "decimal(10,2)"}}
-    assert explain(text, schema) == shown  # same text without Spark
+    assert explain(schema, text) == shown  # same text without Spark
     decimal = Plan(symbols=("A",), elements=(Element(0),), negations=(0, 0), count_type=CountType.DECIMAL)
     assert engine_function_name(decimal) == engine_function(spark, decimal) != name
+
+
+def test_explain_takes_the_source_first_and_the_former_order_warns() -> None:
+    """``explain(source, text)`` as ``sql(spark, text)``; ``explain(text, source)`` still
+    answers the same, with a DeprecationWarning; two strings are refused."""
+    schema = {"clicks": {"id": "bigint", "ts": "timestamp", "action": "string"}}
+    text = "SELECT * FROM clicks MATCH_AGGREGATE (PARTITION BY id ORDER BY ts PATTERN SEQ(view, buy) TYPE BY action) m"
+    shown = explain(schema, text)
+    assert "pattern       SEQ(view, buy)" in shown
+    with pytest.warns(DeprecationWarning, match=r"pass the source first, as in sparkseq.sql: explain\(spark, text\)"):
+        assert explain(text, schema) == shown
+    with pytest.raises(TypeError, match="not a string"):
+        explain(text, text)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="needs the statement text"):
+        explain(schema)
 
 
 def test_hierarchy(spark) -> None:
@@ -248,7 +263,7 @@ def test_operator_over_a_view_of_another_operator_in_one_script(spark, fig7: str
         dataclasses.replace(plan_of("A B"), within=4, slide=2))]
     hot = [start for start, n in windows if n > 0]
     assert [tuple(r) for r in sql(spark, script).collect()] == [("p1", len(hot) * (len(hot) - 1) // 2)]
-    assert "analysed when it runs" in explain(script, spark)
+    assert "analysed when it runs" in explain(spark, script)
 
 
 def test_within_one_day_is_24_hours_across_daylight_saving_changes(spark) -> None:

@@ -184,10 +184,10 @@ def test_no_query_job_before_a_hierarchy_error(spark, trades) -> None:
 
 def test_explain_and_rewrite_use_session_hierarchies(spark, trades) -> None:
     sparkseq.register_hierarchy(spark, "sectors", "company_sector")
-    assert "company IN ('Finance', 'GS', 'JPM')" in sparkseq.explain(count("SEQ(Finance)"), spark)
+    assert "company IN ('Finance', 'GS', 'JPM')" in sparkseq.explain(spark, count("SEQ(Finance)"))
     (rewritten,) = sparkseq.sql_api.rewrite(spark, count("SEQ(Finance)"))
     assert spark.sql(rewritten).first().n == 2
-    text = sparkseq.explain("DROP CONCEPT HIERARCHY sectors; CREATE CONCEPT HIERARCHY sectors FROM first_two; "
-                            + count("SEQ(DELL)"), spark)
+    text = sparkseq.explain(spark, "DROP CONCEPT HIERARCHY sectors; CREATE CONCEPT HIERARCHY sectors FROM first_two; "
+                            + count("SEQ(DELL)"))
     assert "(drops concept hierarchy sectors; run by sparkseq.sql)" in text
     assert "(reads sectors, which an earlier statement creates" in text

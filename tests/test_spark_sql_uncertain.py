@@ -54,7 +54,8 @@ def test_expected_aggregates_equal_possible_worlds(spark: SparkSession, window: 
         rows += [(g, t, a, b, m, i, f) for t, a, b, m, i, f in zip(ev.ts, lo, hi, ev.mask, ints, floats)]
         rows.append((g, None, 0, 0, -1, 7, 7.0))  # a NULL time takes part in nothing
     spark.createDataFrame(rows, SCHEMA).createOrReplaceTempView("cases")
-    got = {(r["g"], r["window_start"] if plan.slide else None): r for r in sparkseq.sql(spark, uncertain_sql(plan)).collect()}
+    got = {(r["g"], r["window_start"] if plan.slide else None): r
+           for r in sparkseq.sql(spark, uncertain_sql(plan)).collect()}
     want = {}
     for g, (ev, lo, hi) in enumerate(groups):
         if any(m & plan.pattern_symbols_mask for m in ev.mask):

@@ -47,7 +47,8 @@ def random_rows(n_keys: int, rows_per_key: int, seed: int = 1) -> pa.RecordBatch
 
 def run_handler(rows: pa.RecordBatch, plan: Plan, batch: int) -> pa.Table:
     handler = MatchStream()
-    out = [t for s in range(0, rows.num_rows, batch) for t in handler.eval(rows.slice(s, batch), pa.array([plan.to_json()]))]
+    out = [t for s in range(0, rows.num_rows, batch)
+           for t in handler.eval(rows.slice(s, batch), pa.array([plan.to_json()]))]
     return pa.concat_tables(out + list(handler.terminate()))
 
 

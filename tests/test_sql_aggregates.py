@@ -112,7 +112,8 @@ def test_nested_selects_are_split_innermost_first() -> None:
     ("SELECT k, seq_count(DISTINCT ts, t, 'SEQ(a)') FROM clicks GROUP BY k",
      r"seq_count\(DISTINCT \.\.\.\) is not supported", 11),
     (f"SELECT k, sum({COUNT}) FROM clicks GROUP BY k", r"cannot stand inside another aggregate \(sum\(", 15),
-    (f"SELECT k, count(*), {COUNT} FROM clicks GROUP BY ROLLUP (k)", r"GROUPING SETS, ROLLUP and CUBE cannot be used", 85),
+    (f"SELECT k, count(*), {COUNT} FROM clicks GROUP BY ROLLUP (k)",
+     r"GROUPING SETS, ROLLUP and CUBE cannot be used", 85),
     (f"SELECT *, {COUNT} FROM clicks", r"SELECT \* cannot be combined", 8),
     (f"SELECT count(*), {COUNT} FROM clicks GROUP BY 2", r"GROUP BY position 2 refers to an aggregate", 74),
 ], ids=["distinct", "nested", "rollup", "star", "ordinal-aggregate"])
@@ -148,7 +149,8 @@ def test_jvm_routing_matches_every_python_aggregate_name() -> None:
 # tests/test_spark_aggregates.py checks a sample of them live.
 SPARK_NAMES = [
     ("k", "k"), ("c.k", "k"), ("COUNT(*)", "count(1)"), ("Sum(f)", "sum(f)"), ("k+1", "(k + 1)"),
-    ("CAST(k AS BIGINT)", "k"), ("count(DISTINCT k)", "count(DISTINCT k)"), ("sum(f) / count(*)", "(sum(f) / count(1))"),
+    ("CAST(k AS BIGINT)", "k"), ("count(DISTINCT k)", "count(DISTINCT k)"),
+    ("sum(f) / count(*)", "(sum(f) / count(1))"),
     ("CASE WHEN k IS NULL THEN 1 ELSE 2 END", "CASE WHEN (k IS NULL) THEN 1 ELSE 2 END"),
     ("max(ts) > TIMESTAMP'2024-01-01 00:00:00'", "(max(ts) > TIMESTAMP '2024-01-01 00:00:00')"),
     ("upper('x')", "upper(x)"), ("-k", "(- k)"), ("NOT k > 1", "(NOT (k > 1))"),

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import sqlglot
 import pytest
+import sqlglot
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlglot import exp
@@ -145,7 +145,8 @@ def test_statements_without_the_operator_pass_through_verbatim() -> None:
 def test_statements_know_their_kind_by_their_first_token_and_their_place() -> None:
     """Comments before a statement are not its first token; EXPLAIN may be followed by
     another statement (sqlglot gives EXPLAIN's rest as one raw token, not a literal)."""
-    text = "-- SELECT first\nCREATE TEMP VIEW v AS SELECT 1;\n/* x */ explain select 'a''b' ; (SELECT 2); WITH t AS (SELECT 1) SELECT * FROM t"
+    text = ("-- SELECT first\nCREATE TEMP VIEW v AS SELECT 1;\n/* x */ explain select 'a''b' ; (SELECT 2); "
+            "WITH t AS (SELECT 1) SELECT * FROM t")
     statements = split_statements(text)
     assert [(s.keyword, s.is_query) for s in statements] == [("CREATE", False), ("EXPLAIN", False), ("(", True),
                                                              ("WITH", True)]
@@ -207,7 +208,8 @@ def test_explain_reports_plan_types_and_sql() -> None:
 
 
 def test_comments_inside_the_operator_are_dropped() -> None:
-    sql = "SELECT * -- outer */ /*\nFROM clicks MATCH_AGGREGATE (ORDER BY ts -- in */ /*\nPATTERN SEQ(A) TYPE BY action) m"
+    sql = ("SELECT * -- outer */ /*\nFROM clicks MATCH_AGGREGATE (ORDER BY ts -- in */ /*\n"
+           "PATTERN SEQ(A) TYPE BY action) m")
     out = rewrite(sql, SCHEMA, engine)
     assert out.count("/*") == 1 and "/* in" not in out
     assert out.startswith("SELECT * /* outer * / / * */ FROM")

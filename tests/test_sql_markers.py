@@ -30,8 +30,9 @@ def statement(define: str, select: str = "k, n", where: str = "") -> str:
 
 def markers(sql: str) -> list[str]:
     """The markers of ``sql`` in order (named ones by name), ignoring string literals."""
-    from sql_rewrites.dialect import tokenize
     from sqlglot.tokens import TokenType
+
+    from sql_rewrites.dialect import tokenize
 
     tokens = tokenize(sql)
     found = []

@@ -3,23 +3,22 @@
 from __future__ import annotations
 
 import dataclasses
-
-import numpy as np
 import re
 
+import numpy as np
 import pytest
 import sqlglot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sql_rewrites import rewrite
-from udafs.kernels import compare
 from sql_rewrites.analysis import analyze_sql
 from sql_rewrites.dialect import SparkSeq, parse_statement
 from sql_rewrites.errors import PredicateError, SqlParseError, StrategyError
 from tests.predicate_cases import COLUMNS, select_sql, sql_expressible
 from tests.test_kernel_predicates import ext_plans
 from tests.test_sql_generate import NASTY, quote_identifier, quote_string, shape
+from udafs.kernels import compare
 from udafs.plan import CmpOp, IteratorPredicate, Plan, Predicate, Strategy, ValueType
 
 CASES = {"pcases": {"g": "int", "ts": "bigint", "mask": "bigint", "i": "bigint", "f": "double", "s": "double"}}
@@ -274,7 +273,8 @@ _OPS = {">=": lambda a, b: a >= b, ">": lambda a, b: a > b, "<=": lambda a, b: a
         "=": lambda a, b: a == b}
 REDUCIBLE = [("MAX", op, k) for op in (">=", ">", "=") for k in (0, 1, 3)] + \
             [("MIN", op, k) for op in ("<=", "<", "=") for k in (0, -1, -3)] + \
-            [("MIN", op, k) for op in (">=", ">") for k in (0, 2)] + [("MAX", op, k) for op in ("<=", "<") for k in (0, -2)]
+            [("MIN", op, k) for op in (">=", ">") for k in (0, 2)] + \
+            [("MAX", op, k) for op in ("<=", "<") for k in (0, -2)]
 
 
 @pytest.mark.parametrize("aggregate, op, k", REDUCIBLE)

@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
-import sqlglot
 import pytest
+import sqlglot
 from sqlglot import exp
 
 from sql_rewrites.analysis import analyze_sql
 from sql_rewrites.generate import engine_input
-from sql_rewrites.timesplit import (CHUNK_ROWS, MIN_CHUNKS, MIN_ROW_BYTES, SPLIT_ROWS, STREAM_ROWS, KeyStatistics,
-                                    Path, choose_path, statistics_needed, statistics_threshold, streaming_query,
-                                    time_split_query)
+from sql_rewrites.timesplit import (
+    CHUNK_ROWS,
+    MIN_CHUNKS,
+    MIN_ROW_BYTES,
+    SPLIT_ROWS,
+    STREAM_ROWS,
+    KeyStatistics,
+    Path,
+    choose_path,
+    statistics_needed,
+    statistics_threshold,
+    streaming_query,
+    time_split_query,
+)
 from udafs.plan import Element, Plan, Strategy
 
 PLAN = Plan(symbols=("A", "B"), elements=(Element(0), Element(1)), negations=(0, 0, 0), within=10)

@@ -26,7 +26,8 @@ def analyse(sql: str):
     return query
 
 
-@pytest.mark.parametrize("clause", ["UNCERTAIN BETWEEN lo AND hi", "UNCERTAIN BETWEEN log.lo AND hi STEP INTERVAL 1 SECOND"])
+@pytest.mark.parametrize("clause", ["UNCERTAIN BETWEEN lo AND hi",
+                                    "UNCERTAIN BETWEEN log.lo AND hi STEP INTERVAL 1 SECOND"])
 def test_the_clause_prints_back_after_order_by(clause: str) -> None:
     sql = (f"SELECT * FROM log MATCH_AGGREGATE (PATTERN SEQ(A) {clause} ORDER BY ts TYPE BY e "
            "WITHIN INTERVAL 1 MINUTE) AS m")
@@ -58,7 +59,8 @@ def test_decimal_sums_and_double_constants_combine_with_uncertain_times() -> Non
 
 def test_generated_sql_passes_the_bounds_after_the_mask() -> None:
     sql = rewrite(text("WITHIN INTERVAL 1 HOUR SLIDE INTERVAL 10 MINUTES"), LOG, lambda plan: "sparkseq_engine")
-    assert "sparkseq_engine(`__sparkseq_ts`, `__sparkseq_mask`, `__sparkseq_lo`, `__sparkseq_hi`, `__sparkseq_v0`)" in sql
+    assert ("sparkseq_engine(`__sparkseq_ts`, `__sparkseq_mask`, `__sparkseq_lo`, `__sparkseq_hi`, `__sparkseq_v0`)"
+            in sql)
     assert "unix_micros(`lo`) AS `__sparkseq_lo`" in sql and "unix_micros(`hi`) AS `__sparkseq_hi`" in sql
     plain = rewrite(text("WITHIN INTERVAL 1 HOUR", uncertain=""), LOG, lambda plan: "sparkseq_engine")
     assert "__sparkseq_lo" not in plain

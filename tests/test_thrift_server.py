@@ -128,7 +128,7 @@ class Command:
     def banner(self) -> str:
         """The start-up text (read once: the server prints it once)."""
         if self._banner is None:
-            self._banner = _read_banner(self.process, self.stderr)
+            self._banner = read_banner(self.process, self.stderr)
         return self._banner
 
 
@@ -405,7 +405,7 @@ def test_command_serves_match_aggregate_text_and_stops_on_sigterm(command: Comma
     assert not listening(command.port)
 
 
-def _read_banner(process: subprocess.Popen[str], stderr: object, timeout: float = 150) -> str:
+def read_banner(process: subprocess.Popen[str], stderr: object, timeout: float = 150) -> str:
     """The server's start-up text, up to the line saying how to stop it."""
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in process.stdout], daemon=True).start()  # type: ignore[union-attr]

@@ -125,7 +125,8 @@ def result_field_names(plan: Plan) -> tuple[str, ...]:
 __all__ = [
     "WINDOW_START", "WINDOW_END", "ERROR", "PARTITION_SLOT", "ALL_ROWS", "COUNT_TYPE_SQL", "VALUE_TYPE_SQL",
     "DECIMAL",
-    "measure_field", "takes_seq", "takes_bounds", "value_type", "engine_type", "measure_type", "result_fields", "result_type", "result_field_names",
+    "measure_field", "takes_seq", "takes_bounds", "value_type", "engine_type", "measure_type", "result_fields",
+    "result_type", "result_field_names",
     "PLAN_INDEX", "multi_result_fields", "multi_result_type",
 ]
 

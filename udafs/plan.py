@@ -211,7 +211,7 @@ class Plan:
     predicates: tuple[Predicate, ...] = ()
     iterator_predicates: tuple[IteratorPredicate, ...] = ()
     uncertain: int | None = None
-    positions_of: dict[int, tuple[int, ...]] = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
+    positions_of: dict[int, tuple[int, ...]] = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -325,9 +325,9 @@ class Plan:
                 columns=tuple(ValueType(c) for c in doc["col"]),
                 count_type=CountType(doc["ct"]),
                 strategy=Strategy(doc.get("st", Strategy.SKIP_TILL_ANY_MATCH.value)),
-                predicates=tuple(Predicate(int(l), int(lc), CmpOp(op), int(r), int(rc), _number(c),
+                predicates=tuple(Predicate(int(ls), int(lc), CmpOp(op), int(rs), int(rc), _number(c),
                                            *(_number(x) for x in left))
-                                 for l, lc, op, r, rc, c, *left in map(_at_most(7), doc.get("pr", ()))),
+                                 for ls, lc, op, rs, rc, c, *left in map(_at_most(7), doc.get("pr", ()))),
                 iterator_predicates=tuple(_iterator_predicate(*q) for q in map(_at_most(6), doc.get("ip", ()))),
                 uncertain=doc.get("un"),
             )

@@ -27,8 +27,8 @@ being read as if it were this one's.
 from __future__ import annotations
 
 import hashlib
-from decimal import Decimal
 from collections.abc import Callable, Iterator
+from decimal import Decimal
 
 import numpy as np
 import pandas as pd
@@ -39,8 +39,7 @@ from udafs.errors import CountOverflowError, StateError
 from udafs.kernels import GroupResult
 from udafs.kernels.live import LiveEvaluator, advance_all
 from udafs.plan import Plan
-from udafs.spark_udfs import (PARTITION_SLOT, Verbatim, arrow_type, parse_plan, result_arrays, result_fields,
-                              result_rows)
+from udafs.spark_udfs import PARTITION_SLOT, Verbatim, arrow_type, parse_plan, result_arrays, result_fields, result_rows
 
 KEY = "key"
 STATE_DDL = "state BINARY"
@@ -105,9 +104,9 @@ def _add_rows(plan: Plan, keys: dict[str, LiveEvaluator], frames: Iterator[pd.Da
     order = np.argsort(codes, kind="stable")
     cuts = np.flatnonzero(np.diff(codes[order])) + 1
     ts, mask = frame.iloc[:, 3].to_numpy(np.int64)[order], frame.iloc[:, 4].to_numpy(np.int64)[order]
-    cols = [(_values(frame.iloc[:, FIRST_VALUE + 2 * j])[order], frame.iloc[:, FIRST_VALUE + 2 * j + 1].to_numpy(bool)[order])
-            for j in range(len(plan.columns))]
-    for code, (a, b) in enumerate(zip(np.r_[0, cuts], np.r_[cuts, len(order)])):
+    cols = [(_values(frame.iloc[:, FIRST_VALUE + 2 * j])[order],
+             frame.iloc[:, FIRST_VALUE + 2 * j + 1].to_numpy(bool)[order]) for j in range(len(plan.columns))]
+    for a, b in zip(np.r_[0, cuts], np.r_[cuts, len(order)]):
         name = names[codes[order[a]]]
         live = keys.get(name)
         if live is None:

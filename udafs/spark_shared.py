@@ -19,10 +19,10 @@ import pyarrow as pa
 
 from udafs import contract
 from udafs.errors import CountOverflowError
-from udafs.worker_faults import kill_if_armed
 from udafs.kernels.many import evaluate_many
 from udafs.multiplan import MultiPlan
-from udafs.spark_udfs import _ARROW, _parse_multi, column_arrays, multi_result_arrays, out_of_memory
+from udafs.spark_udfs import arrow_type, column_arrays, multi_result_arrays, out_of_memory, parse_multi_plan
+from udafs.worker_faults import kill_if_armed
 
 Column = tuple[np.ndarray, np.ndarray]
 
@@ -42,7 +42,7 @@ def shared_pass(multi_json: str, ts: str, mask: str, values: Sequence[str],
     """
     def run(key: tuple, table: pa.Table) -> pa.Table:
         kill_if_armed()
-        mp = _parse_multi(multi_json)
+        mp = parse_multi_plan(multi_json)
         arrays = _evaluate(mp, table, ts, mask, values, key)
         n = len(arrays[0])
         keys = [pa.array([k.as_py()] * n, type=k.type) for k in key]
@@ -62,10 +62,10 @@ def _evaluate(mp: MultiPlan, table: pa.Table, ts: str, mask: str, values: Sequen
         results = evaluate_many(mp, t, m, cols)
     except CountOverflowError as exc:
         message = str(exc.with_partition(tuple(k.as_py() for k in key)))
-        return [pa.nulls(1, _ARROW[sql]) for _, sql in fields] + [pa.array([message])]
+        return [pa.nulls(1, arrow_type(sql)) for _, sql in fields] + [pa.array([message])]
     except MemoryError:  # numpy's failed allocation; the worker itself is still alive
         message = out_of_memory(repr(tuple(k.as_py() for k in key)), len(t))
-        return [pa.nulls(1, _ARROW[sql]) for _, sql in fields] + [pa.array([message])]
+        return [pa.nulls(1, arrow_type(sql)) for _, sql in fields] + [pa.array([message])]
     return multi_result_arrays(mp, results)
 
 

@@ -237,13 +237,14 @@ def multi_aggregate(multi_json: str) -> Callable[..., pa.Scalar]:
     the plan (cuboid) it belongs to (:func:`udafs.contract.multi_result_fields`).
     """
     def engine(ts: pa.Array, mask: pa.Array, *values: pa.Array) -> pa.Scalar:
-        return aggregate_many(_parse_multi(multi_json), ts, mask, values)
+        return aggregate_many(parse_multi_plan(multi_json), ts, mask, values)
 
     return engine
 
 
 @functools.lru_cache(maxsize=64)
-def _parse_multi(text: str) -> MultiPlan:
+def parse_multi_plan(text: str) -> MultiPlan:
+    """The MultiPlan of its JSON text, parsed once per worker for each text seen recently."""
     return MultiPlan.from_json(text)
 
 

@@ -33,7 +33,7 @@ class Units:
         return f"(costs: estimated engine operations per {unit}, all partitions)"
 
 
-def explain(plan: SharingPlan, max_items: int = 50, units: Units | None = None) -> str:
+def explain(plan: SharingPlan, *, max_items: int = 50, units: Units | None = None) -> str:
     """The optimizer's reasoning and result as text.
 
     Parameters
@@ -154,10 +154,10 @@ def sharon_graph_dot(plan: SharingPlan) -> str:
 class _limit:  # noqa: N801  (used like a function in for loops)
     """Iterate over at most ``n`` items; afterwards note in ``out`` how many were left out."""
 
-    def __init__(self, items, n, out):  # type: ignore[no-untyped-def]
+    def __init__(self, items, n, out):
         self.items, self.n, self.out = list(items), n, out
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self):
         yield from self.items[: self.n]
         if len(self.items) > self.n:
             self.out.append(f"  ({len(self.items) - self.n} more not shown)")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-
 from dataclasses import dataclass
 
 import numpy as np
@@ -86,7 +85,7 @@ def components(adjacency: Sequence[int], mask: int) -> tuple[int, ...]:
     return tuple(out)
 
 
-def exact_mwis(weights: Sequence[float], adjacency: Sequence[int], mask: int,
+def exact_mwis(weights: Sequence[float], adjacency: Sequence[int], mask: int, *,
                deadline: float | None = None, incumbent: int = 0,
                cliques: Sequence[int] | None = None, node_limit: int | None = None) -> MwisResult:
     """A maximum-weight independent set of the subgraph ``mask``, by branch and bound.

@@ -103,7 +103,9 @@ def _plan_class(group: Hashable, model: CostModel, queries: Sequence[Query], clo
     t = time.perf_counter()
     cands = find_candidates(queries)
     t = _lap(phases, "candidates", t)
-    exp = expand_options(cands, patterns, model, *limits)
+    max_subsets, max_options, max_vertices = limits
+    exp = expand_options(cands, patterns, model, max_subsets=max_subsets, max_options=max_options,
+                         max_vertices=max_vertices)
     t = _lap(phases, "benefits", t)
     graph = build_graph(exp.vertices)
     t = _lap(phases, "graph", t)
@@ -115,7 +117,8 @@ def _plan_class(group: Hashable, model: CostModel, queries: Sequence[Query], clo
     else:
         deadline = clock.deadline()
         incumbent = improve(w, adj, red.remaining, red.greedy & red.remaining)
-        res = exact_mwis(w, adj, red.remaining, deadline, incumbent, graph.cliques, clock.nodes)
+        res = exact_mwis(w, adj, red.remaining, deadline=deadline, incumbent=incumbent, cliques=graph.cliques,
+                         node_limit=clock.nodes)
         chosen_mask = red.conflict_free | res.chosen
         base = mask_weight(w, incumbent)
         if res.complete:

@@ -73,7 +73,7 @@ def best_subset(queries: Sequence[str], gains: Mapping[str, float]) -> tuple[str
 
 
 def expand_options(candidates: Sequence[Candidate], patterns: Mapping[str, tuple[str, ...]],
-                   model: CostModel, max_subsets: int = 64, max_options: int = 16,
+                   model: CostModel, *, max_subsets: int = 64, max_options: int = 16,
                    max_vertices: int = 4000) -> Expansion:
     """Beneficial options of every candidate (conflict resolution by query subsets).
 

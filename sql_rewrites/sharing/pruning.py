@@ -116,11 +116,11 @@ def reduce_graph(graph: SharonGraph) -> Reduction:
 
 def _dominated(graph: SharonGraph, w: np.ndarray) -> tuple[Pruned, ...]:
     groups: dict[tuple[str, ...], list[int]] = {}
-    for i, v in enumerate(graph.vertices):
-        groups.setdefault(v.candidate.pattern, []).append(i)
+    for i, vertex in enumerate(graph.vertices):
+        groups.setdefault(vertex.candidate.pattern, []).append(i)
     adj = graph.adjacency
     alive = graph.all_mask
-    out = []
+    out: list[Pruned] = []
     for members in groups.values():
         if len(members) < 2:
             continue

@@ -26,7 +26,7 @@ from typing import NamedTuple
 import numpy as np
 
 from udafs.kernels.arith import EXACT_CAP, LIMIT, Arith, Kind, Overflow
-from udafs.kernels.passes import _tie_groups
+from udafs.kernels.passes import tie_groups
 from udafs.kernels.pattern import Pattern
 from udafs.kernels.scan import affine_scan, seg_accumulate
 from udafs.kernels.timeline import Timeline
@@ -255,7 +255,7 @@ def _times(x: np.ndarray, count: np.ndarray, c: Channel, nums: Numbers) -> np.nd
 def _kleene(tl: Timeline, sym: int, entry: _Arrays, xs: list[np.ndarray | None], channels: tuple[Channel, ...],
             nums: Numbers, before: Agg) -> _Arrays:
     """Kleene position: sets of rows with distinct timestamps, continuing the carried sets."""
-    gid, bounds, _ = _tie_groups(tl, sym)
+    gid, bounds, _ = tie_groups(tl, sym)
     if not len(gid):
         return entry
     ar = nums.ar

@@ -94,7 +94,7 @@ def evaluate_group(plan: Plan, ts: np.ndarray, mask: np.ndarray,
     def attempt(ar: Arith) -> tuple[list[Partial], np.ndarray | None]:
         if plan.slide is not None:
             return paths.sliding(plan, ts, mask, cols, ar)
-        return partials(plan, _tally(plan, ts, mask, ar), cols, ar), None
+        return partials(plan, tally(plan, ts, mask, ar), cols, ar), None
 
     parts, starts = with_fallback(plan, attempt)
     values, valid = finalize(plan, parts)
@@ -143,7 +143,7 @@ def too_large(plan: Plan) -> CountOverflowError:
     return CountOverflowError("the number of matches (at least 2**984)", len(str(EXACT_CAP // 2**40)), target)
 
 
-def _tally(plan: Plan, ts: np.ndarray, mask: np.ndarray, ar: Arith) -> Tally:
+def tally(plan: Plan, ts: np.ndarray, mask: np.ndarray, ar: Arith) -> Tally:
     symbols = measure_symbols(plan)
     if plan.within is None:
         return paths.no_window(plan, ts, mask, ar, symbols)

@@ -25,7 +25,6 @@ from udafs.kernels.measures import Column, Partial, key_float
 from udafs.kernels.segments import sliding_windows
 from udafs.plan import CountType, MeasureKind, Plan, Strategy, ValueType
 
-
 #: Tests set this to evaluate every plan with the state DP (to cross-check the vectorised paths).
 FORCE_STATE_DP = False
 

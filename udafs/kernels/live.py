@@ -32,7 +32,7 @@ from udafs.errors import CountOverflowError, InputDataError, PlanError
 from udafs.kernels.evaluate import GroupResult, evaluate_group, validate, with_fallback
 from udafs.kernels.measures import Column, Partial
 from udafs.kernels.paths import window_partials
-from udafs.kernels.streaming import DueWindows, _Buffer, _CarryMode, _result, _result_slice, _SlideMode, _WithinMode
+from udafs.kernels.streaming import CarryMode, DueWindows, RowBuffer, SlideMode, WithinMode, group_result, result_slice
 from udafs.plan import Plan, ValueType
 
 Rows = tuple[np.ndarray, np.ndarray, list[Column]]
@@ -61,16 +61,16 @@ class LiveEvaluator:
                             "SLIDE window; without SLIDE every row of the partition would have to be kept")
         self.plan = plan
         self.ranked = plan.strategy.contiguous  # rows of no symbol count for contiguity ranks
-        self.pending = _Buffer(plan.columns)  # rows not yet complete, in arrival order
+        self.pending = RowBuffer(plan.columns)  # rows not yet complete, in arrival order
         self.complete_before: int | None = None
         self.rank = 0  # distinct complete timestamps so far (contiguity ranks)
         self.seen = False  # a complete instance row has been fed (running modes)
         self.last: list[list[np.ndarray]] | None = None  # the last running result returned
         if plan.slide is not None:
-            self.mode: _SlideMode | _WindowsMode | _WithinMode | _CarryMode = (
-                _WindowsMode(plan, self.ranked) if plan.extended else _SlideMode(plan))
+            self.mode: SlideMode | _WindowsMode | WithinMode | CarryMode = (
+                _WindowsMode(plan, self.ranked) if plan.extended else SlideMode(plan))
         else:
-            self.mode = _CarryMode(plan) if plan.within is None else _WithinMode(plan)
+            self.mode = CarryMode(plan) if plan.within is None else WithinMode(plan)
 
     def add(self, ts: np.ndarray, mask: np.ndarray, columns: Sequence[Column] = ()) -> None:
         """Rows in any order, none earlier than ``complete_before``.
@@ -211,7 +211,7 @@ def advance_all(evaluators: Sequence[LiveEvaluator], complete_before: int
             dues.append((i, due))
     for (i, due), parts in zip(dues, _window_parts(plan, [d for _, d in dues])):
         if len(due.k):
-            out[i] = _guarded(_result, plan, parts, due.k * plan.slide)
+            out[i] = _guarded(group_result, plan, parts, due.k * plan.slide)
         evaluators[i].mode.done(due)
     return out
 
@@ -252,7 +252,7 @@ class _WindowsMode:
     def __init__(self, plan: Plan, ranked: bool) -> None:
         self.plan = plan
         self.ranked = ranked  # the last buffered column is the contiguity rank
-        self.buf = _Buffer(plan.columns + ((ValueType.INT,) if ranked else ()))
+        self.buf = RowBuffer(plan.columns + ((ValueType.INT,) if ranked else ()))
         self.k_next: int | None = None  # windows before this one were returned already
 
     def feed(self, ts: np.ndarray, mask: np.ndarray, cols: list[Column], complete_before: int) -> GroupResult | None:
@@ -274,7 +274,7 @@ class _WindowsMode:
             keep &= starts >= self.k_next * s
         self.k_next = k_end
         self.buf.drop_before(k_end * s)
-        return _result_slice(res, keep) if keep.any() else None
+        return result_slice(res, keep) if keep.any() else None
 
     def to_state(self) -> dict[str, object]:
         return {"buf": self.buf.to_state(), "k": self.k_next}

@@ -17,9 +17,9 @@ import numpy as np
 
 from udafs.kernels import extended, paths, pretree
 from udafs.kernels.arith import Arith
-from udafs.kernels.evaluate import GroupResult, _tally, sorted_instances, validate, with_fallback
-from udafs.kernels.segments import sliding_windows
+from udafs.kernels.evaluate import GroupResult, sorted_instances, tally, validate, with_fallback
 from udafs.kernels.measures import Column, Partial, combine, finalize, partials
+from udafs.kernels.segments import sliding_windows
 from udafs.multiplan import MultiPlan
 from udafs.plan import Measure, Plan, ValueType
 
@@ -130,7 +130,7 @@ def _evaluate(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column]) 
     def attempt(ar: Arith) -> Evaluated:
         if plan.slide is not None:
             return paths.sliding(plan, ts, mask, cols, ar)
-        return partials(plan, _tally(plan, ts, mask, ar), cols, ar), None
+        return partials(plan, tally(plan, ts, mask, ar), cols, ar), None
 
     return with_fallback(plan, attempt)
 

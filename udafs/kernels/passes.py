@@ -51,7 +51,7 @@ def forward(tl: Timeline, pat: Pattern, ar: Arith, start: np.ndarray | None = No
         entry = tl.weigh(sym, entry, ar)  # weighted timelines: the bound row's probability
         if live is not None:
             entry = _keep(entry, live[i])
-        f = _kleene(tl, sym, entry, ar, None if live is None else live[i]) if pat.kleene[i] else entry
+        f = kleene_sets(tl, sym, entry, ar, None if live is None else live[i]) if pat.kleene[i] else entry
         out.append(f if live is None else _keep(f, live[i]))
     return out
 
@@ -116,21 +116,21 @@ def count_true(x: np.ndarray) -> np.ndarray:
 
 def _kleene_reach(tl: Timeline, sym: int, entry: np.ndarray) -> np.ndarray:
     """A set can end at r if it can start at r or at a row of an earlier tie group."""
-    gid, bounds, seg_first = _tie_groups(tl, sym)
+    gid, bounds, seg_first = tie_groups(tl, sym)
     if not len(gid):
         return entry
     before = count_true(entry)[bounds[:-1]]  # entries before each group
     return entry | (before > before[seg_first])[gid]
 
 
-def _kleene(tl: Timeline, sym: int, entry: np.ndarray, ar: Arith, live: np.ndarray | None = None) -> np.ndarray:
+def kleene_sets(tl: Timeline, sym: int, entry: np.ndarray, ar: Arith, live: np.ndarray | None = None) -> np.ndarray:
     """Counts of (prefix, set ending at r) from counts ``entry`` of sets {r}.
 
     With ``live``, sets may only take live rows: a set through a dead row never ends
     at a live row with a non-zero count, so live counts are unchanged while dead
     sets no longer grow by a factor (1 + m) per tie group.
     """
-    gid, bounds, seg_first = _tie_groups(tl, sym)
+    gid, bounds, seg_first = tie_groups(tl, sym)
     if not len(gid):
         return entry
     cs = ar.excl_cumsum(entry)
@@ -147,7 +147,7 @@ def _kleene(tl: Timeline, sym: int, entry: np.ndarray, ar: Arith, live: np.ndarr
     return ar.add(entry, p[gid])
 
 
-def _tie_groups(tl: Timeline, sym: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def tie_groups(tl: Timeline, sym: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Tie groups among ``sym`` rows (Kleene groups on weighted timelines): group id per row,
     group bounds, first group of segment."""
     key = ("kg", sym)

@@ -203,8 +203,8 @@ def _grid_rows(cls: np.ndarray, ev: Events, masks: np.ndarray, residue: int, s: 
     covered = counts.sum(axis=2) if len(u_values) > 1 else counts[:, :, 0]
     cell, m = np.nonzero(covered)
     if ar.dtype is object:
-        weight = sum((_fractions(counts[cell, m, k], np.full(len(cell), u), ar) for k, u in enumerate(u_values.tolist())),
-                     start=ar.zeros(len(cell)))
+        weight = sum((_fractions(counts[cell, m, k], np.full(len(cell), u), ar)
+                      for k, u in enumerate(u_values.tolist())), start=ar.zeros(len(cell)))
     elif len(u_values) == 1:
         weight = covered[covered != 0] / float(u_values[0])
     else:

@@ -44,8 +44,9 @@ from udafs.plan import CmpOp, Plan, Strategy
 
 class MethodChoice(NamedTuple):
     """How a plan is evaluated: ``method`` in condensed / sorted / fenwick (iterator predicates
-    only) / prefix (a strategy alone: plain prefix counts) / state-dp; ``degree`` the condensation degree of the compared values (distinct
-    values / rows, the largest over the plan's predicates; None without predicates)."""
+    only) / prefix (a strategy alone: plain prefix counts) / state-dp; ``degree`` the
+    condensation degree of the compared values (distinct values / rows, the largest over the
+    plan's predicates; None without predicates)."""
 
     method: str
     degree: float | None
@@ -139,7 +140,8 @@ def choose(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: Sequence[Column])
             degree = max(degree, predpass.condensation_degree(len(values), rows))
         if combos > MAX_COMBOS:
             return MethodChoice("state-dp", degree, f"{combos} combinations of enumerated predicate values")
-        return MethodChoice("condensed", degree, f"{combos} enumerated predicate values, {len(stepped)} predicate steps")
+        return MethodChoice("condensed", degree,
+                            f"{combos} enumerated predicate values, {len(stepped)} predicate steps")
     if not plan.predicates:
         if plan.iterator_predicates:
             return MethodChoice("fenwick", None, "iterator predicates only")

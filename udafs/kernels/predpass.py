@@ -29,7 +29,7 @@ from udafs.kernels import compare
 from udafs.kernels.arith import LIMIT, Arith, Overflow
 from udafs.kernels.dominance import Dominance, equal_prefix
 from udafs.kernels.measures import Column
-from udafs.kernels.passes import Run, _kleene, pairs_with
+from udafs.kernels.passes import Run, kleene_sets, pairs_with
 from udafs.kernels.pattern import Pattern
 from udafs.kernels.scan import affine_scan
 from udafs.kernels.timeline import Timeline
@@ -160,7 +160,7 @@ def forward(tl: Timeline, pp: PredPattern, cols: Sequence[Column], ar: Arith,
             elif pp.next_mask is not None:
                 f = _kleene_runs(tl, sym, pp.next_mask[i], entry, ar)
             elif chain is None:
-                f = _kleene(tl, sym, entry, ar)
+                f = kleene_sets(tl, sym, entry, ar)
             else:
                 f = chain_step(tl, sym, chain, cols, entry, ar, base)
         else:
@@ -198,7 +198,7 @@ def _keys(base: np.ndarray, rows: np.ndarray, side: Side, cols: Sequence[Column]
     return compare.array_keys(vals[at], side.offset, side.as_float), ok[at]
 
 
-def _ranks(a: np.ndarray, oka: np.ndarray, b: np.ndarray, okb: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+def dense_ranks(a: np.ndarray, oka: np.ndarray, b: np.ndarray, okb: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
     """Dense ranks of both key arrays over their valid values (invalid rows get any rank)."""
     uniq = np.unique(np.concatenate([a[oka], b[okb]]))
     top = max(len(uniq) - 1, 0)
@@ -230,7 +230,7 @@ def predicate_step(tl: Timeline, prev: int, sym: int, step: Step, cols: Sequence
     ky, oky = _keys(base, y_rows, step.nxt, cols)
     if not okx.any() or not oky.any():  # a NULL operand never satisfies the predicate
         return ar.zeros(len(y_rows))
-    rx, ry, n_r = _ranks(kx, okx, ky, oky)
+    rx, ry, n_r = dense_ranks(kx, okx, ky, oky)
     w = ar.asarray(np.where(okx, f, 0))
     method = FORCE_METHOD or pick_method(step.op, n_r, int(okx.sum() + oky.sum()))
     op = step.op
@@ -243,7 +243,7 @@ def predicate_step(tl: Timeline, prev: int, sym: int, step: Step, cols: Sequence
             cs = ar.excl_cumsum(w)
             out = (cs[hi] - cs[lo]) - same
     else:
-        a, b = _rank_range(op, ry, n_r)
+        a, b = rank_range(op, ry, n_r)
         if method == "condensed":
             out = _dense_box(rx, w, n_r, lo, hi, a, b, ar)
         else:
@@ -254,7 +254,7 @@ def predicate_step(tl: Timeline, prev: int, sym: int, step: Step, cols: Sequence
     return ar.asarray(np.where(oky, out, 0))
 
 
-def _rank_range(op: CmpOp, ry: np.ndarray, n_r: int) -> tuple[np.ndarray, np.ndarray]:
+def rank_range(op: CmpOp, ry: np.ndarray, n_r: int) -> tuple[np.ndarray, np.ndarray]:
     """Ranks [a, b) of x with key(x) OP key(y) (NE: all ranks; the caller subtracts EQ)."""
     zero, top = np.zeros_like(ry), np.full_like(ry, n_r)
     return {CmpOp.EQ: (ry, ry + 1), CmpOp.NE: (zero, top), CmpOp.LT: (zero, ry), CmpOp.LE: (zero, ry + 1),
@@ -285,8 +285,8 @@ def chain_step(tl: Timeline, sym: int, chain: Step, cols: Sequence[Column], entr
     kq, okq = _keys(base, rows, chain.nxt, cols)  # key of q as the later row
     if not oks.any() or not okq.any():
         return entry  # no pair can hold: only one-row sets
-    rs, rq, n_r = _ranks(ks, oks, kq, okq)
-    a, b = _rank_range(chain.op, rq, n_r)
+    rs, rq, n_r = dense_ranks(ks, oks, kq, okq)
+    a, b = rank_range(chain.op, rq, n_r)
     seg, ties = tl.seg_of(sym).tolist(), tl.kleene_key_of(sym).tolist()  # tie groups, or Kleene groups
     weight = None if tl.weight is None else tl.weigh(sym, ar.ones(len(rows)), ar).tolist()
     ent = entry.tolist()

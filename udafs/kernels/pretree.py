@@ -41,7 +41,7 @@ import numpy as np
 
 from udafs.kernels.arith import Arith
 from udafs.kernels.measures import Partial, Tally, partials
-from udafs.kernels.passes import _kleene, run
+from udafs.kernels.passes import kleene_sets, run
 from udafs.kernels.pattern import Pattern
 from udafs.kernels.segments import batches, range_timeline, sliding_windows
 from udafs.kernels.timeline import Timeline
@@ -206,7 +206,7 @@ def _walk(path: list[list], node: tuple, tl: Timeline, pat: Pattern, ar: Arith, 
                 parent[2] = ar.excl_cumsum(parent[1])
             lo, hi = tl.prev_ranges(pat.symbols[j - 1], sym, pat.gaps[j - 1])
             entry = parent[2][hi] - parent[2][lo]
-        path.append([node[:j + 1], _kleene(tl, sym, entry, ar) if pat.kleene[j] else entry, None])
+        path.append([node[:j + 1], kleene_sets(tl, sym, entry, ar) if pat.kleene[j] else entry, None])
 
 
 def _suffix_counts(plans: Sequence[Plan], cut: Sequence[int], tl: Timeline, ar: Arith) -> dict[tuple, np.ndarray]:

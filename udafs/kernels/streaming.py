@@ -36,7 +36,7 @@ _TS_MIN = int(np.iinfo(np.int64).min)
 _TS_MAX = int(np.iinfo(np.int64).max)
 
 
-class _Buffer:
+class RowBuffer:
     """Rows kept for later evaluation: append at the end, drop from the front, amortised O(1)."""
 
     def __init__(self, columns: Sequence[ValueType]) -> None:
@@ -118,11 +118,11 @@ class StreamEvaluator:
                             "(unscaled, up to 18 digits) or FLOAT, or use the batch path (evaluate_group)")
         self.plan = plan
         self._last = _TS_MIN
-        self._held = _Buffer(plan.columns)  # rows of the latest timestamp
+        self._held = RowBuffer(plan.columns)  # rows of the latest timestamp
         self._empty = evaluate_group(plan, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64),
                                      [(np.zeros(0, dtype=_dtype(c)), np.zeros(0, dtype=bool)) for c in plan.columns])
-        self._mode = _CarryMode(plan) if plan.within is None else (
-            _WithinMode(plan) if plan.slide is None else _SlideMode(plan))
+        self._mode = CarryMode(plan) if plan.within is None else (
+            WithinMode(plan) if plan.slide is None else SlideMode(plan))
         self._finished = False
 
     def push(self, ts: np.ndarray, mask: np.ndarray, columns: Sequence[Column] = ()) -> GroupResult:
@@ -167,14 +167,14 @@ def _concat(a: tuple, b: tuple) -> tuple[np.ndarray, np.ndarray, list[Column]]:
             [(np.concatenate((x[0], y[0])), np.concatenate((x[1], y[1]))) for x, y in zip(a[2], b[2])])
 
 
-def _result_slice(res: GroupResult, keep: np.ndarray) -> GroupResult:
+def result_slice(res: GroupResult, keep: np.ndarray) -> GroupResult:
     """The output rows of ``res`` where ``keep`` is True."""
     ends = None if res.window_end is None else res.window_end[keep]
     starts = None if res.window_start is None else res.window_start[keep]
     return GroupResult(starts, ends, tuple(v[keep] for v in res.values), tuple(ok[keep] for ok in res.valid))
 
 
-def _result(plan: Plan, parts: Sequence[Partial], starts: np.ndarray | None = None) -> GroupResult:
+def group_result(plan: Plan, parts: Sequence[Partial], starts: np.ndarray | None = None) -> GroupResult:
     values, valid = finalize(plan, parts)
     ends = None if starts is None else starts + plan.within
     return GroupResult(starts, ends, tuple(values), tuple(valid))
@@ -191,12 +191,12 @@ class DueWindows(NamedTuple):
     ends: np.ndarray
 
 
-class _SlideMode:
+class SlideMode:
     """SLIDE: evaluate each window once rows are complete up to its end."""
 
     def __init__(self, plan: Plan) -> None:
         self.plan = plan
-        self.buf = _Buffer(plan.columns)
+        self.buf = RowBuffer(plan.columns)
         self.k_next = _TS_MIN  # windows before this one were returned already
 
     def feed(self, ts: np.ndarray, mask: np.ndarray, cols: list[Column], complete_before: int) -> GroupResult | None:
@@ -216,7 +216,7 @@ class _SlideMode:
         plan = self.plan
         parts = with_fallback(plan, lambda ar: paths.window_partials(plan, *due.rows, ar, due.starts, due.ends))
         self.done(due)
-        return _result(plan, parts, due.k * plan.slide) if len(due.k) else None
+        return group_result(plan, parts, due.k * plan.slide) if len(due.k) else None
 
     def due(self, k_end: int) -> DueWindows | None:
         """The windows ``k_next <= k < k_end`` that hold a row, with the rows they need
@@ -244,12 +244,12 @@ class _SlideMode:
         self.k_next = state["k"]
 
 
-class _WithinMode:
+class WithinMode:
     """WITHIN without SLIDE: fold in matches by their first row once they are final."""
 
     def __init__(self, plan: Plan) -> None:
         self.plan = plan
-        self.buf = _Buffer(plan.columns)
+        self.buf = RowBuffer(plan.columns)
         self.first_lo: int | None = None  # matches starting before this are folded in
         self.parts: list[Partial] | None = None
 
@@ -267,12 +267,12 @@ class _WithinMode:
     def finish(self, ts: np.ndarray, mask: np.ndarray, cols: list[Column]) -> GroupResult:
         self.buf.append(ts, mask, cols)
         self._fold(None if self.first_lo is None else (self.first_lo, _TS_MAX))
-        return _result(self.plan, self.parts)
+        return group_result(self.plan, self.parts)
 
     def snapshot(self) -> GroupResult:
         """The result over the rows fed so far, leaving the state as it is."""
         parts = self._partials(None if self.first_lo is None else (self.first_lo, _TS_MAX))
-        return _result(self.plan, parts if self.parts is None else combine(self.plan, self.parts, parts))
+        return group_result(self.plan, parts if self.parts is None else combine(self.plan, self.parts, parts))
 
     def _fold(self, first: tuple[int, int] | None) -> None:
         parts = self._partials(first)
@@ -298,7 +298,7 @@ class _WithinMode:
         self.parts = None if state["parts"] is None else [Partial(v, nn) for v, nn in state["parts"]]
 
 
-class _CarryMode:
+class CarryMode:
     """No WITHIN: forward-only chunks with an O(pattern length) carried state."""
 
     def __init__(self, plan: Plan) -> None:
@@ -320,7 +320,7 @@ class _CarryMode:
         """The result over the rows fed so far (the matches ended so far)."""
         if not isinstance(self.ended.count, float) and self.ended.count >= EXACT_CAP:
             raise too_large(self.plan)
-        return _result(self.plan, self._partials())
+        return group_result(self.plan, self._partials())
 
     def to_state(self) -> dict[str, object]:
         return {"pool": [_agg_state(a) for a in self.carry.pool], "kleene": [_agg_state(a) for a in self.carry.kleene],

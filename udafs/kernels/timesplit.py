@@ -43,8 +43,8 @@ from udafs.kernels import extended, paths
 from udafs.kernels.arith import Arith
 from udafs.kernels.evaluate import (
     GroupResult,
-    _tally,
     sorted_instances,
+    tally,
     validate,
     with_fallback,
 )
@@ -182,7 +182,7 @@ def decode_chunk(data: bytes) -> ChunkPartial:
 
 def chunk_of_state(doc: object) -> ChunkPartial:
     """The chunk of a decoded :func:`encode_chunk` value."""
-    return ChunkPartial(doc["starts"], [Partial(v, n) for v, n in zip(doc["value"], doc["nn"])])  # type: ignore[index]
+    return ChunkPartial(doc["starts"], [Partial(v, n) for v, n in zip(doc["value"], doc["nn"])])
 
 
 def _whole(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column]) -> ChunkPartial:
@@ -207,7 +207,7 @@ def _partials(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column], 
     t, m, c = sorted_instances(plan, t, m, c)
 
     def attempt(ar: Arith) -> list[Partial]:
-        return partials(plan, _tally(plan, t, m, ar), c, ar)
+        return partials(plan, tally(plan, t, m, ar), c, ar)
 
     return with_fallback(plan, attempt)
 

@@ -156,7 +156,7 @@ class _Side:
             return
         x_keys = _keys(rows, getattr(step, x_side), cols)
         ok_x, ok_g = np.ones(len(x_keys), dtype=bool), np.ones(len(g_keys), dtype=bool)
-        rx, self.rg, self.n_r = predpass._ranks(x_keys, ok_x, g_keys, ok_g)
+        rx, self.rg, self.n_r = predpass.dense_ranks(x_keys, ok_x, g_keys, ok_g)
         self.op = step.op if x_side == "prev" else step.op.mirrored()  # x OP g
         self.tree = Dominance(rx, ar.ones(len(rx)), self.n_r, ar)
 
@@ -166,7 +166,7 @@ class _Side:
         if self.step is None:
             return self.ar.asarray(hi - lo)
         ry = self.rg[g]
-        a, b = predpass._rank_range(self.op, ry, self.n_r)
+        a, b = predpass.rank_range(self.op, ry, self.n_r)
         out = self.tree.box(lo, hi, a, b)
         if self.op is CmpOp.NE:
             out = out - self.tree.box(lo, hi, ry, ry + 1)

@@ -47,11 +47,11 @@ from udafs.kernels import within as within_path
 from udafs.kernels.arith import Arith, Kind
 from udafs.kernels.measures import Column, Partial, Tally, measure_symbols, partials
 from udafs.kernels.passes import Run, run
-from udafs.kernels.predpass import PredPattern
 from udafs.kernels.paths import add_pairs, new_acc
 from udafs.kernels.pattern import Pattern
-from udafs.kernels.segments import batches, concat_ranges, sliding_windows
 from udafs.kernels.possible_times import Events, Expanded, attribute, expand, group_events, positive_mask
+from udafs.kernels.predpass import PredPattern
+from udafs.kernels.segments import batches, concat_ranges, sliding_windows
 from udafs.kernels.uncertain_gaps import GapTimeline, Negated, outside
 from udafs.plan import Plan
 
@@ -262,7 +262,8 @@ def _blocks_apply(plan: Plan, ev: Events) -> bool:
     """The block decomposition is exact: point negation only, no imprecise Kleene event
     straddling a block boundary (its halves would be counted as two events), no
     iterator predicates (the block passes have no chain step)."""
-    if plan.iterator_predicates or plan.has_edge_negation or any(g and (ev.n[(ev.mask & g) != 0] > 1).any() for g in plan.negations):
+    if plan.iterator_predicates or plan.has_edge_negation or any(g and (ev.n[(ev.mask & g) != 0] > 1).any()
+                                                                 for g in plan.negations):
         return False
     for sym in {el.symbol for el in plan.elements if el.kleene}:
         k = np.flatnonzero(((ev.mask & (1 << sym)) != 0) & (ev.n > 1))

@@ -88,7 +88,8 @@ def _crossing(tl: Timeline, sp: Split, w: int, ar: Arith, acc: dict[int, np.ndar
     f_lo, f_hi, v_lo, v_hi = ranges
     end_left = ar.asarray(tl.no_neg_after(sp.left.symbols[-1], sp.seam)) if sp.seam else None
     start_right = ar.asarray(tl.no_neg_before(sp.right.symbols[0], sp.seam)) if sp.seam else None
-    live_left, live_right = _crossing_liveness(tl, sp, ranges, start, end_left, start_right) if ar.prune else (None,) * 2
+    live_left, live_right = (_crossing_liveness(tl, sp, ranges, start, end_left, start_right) if ar.prune
+                             else (None, None))
     bw_left = backward(tl, sp.left, ar, end_left, live_left)
     h = bw_left[0] if start is None else ar.mul(bw_left[0], start)
     fw_right = forward(tl, sp.right, ar, start_right, live_right)
