@@ -144,7 +144,7 @@ def engine_input(query: MatchAggregateQuery) -> EngineInput:
 def aliased(query: MatchAggregateQuery, output: exp.Select) -> exp.Subquery:
     """``output`` as the operator's replacement: a subquery with the operator's alias."""
     alias = query.node.args.get("alias")
-    return _sanitize(exp.Subquery(this=output, alias=alias.copy() if alias else None))  # type: ignore[return-value]
+    return sanitize(exp.Subquery(this=output, alias=alias.copy() if alias else None))  # type: ignore[return-value]
 
 
 def contiguity_rank(plan: Plan | MultiPlan, keys: list[exp.Expr], time: exp.Expr) -> exp.Expr | None:
@@ -205,9 +205,9 @@ def engine_query(spec: EngineInput, function_name: str, source: exp.Expr) -> exp
     if (not isinstance(spec.plan, MultiPlan) and spec.plan.uncertain is not None) != (spec.bounds is not None):
         raise ValueError("imprecise timestamps need the possible-time bounds (and other plans take none)")
     roles = engine_roles(spec)
-    events = _events_select(spec, source, roles)
+    events = events_select(spec, source, roles)
     groups = _groups_select(spec, events, check_function_name(function_name), roles)
-    return _sanitize(_output_select(spec, groups, roles))  # type: ignore[return-value]
+    return sanitize(output_select(spec, groups, roles))  # type: ignore[return-value]
 
 
 def engine_events(spec: EngineInput, source: exp.Expr, *, extra: tuple[tuple[str, exp.Expr], ...] = (),
@@ -218,7 +218,7 @@ def engine_events(spec: EngineInput, source: exp.Expr, *, extra: tuple[tuple[str
     engine function is fed, for callers that group the rows themselves (a workload's
     shared pass, a live stream). ``extra`` columns ``(name, expression)`` come last."""
     roles = engine_roles(spec)
-    events = _events_select(spec, source, roles)
+    events = events_select(spec, source, roles)
     for name, expression in extra:
         events = events.select(exp.alias_(expression.copy(), name))
     mask: exp.Expr = exp.column(roles.mask)
@@ -228,12 +228,12 @@ def engine_events(spec: EngineInput, source: exp.Expr, *, extra: tuple[tuple[str
     if not all_rows:
         condition = exp.and_(exp.NEQ(this=mask, expression=exp.Literal.number(0)), condition)
     select = exp.select("*").from_(events.subquery(roles.events)).where(condition)
-    return _sanitize(select), (roles.ts, roles.mask, *roles.values)  # type: ignore[return-value]
+    return sanitize(select), (roles.ts, roles.mask, *roles.values)  # type: ignore[return-value]
 
 
-def engine_roles(spec: EngineInput) -> _Roles:
+def engine_roles(spec: EngineInput) -> Roles:
     """The internal column names of ``spec``'s generated queries (fresh against its keys)."""
-    return _Roles(InternalNames(name for name, _ in spec.keys), len(spec.values), len(spec.measures))
+    return Roles(InternalNames(name for name, _ in spec.keys), len(spec.values), len(spec.measures))
 
 
 def result_columns(spec: EngineInput) -> tuple[str, ...]:
@@ -247,12 +247,12 @@ def flat_output(spec: EngineInput, relation: str) -> exp.Select:
     """The typed output (what the batch rewrite's outer select computes) over a relation
     holding one row per result: the partition keys by name and :func:`result_columns`."""
     roles = engine_roles(spec)
-    select = exp.select(*_projections(spec, roles, roles.groups, roles.groups)).from_(
+    select = exp.select(*output_projections(spec, roles, roles.groups, roles.groups)).from_(
         exp.to_table(relation).as_(roles.groups))
-    return _sanitize(select.where(_raise_on_error(spec, roles, roles.groups)))  # type: ignore[return-value]
+    return sanitize(select.where(_raise_on_error(spec, roles, roles.groups)))  # type: ignore[return-value]
 
 
-class _Roles:
+class Roles:
     """The internal names of one generated query."""
 
     def __init__(self, names: InternalNames, n_values: int, n_measures: int) -> None:
@@ -270,7 +270,7 @@ class _Roles:
         self.lo, self.hi = names("lo"), names("hi")
 
 
-def _events_select(spec: EngineInput, source: exp.Expr, roles: _Roles) -> exp.Select:
+def events_select(spec: EngineInput, source: exp.Expr, roles: Roles) -> exp.Select:
     keys = [exp.alias_(expression.copy(), name) for name, expression in spec.keys]
     if not keys:  # one group over all rows, and none over no rows (unlike a global aggregate)
         keys = [exp.alias_(exp.Literal.number(0), roles.all_rows)]
@@ -303,7 +303,7 @@ def mask_expression(conditions: Iterable[tuple[int, exp.Expr]]) -> exp.Expr:
     return exp.cast(combined, DType.BIGINT)
 
 
-def _groups_select(spec: EngineInput, events: exp.Select, function_name: str, roles: _Roles) -> exp.Select:
+def _groups_select(spec: EngineInput, events: exp.Select, function_name: str, roles: Roles) -> exp.Select:
     keys = [exp.column(name) for name, _ in spec.keys] or [exp.column(roles.all_rows)]
     arguments = [exp.column(roles.ts), exp.column(roles.mask)]  # the plan is bound into the function
     if spec.seq is not None:
@@ -328,7 +328,7 @@ def _groups_select(spec: EngineInput, events: exp.Select, function_name: str, ro
     return select.group_by(*keys)
 
 
-def _output_select(spec: EngineInput, groups: exp.Select, roles: _Roles) -> exp.Select:
+def output_select(spec: EngineInput, groups: exp.Select, roles: Roles) -> exp.Select:
     row = roles.row
     fields = [roles.window_start, roles.window_end, *roles.measures, roles.error]
     if isinstance(spec.plan, MultiPlan):
@@ -338,12 +338,12 @@ def _output_select(spec: EngineInput, groups: exp.Select, roles: _Roles) -> exp.
         view=True,
         alias=exp.TableAlias(this=exp.to_identifier(row), columns=[exp.to_identifier(f) for f in fields]),
     )
-    select = exp.select(*_projections(spec, roles, roles.groups, row)).from_(groups.subquery(roles.groups))
+    select = exp.select(*output_projections(spec, roles, roles.groups, row)).from_(groups.subquery(roles.groups))
     select.append("laterals", lateral)
     return select.where(_raise_on_error(spec, roles, row))
 
 
-def _projections(spec: EngineInput, roles: _Roles, keys: str, row: str) -> list[exp.Expr]:
+def output_projections(spec: EngineInput, roles: Roles, keys: str, row: str) -> list[exp.Expr]:
     """The output columns: the keys (of table ``keys``), then the window bounds, per-plan
     columns and measures converted to their SQL types (from the fields of table ``row``)."""
     projections: list[exp.Expr] = [exp.column(name, table=keys) for name, _ in spec.keys]
@@ -357,7 +357,7 @@ def _projections(spec: EngineInput, roles: _Roles, keys: str, row: str) -> list[
     return projections
 
 
-def _raise_on_error(spec: EngineInput, roles: _Roles, row: str) -> exp.Expr:
+def _raise_on_error(spec: EngineInput, roles: Roles, row: str) -> exp.Expr:
     """Raise the engine's ``error`` (a field of table ``row``), with the partition key
     spliced in as JSON."""
     error = exp.column(roles.error, table=row)
@@ -377,7 +377,7 @@ def _raise_on_error(spec: EngineInput, roles: _Roles, row: str) -> exp.Expr:
     return exp.case().when(error.is_(exp.null()), exp.true()).else_(raise_error)
 
 
-def _sanitize(tree: exp.Expr) -> exp.Expr:
+def sanitize(tree: exp.Expr) -> exp.Expr:
     """Quote every identifier and drop comments: user text can only be names and values."""
     for node in tree.walk():
         if isinstance(node, exp.Identifier):

@@ -35,13 +35,13 @@ from sqlglot import exp
 
 from sql_rewrites.generate import (
     EngineInput,
-    _events_select,
-    _output_select,
-    _projections,
-    _Roles,
-    _sanitize,
+    Roles,
     check_function_name,
     engine_roles,
+    events_select,
+    output_projections,
+    output_select,
+    sanitize,
 )
 from sql_rewrites.sql_types import DType
 from udafs.kernels.timesplit import splittable
@@ -218,7 +218,7 @@ def time_split_query(spec: EngineInput, chunk_function: str, combine_function: s
     roles = engine_roles(spec)
     names = _SplitNames(roles)
     keys = [name for name, _ in spec.keys] or [roles.all_rows]
-    events = _events_select(spec, source, roles)
+    events = events_select(spec, source, roles)
     events = exp.select("*").from_(events.subquery(roles.events)).where(exp.and_(
         exp.NEQ(this=exp.column(roles.mask), expression=exp.Literal.number(0)),
         exp.column(roles.ts).is_(exp.null()).not_()))
@@ -238,7 +238,7 @@ def time_split_query(spec: EngineInput, chunk_function: str, combine_function: s
     groups = (exp.select(*(exp.column(k) for k in keys), exp.alias_(combine, roles.result))
               .from_(chunks.subquery(names.states))
               .group_by(*(exp.column(k) for k in keys)))
-    return _sanitize(_output_select(spec, groups, roles))  # type: ignore[return-value]
+    return sanitize(output_select(spec, groups, roles))  # type: ignore[return-value]
 
 
 def streaming_query(spec: EngineInput, stream_function: str, source: exp.Expr) -> exp.Select:
@@ -253,7 +253,7 @@ def streaming_query(spec: EngineInput, stream_function: str, source: exp.Expr) -
     roles = engine_roles(spec)
     bucket = roles.fresh("bucket")
     keys = [name for name, _ in spec.keys]
-    events = _events_select(spec, source, roles)
+    events = events_select(spec, source, roles)
     key_hash: exp.Expr = (exp.Anonymous(this="xxhash64", expressions=[exp.column(k) for k in keys]) if keys
                           else exp.cast(exp.Literal.number(0), DType.BIGINT))
     inner = (exp.select(exp.alias_(key_hash, bucket), *(exp.column(c) for c in [*keys, roles.ts, roles.mask,
@@ -272,18 +272,18 @@ def streaming_query(spec: EngineInput, stream_function: str, source: exp.Expr) -
                       *(exp.alias_(exp.column(u), f) for u, f in zip(udtf_fields, fields)),
                       exp.alias_(exp.cast(exp.null(), "STRING"), roles.error)
                       ).from_(exp.Table(this=call))
-    select = exp.select(*_projections(spec, roles, roles.groups, roles.groups)).from_(rows.subquery(roles.groups))
-    return _sanitize(select)  # type: ignore[return-value]
+    select = exp.select(*output_projections(spec, roles, roles.groups, roles.groups)).from_(rows.subquery(roles.groups))
+    return sanitize(select)  # type: ignore[return-value]
 
 
 class _SplitNames:
-    def __init__(self, roles: _Roles) -> None:
+    def __init__(self, roles: Roles) -> None:
         self.names = roles.fresh
         for role in ("chunk", "lo", "hi", "t0", "len", "state", "chunks", "states", "sizes", "own", "exploded"):
             setattr(self, role, self.names(f"split_{role}"))
 
 
-def _chunked(plan: Plan, events: exp.Select, keys: list[str], roles: _Roles, names: _SplitNames,
+def _chunked(plan: Plan, events: exp.Select, keys: list[str], roles: Roles, names: _SplitNames,
              split_rows: int, chunk_rows: int, spec_keys: bool) -> exp.Select:
     """Every row once per chunk that needs it, with the chunk's ``[lo, hi)`` (NULL: whole key)."""
     w = plan.within

@@ -26,8 +26,8 @@ from udafs.kernels.timesplit import (
 from udafs.spark_udfs import (
     PARTITION_SLOT,
     Verbatim,
-    _as_list_value,
-    _error_value,
+    as_list_value,
+    error_value,
     group_arrays,
     out_of_memory,
     parse_plan,
@@ -68,14 +68,14 @@ def combine_aggregate(plan_json: str) -> Callable[[pa.Array], pa.Scalar]:
         for raw in states.to_pylist():
             doc = state_codec.decode(raw)
             if "error" in doc:  # type: ignore[operator]
-                return _error_value(fields, doc["error"])  # type: ignore[index]
+                return error_value(fields, doc["error"])  # type: ignore[index]
             chunks.append(chunk_of_state(doc))
         try:
             res = combine_chunks(p, chunks)
         except CountOverflowError as exc:
-            return _error_value(fields, str(exc.with_partition(Verbatim(PARTITION_SLOT))))
+            return error_value(fields, str(exc.with_partition(Verbatim(PARTITION_SLOT))))
         arrays = result_arrays(p, res)
-        return _as_list_value(arrays + [pa.nulls(len(arrays[0]), pa.string())], names)
+        return as_list_value(arrays + [pa.nulls(len(arrays[0]), pa.string())], names)
 
     return combine
 

@@ -171,7 +171,7 @@ def to_arrow(vals: np.ndarray, ok: np.ndarray, sql: str) -> pa.Array:
     return pa.array(vals, type=typ, mask=nulls)
 
 
-def _as_list_value(arrays: list[pa.Array], names: list[str]) -> pa.Scalar:
+def as_list_value(arrays: list[pa.Array], names: list[str]) -> pa.Scalar:
     """Arrays of equal length as one ``array<struct>`` value."""
     rows = pa.StructArray.from_arrays(arrays, names=names)
     return pa.ListArray.from_arrays(pa.array([0, len(rows)], type=pa.int32()), rows)[0]
@@ -223,11 +223,11 @@ def aggregate_group(p: Plan, ts: pa.Array, mask: pa.Array, values: Sequence[pa.A
         lohi = None if bounds is None else group_bounds(ts, mask, bounds)
         res = evaluate_group(p, ts_, mask_, cols, seq=seq_, bounds=lohi)
     except (CountOverflowError, UncertainTimeError) as exc:
-        return _error_value(fields, str(exc.with_partition(Verbatim(PARTITION_SLOT))))
+        return error_value(fields, str(exc.with_partition(Verbatim(PARTITION_SLOT))))
     except MemoryError:  # numpy's failed allocation; the worker itself is still alive
-        return _error_value(fields, out_of_memory(PARTITION_SLOT, len(ts)))
+        return error_value(fields, out_of_memory(PARTITION_SLOT, len(ts)))
     arrays = result_arrays(p, res)
-    return _as_list_value(arrays + [pa.nulls(len(arrays[0]), pa.string())], names)
+    return as_list_value(arrays + [pa.nulls(len(arrays[0]), pa.string())], names)
 
 
 def multi_aggregate(multi_json: str) -> Callable[..., pa.Scalar]:
@@ -256,16 +256,16 @@ def aggregate_many(mp: MultiPlan, ts: pa.Array, mask: pa.Array, values: Sequence
     try:
         results = evaluate_many(mp, *group_arrays(mp.plans[0], ts, mask, values))
     except CountOverflowError as exc:
-        return _error_value(fields, str(exc.with_partition(Verbatim(PARTITION_SLOT))))
+        return error_value(fields, str(exc.with_partition(Verbatim(PARTITION_SLOT))))
     except MemoryError:
-        return _error_value(fields, out_of_memory(PARTITION_SLOT, len(ts)))
-    return _as_list_value(multi_result_arrays(mp, results), names)
+        return error_value(fields, out_of_memory(PARTITION_SLOT, len(ts)))
+    return as_list_value(multi_result_arrays(mp, results), names)
 
 
-def _error_value(fields: list[tuple[str, str]], message: str) -> pa.Scalar:
+def error_value(fields: list[tuple[str, str]], message: str) -> pa.Scalar:
     """The one-row result carrying ``message`` in ``error`` (the generated SQL raises it)."""
     arrays = [pa.nulls(1, _ARROW[t]) for _, t in fields[:-1]] + [pa.array([message])]
-    return _as_list_value(arrays, [n for n, _ in fields])
+    return as_list_value(arrays, [n for n, _ in fields])
 
 
 def out_of_memory(partition: str, rows: int) -> str:
@@ -339,4 +339,4 @@ def count_windows(plan: pa.Array, ts: pa.Array, mask: pa.Array, *partition: pa.A
     res = _count(plan, ts, mask, partition, windows=True)
     arrays = [pa.array(res.window_start, pa.int64()), pa.array(res.window_end, pa.int64()),
               pa.array(res.values[0], pa.int64())]
-    return _as_list_value(arrays, ["window_start", "window_end", "count"])
+    return as_list_value(arrays, ["window_start", "window_end", "count"])
