@@ -149,10 +149,14 @@ def run_statements(spark: SparkSession, text: str, *, hierarchies: HierarchyReso
 
 def rewrite(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver | None = None,
             function_hierarchies: bool = True) -> list[str]:
-    """Each statement of ``text`` as the plain Spark SQL :func:`sql` would run (nothing runs).
+    """Each statement of ``text`` as the plain Spark SQL :func:`sql` would run.
 
     Engine functions are registered, so the returned SQL can be passed to
-    ``spark.sql`` — e.g. by a client of the session's Thrift/JDBC server. With
+    ``spark.sql`` — e.g. by a client of the session's Thrift/JDBC server, or by the
+    parser extension behind ``spark.sql`` itself. The execution path of every operator is
+    chosen as :func:`sql` chooses it (:mod:`sparkseq.execution_paths`): a source larger
+    than Spark's size estimate allows for a huge key gets one statistics job, and a huge
+    key runs time-split or streaming instead of in one worker's memory. With
     ``function_hierarchies`` false, ``HIERARCHY name`` in ``seq_*`` patterns is not looked
     up ahead: the functions registered in the session carry the hierarchies they know
     (a Spark Connect client registers its own) and report an unknown one when they run.
@@ -161,7 +165,7 @@ def rewrite(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver | 
     schemas = SessionSchemas(spark)
     resolver = registry.resolver(spark, hierarchies)
     return [compile_statement(text, s, schemas, resolver, functools.partial(engine_function, spark),
-                              check_hierarchies=function_hierarchies).rewritten
+                              replace=PathReplacer(spark), check_hierarchies=function_hierarchies).rewritten
             for s in split_statements(text)]
 
 

@@ -169,3 +169,16 @@ def test_cluster_case_splits_and_equals_the_grouped_answer(spark) -> None:
 
     cluster_cases.setup(spark)
     assert cluster_cases.CASES["time_split"](spark) == cluster_cases.CASES["match_aggregate"](spark)
+
+
+def test_spark_sql_through_the_parser_extension_chooses_the_path_too(spark, events: str,
+                                                                     small_thresholds: None) -> None:
+    """``spark.sql`` (the parser extension hands the statement to the compiler) picks the
+    path as ``sparkseq.sql`` does: the big key runs time-split, with the same rows."""
+    text = (f"SELECT * FROM {events} MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERN SEQ(A, !N, B) TYPE BY type "
+            "MEASURES COUNT(*) AS n, SUM(B.v) AS sv WITHIN 40) AS m ORDER BY ALL")
+    want, _ = run(spark, text, "grouped")
+    spark.conf.set(PATH_CONF, "auto")
+    frame = spark.sql(text)
+    assert "_chunk" in frame._jdf.queryExecution().analyzed().toString()
+    assert_same_rows(want, frame.collect())
