@@ -151,14 +151,14 @@ def test_explain_names_the_path(spark, events: str, small_thresholds: None) -> N
     text = (f"SELECT * FROM {events} MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERN SEQ(A, B) TYPE BY type "
             "MEASURES COUNT(*) AS n WITHIN 20) AS m")
     spark.conf.set(PATH_CONF, "time-split")
-    assert "time-split (forced by sparkseq.path)" in sparkseq.explain(text, spark)
+    assert "time-split (forced by sparkseq.path)" in sparkseq.explain(spark, text)
     spark.conf.set(PATH_CONF, "auto")
-    assert "statistics job" in sparkseq.explain(text, spark)
+    assert "statistics job" in sparkseq.explain(spark, text)
     spark.conf.set(PATH_CONF, "grouped")
-    assert "grouped (forced by sparkseq.path)" in sparkseq.explain(text.replace("WITHIN 20", ""), spark)
+    assert "grouped (forced by sparkseq.path)" in sparkseq.explain(spark, text.replace("WITHIN 20", ""))
     spark.conf.set(PATH_CONF, "auto")
     strict = text.replace("MEASURES", "STRATEGY STRICT CONTIGUITY MEASURES")
-    assert "grouped (not splittable by time: contiguity" in sparkseq.explain(strict, spark)
+    assert "grouped (not splittable by time: contiguity" in sparkseq.explain(spark, strict)
 
 
 def test_cluster_case_splits_and_equals_the_grouped_answer(spark) -> None:
