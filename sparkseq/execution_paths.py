@@ -21,7 +21,7 @@ from sqlglot import exp
 from sparkseq.live import in_scope
 from sparkseq.registration import stream_function, time_split_functions
 from sql_rewrites.dialect import SparkSeq
-from sql_rewrites.generate import aliased, engine_input
+from sql_rewrites.generate import aliased, engine_input, sanitize
 from sql_rewrites.logical import MatchAggregateQuery
 from sql_rewrites.rewriter import Replacement
 from sql_rewrites.timesplit import (
@@ -130,9 +130,7 @@ def big_keys(spark: SparkSession, query: MatchAggregateQuery, threshold: int) ->
         select = select.group_by(*(e.copy() for _, e in spec.keys))
     select = select.having(exp.GT(this=count, expression=exp.Literal.number(threshold)))
     select = select.order_by(exp.Ordered(this=exp.column("n"), desc=True)).limit(MAX_KEYS_REPORTED)
-    for node in select.walk():
-        if isinstance(node, exp.Identifier):
-            node.set("quoted", True)
+    sanitize(select)
     rows = spark.sql(in_scope(select, query).sql(dialect=SparkSeq)).collect()
     return [KeyStatistics(int(r["n"]), int(r["t0"]), int(r["t1"])) for r in rows if r["t0"] is not None]
 
@@ -143,9 +141,7 @@ def key_types(spark: SparkSession, query: MatchAggregateQuery) -> list[str]:
     if not spec.keys:
         return []
     select = exp.select(*(exp.alias_(e.copy(), n) for n, e in spec.keys)).from_(query.node.this.copy())
-    for node in select.walk():
-        if isinstance(node, exp.Identifier):
-            node.set("quoted", True)
+    sanitize(select)
     schema = spark.sql(in_scope(select, query).sql(dialect=SparkSeq)).schema
     return [f.dataType.simpleString() for f in schema]
 

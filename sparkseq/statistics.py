@@ -14,6 +14,7 @@ from pyspark.sql import SparkSession
 from sqlglot import exp
 
 from sql_rewrites.dialect import SparkSeq
+from sql_rewrites.generate import sanitize
 from sql_rewrites.shared import SharedGroup
 from sql_rewrites.sharing import Statistics
 from sql_rewrites.sql_types import time_to_engine
@@ -46,9 +47,7 @@ def collect(spark: SparkSession, group: SharedGroup, *, sample_percent: float | 
         hit = exp.case().when(condition.copy(), exp.Literal.number(1)).else_(exp.Literal.number(0))
         columns.append(exp.alias_(exp.Sum(this=hit), f"c{k}"))
     select = exp.select(*columns).from_(source)
-    for node in select.walk():
-        if isinstance(node, exp.Identifier):
-            node.set("quoted", True)
+    sanitize(select)
     row = spark.sql(select.sql(dialect=SparkSeq)).first()
     assert row is not None  # an aggregate without GROUP BY has one row
     span = max(1, (row["hi"] or 0) - (row["lo"] or 0)) if row["lo"] is not None else 1
