@@ -1,6 +1,6 @@
 """Choosing a statement's execution path from the data: grouped UDAF, time split or streaming.
 
-For every MATCH_AGGREGATE that could run time-split (:func:`udafs.kernels.timesplit.splittable`)
+For every MATCH_AGGREGATE that could run time-split (:func:`udafs.plan.splittable`)
 :func:`replacer` asks Spark's size estimate of the source (no job); when that leaves
 room for a key over the split threshold, one statistics job counts the rows of the
 keys above it (``GROUP BY keys HAVING COUNT(*) > T``), and

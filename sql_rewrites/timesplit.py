@@ -17,7 +17,7 @@
 A key with more than ``split_rows`` rows is cut into chunks of about ``chunk_rows`` rows
 each (equal time lengths, at least ``2 * WITHIN``); every other key is one chunk whose
 ``__lo`` is NULL (evaluated whole). A row goes to its own chunk and to the neighbours
-whose context needs it (:func:`udafs.kernels.timesplit.chunk_regions`): the next
+whose context needs it (``chunk_regions`` in :mod:`udafs.kernels.timesplit`): the next
 chunk when it lies within ``w`` (``2w`` with a leading negation) of that chunk's
 start, the previous one when it lies within ``w`` of its own chunk's start (trailing
 negation, or SLIDE: windows starting there reach it). Chunks are at least ``2w`` long,
@@ -44,8 +44,7 @@ from sql_rewrites.generate import (
     sanitize,
 )
 from sql_rewrites.sql_types import DType
-from udafs.kernels.timesplit import splittable
-from udafs.plan import Plan
+from udafs.plan import Plan, splittable, streamable
 
 #: A key with more rows than this is split by time. Chosen for memory, not speed
 #: (bench/scale.py, quiet 2-core VM): one task's Python worker peaked at 1.09 GB for
@@ -115,18 +114,6 @@ def statistics_needed(plan: Plan, source_bytes: int | None, split_rows: int = SP
     if threshold is None:
         return False
     return source_bytes is None or source_bytes > threshold * MIN_ROW_BYTES
-
-
-def streamable(plan: Plan) -> str | None:
-    """None when the streaming evaluator takes ``plan``, else its reason for refusing it."""
-    from udafs.errors import PlanError
-    from udafs.kernels.streaming import StreamEvaluator
-
-    try:
-        StreamEvaluator(plan)
-    except PlanError as exc:
-        return str(exc)
-    return None
 
 
 def choose_path(plan: Plan, big_keys: list[KeyStatistics] | None, forced: Path | None = None,
