@@ -26,6 +26,7 @@ from sql_rewrites.logical import MatchAggregateQuery
 from sql_rewrites.rewriter import Replacement
 from sql_rewrites.timesplit import (
     CHUNK_ROWS,
+    MAX_SPLIT_LITERALS,
     SPLIT_ROWS,
     STREAM_ROWS,
     KeyStatistics,
@@ -43,8 +44,9 @@ PATH_CONF = "sparkseq.path"
 SPLIT_ROWS_CONF = "sparkseq.timeSplit.splitRows"
 CHUNK_ROWS_CONF = "sparkseq.timeSplit.chunkRows"
 STREAM_ROWS_CONF = "sparkseq.streaming.rows"
-#: At most this many big keys are fetched by the statistics job (the largest first).
-MAX_KEYS_REPORTED = 100
+#: At most this many big keys are fetched by the statistics job (the largest first): one
+#: more than the time-split query takes as literals, so that it knows when there are more.
+MAX_KEYS_REPORTED = MAX_SPLIT_LITERALS + 1
 
 
 def forced_path(spark: SparkSession) -> Path | None:
@@ -114,7 +116,8 @@ def source_bytes(spark: SparkSession, query: MatchAggregateQuery) -> int | None:
 
 
 def big_keys(spark: SparkSession, query: MatchAggregateQuery, threshold: int) -> list[KeyStatistics]:
-    """Row count and time range of the keys with more than ``threshold`` rows (one job).
+    """Row count, time range and key hash (``xxhash64`` of the key values, as the
+    time-split query computes it) of the keys with more than ``threshold`` rows (one job).
 
     Counts every source row of a key, not only the instances of a pattern symbol: an
     upper bound that needs no DEFINE condition evaluated and reads only the key and time
@@ -128,11 +131,15 @@ def big_keys(spark: SparkSession, query: MatchAggregateQuery, threshold: int) ->
               .from_(query.node.this.copy()))
     if spec.keys:
         select = select.group_by(*(e.copy() for _, e in spec.keys))
+        # the hash of the key values as the events select projects them (same expressions)
+        key_hash = exp.Anonymous(this="xxhash64", expressions=[e.copy() for _, e in spec.keys])
+        select = select.select(exp.alias_(exp.Max(this=key_hash), "h"))
     select = select.having(exp.GT(this=count, expression=exp.Literal.number(threshold)))
     select = select.order_by(exp.Ordered(this=exp.column("n"), desc=True)).limit(MAX_KEYS_REPORTED)
     sanitize(select)
     rows = spark.sql(in_scope(select, query).sql(dialect=SparkSeq)).collect()
-    return [KeyStatistics(int(r["n"]), int(r["t0"]), int(r["t1"])) for r in rows if r["t0"] is not None]
+    return [KeyStatistics(int(r["n"]), int(r["t0"]), int(r["t1"]), int(r["h"]) if spec.keys else None)
+            for r in rows if r["t0"] is not None]
 
 
 def key_types(spark: SparkSession, query: MatchAggregateQuery) -> list[str]:
@@ -183,7 +190,7 @@ class PathReplacer:
             return None
         chunk, combine = time_split_functions(self.spark, query.plan)
         output = time_split_query(engine_input(query), chunk, combine, query.node.this.copy(),
-                                  choice.split_rows, choice.chunk_rows, chunk_tasks(self.spark))
+                                  choice.split_rows, choice.chunk_rows, chunk_tasks(self.spark), choice.split_keys)
         return aliased(query, output), chunk
 
 

@@ -29,7 +29,9 @@ so no row reaches further.
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from sqlglot import exp
 
@@ -59,6 +61,10 @@ CHUNK_ROWS = 1_500_000
 #: Spark's size estimate of the source (bytes) under which no key can exceed
 #: SPLIT_ROWS: an engine row carries at least its time and mask (16 bytes).
 MIN_ROW_BYTES = 16
+#: At most this many keys to cut are passed to the time-split query as literals (their
+#: hash, first time and chunk length: one small broadcast table); with more big keys the
+#: query finds them itself (a second read of the source).
+MAX_SPLIT_LITERALS = 100
 #: A split key needs at least this many chunks of length 2 * WITHIN in its time span;
 #: with fewer, replicated edge rows would dominate (the window is too long for the span).
 MIN_CHUNKS = 4
@@ -81,11 +87,31 @@ class Path(str, enum.Enum):
 
 @dataclass(frozen=True)
 class KeyStatistics:
-    """A partition key's row count and time range (engine time units)."""
+    """A partition key's row count and time range (engine time units), and ``xxhash64``
+    of its key values (None without PARTITION BY, or when not collected)."""
 
     rows: int
     first: int
     last: int
+    key_hash: int | None = None
+
+
+@dataclass(frozen=True)
+class SplitKey:
+    """A key to cut, as the statistics job measured it: chunk ``c`` of the key whose values
+    hash to ``key_hash`` (None: the one partition of a statement without PARTITION BY)
+    is ``[first + c·length, first + (c+1)·length)``."""
+
+    key_hash: int | None
+    first: int
+    length: int
+
+    @staticmethod
+    def of(key: KeyStatistics, within: int, chunk_rows: int) -> SplitKey:
+        """Chunks of about ``chunk_rows`` rows of equal time length, at least ``2 * within``
+        (what the generated SQL computes for keys without literal bounds)."""
+        n_chunks = -(-key.rows // chunk_rows)
+        return SplitKey(key.key_hash, key.first, max((key.last - key.first) // n_chunks + 1, 2 * within))
 
 
 @dataclass(frozen=True)
@@ -96,6 +122,9 @@ class PathChoice:
     reason: str
     split_rows: int = SPLIT_ROWS
     chunk_rows: int = CHUNK_ROWS
+    #: The keys to cut and their chunks, from the statistics job (None: the generated SQL
+    #: finds the keys over ``split_rows`` and sizes their chunks itself, reading the source twice).
+    split_keys: tuple[SplitKey, ...] | None = None
 
 
 def statistics_threshold(plan: Plan, split_rows: int = SPLIT_ROWS, stream_rows: int = STREAM_ROWS) -> int | None:
@@ -137,9 +166,11 @@ def choose_path(plan: Plan, big_keys: list[KeyStatistics] | None, forced: Path |
         usable = [k for k in keys if k.rows > split_rows and min_span <= k.last - k.first < 2**62]
         if usable:
             top = max(usable, key=lambda k: k.rows)
+            literal = len(keys) <= MAX_SPLIT_LITERALS and all(k.key_hash is not None or len(keys) == 1 for k in usable)
             return PathChoice(Path.TIME_SPLIT, f"{len(usable)} partition key(s) over {split_rows:,} rows (largest "
                                                f"{top.rows:,}): cut into time chunks of about {chunk_rows:,} rows",
-                              split_rows, chunk_rows)
+                              split_rows, chunk_rows,
+                              tuple(SplitKey.of(k, plan.within, chunk_rows) for k in usable) if literal else None)
         if any(k.rows > split_rows for k in keys):
             reason = f"the keys over {split_rows:,} rows span less than {MIN_CHUNKS} chunks of twice the WITHIN window"
     huge = [k for k in keys if k.rows > stream_rows]
@@ -177,7 +208,7 @@ def _forced(plan: Plan, forced: Path, reason: str | None, stream_reason: str | N
 
 def time_split_query(spec: EngineInput, chunk_function: str, combine_function: str, source: exp.Expr,
                      split_rows: int = SPLIT_ROWS, chunk_rows: int = CHUNK_ROWS,
-                     partitions: int | None = None) -> exp.Select:
+                     partitions: int | None = None, split_keys: Sequence[SplitKey] | None = None) -> exp.Select:
     """The time-split query of ``spec`` over ``source`` (module docstring); every identifier
     quoted. ``split_rows`` and ``chunk_rows`` must be positive integers.
 
@@ -188,11 +219,19 @@ def time_split_query(spec: EngineInput, chunk_function: str, combine_function: s
     (measured, bench/scale.py). Keys that are not split get a hash of the key as their
     chunk number, so they spread too.
 
+    ``split_keys``: the keys to cut and their chunks as the statistics job measured them
+    (:attr:`PathChoice.split_keys`), joined as literals by the hash of the key values;
+    then ``split_rows`` and ``chunk_rows`` are not used and the source is read once.
+    Another key whose values hash the same (about one in 2**64 / 100) is cut at the same
+    boundaries, which is still exact: any cut is.
+
     Raises
     ------
     ValueError
-        When the plan cannot be split, a function name is not an identifier, or a
-        threshold is not a positive integer.
+        When the plan cannot be split, a function name is not an identifier, a
+        threshold is not a positive integer, or ``split_keys`` is empty, names a key
+        without a hash in a statement with PARTITION BY, or has a chunk shorter than
+        ``2 * WITHIN``.
     """
     plan = spec.plan
     if not isinstance(plan, Plan) or splittable(plan) is not None or spec.instances is not None:
@@ -202,6 +241,8 @@ def time_split_query(spec: EngineInput, chunk_function: str, combine_function: s
             raise ValueError(f"split_rows, chunk_rows and partitions must be positive integers, got {value!r}")
     if 2 * plan.within > _INT64_MAX:
         raise ValueError("the WITHIN window is too long to split by time")
+    if split_keys is not None:
+        _check_split_keys(split_keys, plan.within, bool(spec.keys))
     roles = engine_roles(spec)
     names = _SplitNames(roles)
     keys = [name for name, _ in spec.keys] or [roles.all_rows]
@@ -209,7 +250,9 @@ def time_split_query(spec: EngineInput, chunk_function: str, combine_function: s
     events = exp.select("*").from_(events.subquery(roles.events)).where(exp.and_(
         exp.NEQ(this=exp.column(roles.mask), expression=exp.Literal.number(0)),
         exp.column(roles.ts).is_(exp.null()).not_()))
-    chunked = _chunked(plan, events, keys, roles, names, split_rows, chunk_rows, bool(spec.keys))
+    sizes = (_measured_sizes(split_keys, keys, roles, names) if split_keys is not None
+             else _sizes(plan, events, keys, roles, names, split_rows, chunk_rows))
+    chunked = _chunked(plan, events, keys, roles, names, sizes, bool(spec.keys))
     if partitions is not None:
         spread = exp.Anonymous(this="REPARTITION", expressions=[exp.Literal.number(partitions),
                                                                  exp.column(names.chunk)])
@@ -266,23 +309,29 @@ def streaming_query(spec: EngineInput, stream_function: str, source: exp.Expr) -
 class _SplitNames:
     def __init__(self, roles: Roles) -> None:
         self.names = roles.fresh
-        for role in ("chunk", "lo", "hi", "t0", "len", "state", "chunks", "states", "sizes", "own", "exploded"):
+        for role in ("chunk", "lo", "hi", "t0", "len", "hash", "state", "chunks", "states", "sizes", "own",
+                     "exploded"):
             setattr(self, role, self.names(f"split_{role}"))
 
 
-def _chunked(plan: Plan, events: exp.Select, keys: list[str], roles: Roles, names: _SplitNames,
-             split_rows: int, chunk_rows: int, spec_keys: bool) -> exp.Select:
-    """Every row once per chunk that needs it, with the chunk's ``[lo, hi)`` (NULL: whole key)."""
-    w = plan.within
+class _Sizes(NamedTuple):
+    """The keys to cut with their first time and chunk length, and how rows find them."""
+
+    table: exp.Expr  # one row per key to cut: (keys or key hash, t0, len)
+    on: exp.Expr | None  # the join condition; None: every row (one partition)
+
+
+def _sizes(plan: Plan, events: exp.Select, keys: list[str], roles: Roles, names: _SplitNames,
+           split_rows: int, chunk_rows: int) -> _Sizes:
+    """The keys over ``split_rows`` rows found by a subquery over the events (a second read)."""
     ts = exp.column(roles.ts)
-    t0, length = exp.column(names.t0, table=names.sizes), exp.column(names.len, table=names.sizes)
     count = exp.Count(this=exp.Star())
     n_chunks = exp.cast(exp.Ceil(this=exp.Div(this=exp.cast(count.copy(), DType.DOUBLE),
                                               expression=exp.Literal.number(chunk_rows))), DType.BIGINT)
     span = exp.paren(exp.Sub(this=exp.Max(this=ts.copy()), expression=exp.Min(this=ts.copy())))
     chunk_length = exp.Greatest(this=exp.Add(this=exp.IntDiv(this=span, expression=n_chunks),
                                              expression=exp.Literal.number(1)),
-                                expressions=[exp.Literal.number(2 * w)])
+                                expressions=[exp.Literal.number(2 * plan.within)])
     sizes = (exp.select(*(exp.column(k) for k in keys), exp.alias_(exp.Min(this=ts.copy()), names.t0),
                         exp.alias_(chunk_length, names.len))
              .from_(events.copy().subquery(names.sizes + "_events"))
@@ -290,7 +339,46 @@ def _chunked(plan: Plan, events: exp.Select, keys: list[str], roles: Roles, name
              .having(exp.GT(this=count.copy(), expression=exp.Literal.number(split_rows))))
     on = exp.and_(*(exp.NullSafeEQ(this=exp.column(k, table=roles.events), expression=exp.column(k, table=names.sizes))
                     for k in keys))
-    own = exp.IntDiv(this=exp.paren(exp.Sub(this=ts.copy(), expression=t0.copy())), expression=length.copy())
+    return _Sizes(sizes.subquery(names.sizes), on)
+
+
+def _measured_sizes(split_keys: Sequence[SplitKey], keys: list[str], roles: Roles, names: _SplitNames) -> _Sizes:
+    """The keys the statistics job measured, as an inline table of literals joined by key hash."""
+    def bigint(value: int) -> exp.Expr:
+        return exp.cast(exp.Literal.number(value), DType.BIGINT)
+
+    rows = [exp.Tuple(expressions=[bigint(k.key_hash or 0), bigint(k.first), bigint(k.length)]) for k in split_keys]
+    table = exp.Values(expressions=rows, alias=exp.TableAlias(
+        this=exp.to_identifier(names.sizes), columns=[exp.to_identifier(c) for c in (names.hash, names.t0, names.len)]))
+    if split_keys[0].key_hash is None:  # no PARTITION BY: the one partition is cut
+        return _Sizes(table, None)
+    key_hash = exp.Anonymous(this="xxhash64", expressions=[exp.column(k, table=roles.events) for k in keys])
+    return _Sizes(table, exp.EQ(this=key_hash, expression=exp.column(names.hash, table=names.sizes)))
+
+
+def _check_split_keys(split_keys: Sequence[SplitKey], within: int, keyed: bool) -> None:
+    if not split_keys:
+        raise ValueError("split_keys must name at least one key to cut")
+    for k in split_keys:
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (k.first, k.length)) or \
+                (k.key_hash is not None and not isinstance(k.key_hash, int)):
+            raise ValueError(f"a key to cut needs integer bounds, got {k!r}")
+        if keyed == (k.key_hash is None) or (not keyed and len(split_keys) > 1):
+            raise ValueError("with PARTITION BY every key to cut needs its key hash; without it, one key and no hash")
+        if k.length < 2 * within or not -2**63 <= k.first < 2**63:
+            raise ValueError(f"a key's chunks must be at least twice the WITHIN window, got {k!r}")
+
+
+def _chunked(plan: Plan, events: exp.Select, keys: list[str], roles: Roles, names: _SplitNames,
+             sizes: _Sizes, spec_keys: bool) -> exp.Select:
+    """Every row once per chunk that needs it, with the chunk's ``[lo, hi)`` (NULL: whole key)."""
+    w = plan.within
+    ts = exp.column(roles.ts)
+    t0, length = exp.column(names.t0, table=names.sizes), exp.column(names.len, table=names.sizes)
+    since = exp.paren(exp.Sub(this=ts.copy(), expression=t0.copy()))
+    # floor((ts - t0) / len), exact also below t0 (a key whose hash collides with a cut key's)
+    own = exp.IntDiv(this=exp.paren(exp.Sub(this=since.copy(), expression=exp.Anonymous(
+        this="pmod", expressions=[since.copy(), length.copy()]))), expression=length.copy())
 
     def start(chunk: exp.Expr) -> exp.Expr:
         return exp.Add(this=t0.copy(), expression=exp.Mul(this=exp.paren(chunk), expression=length.copy()))
@@ -313,8 +401,11 @@ def _chunked(plan: Plan, events: exp.Select, keys: list[str], roles: Roles, name
     with_own = (exp.select(exp.Column(this=exp.Star(), table=exp.to_identifier(roles.events)),
                            exp.alias_(t0.copy(), names.t0), exp.alias_(length.copy(), names.len),
                            exp.alias_(own, names.own))
-                .from_(events.subquery(roles.events))
-                .join(sizes.subquery(names.sizes), on=on, join_type="left"))
+                .from_(events.subquery(roles.events)))
+    if sizes.on is None:
+        with_own = with_own.join(sizes.table, join_type="cross")
+    else:
+        with_own = with_own.join(sizes.table, on=sizes.on, join_type="left")
     with_own.set("hint", exp.Hint(expressions=[exp.Anonymous(this="BROADCAST", expressions=[
         exp.to_identifier(names.sizes)])]))  # one row per big key: never shuffle the events for it
     bare_len, bare_t0 = exp.column(names.len), exp.column(names.t0)
@@ -343,6 +434,8 @@ __all__ = [
     "SPLIT_ROWS",
     "STREAM_ROWS",
     "KeyStatistics",
+    "MAX_SPLIT_LITERALS",
+    "SplitKey",
     "Path",
     "PathChoice",
     "choose_path",

@@ -182,3 +182,18 @@ def test_spark_sql_through_the_parser_extension_chooses_the_path_too(spark, even
     frame = spark.sql(text)
     assert "_chunk" in frame._jdf.queryExecution().analyzed().toString()
     assert_same_rows(want, frame.collect())
+
+
+@pytest.mark.parametrize("keys", ["PARTITION BY k", "PARTITION BY k, even", ""])
+def test_auto_split_takes_its_chunks_from_the_statistics(spark, events: str, small_thresholds: None,
+                                                         keys: str) -> None:
+    """The automatic path passes the big keys' chunks as literals (joined by key hash; the
+    source is read once): the grouped path's rows, with one key, two keys (both over 50
+    rows) or none."""
+    text = (f"SELECT * FROM (SELECT *, ts % 2 = 0 AS even FROM {events}) MATCH_AGGREGATE ({keys} ORDER BY ts "
+            f"PATTERN SEQ(!N, A, B, !N, C) TYPE BY type MEASURES {MEASURES} WITHIN 40) AS m ORDER BY ALL")
+    want, _ = run(spark, text, "grouped")
+    got, auto_plan = run(spark, text, "auto")
+    assert "_split_hash" in auto_plan and "_split_sizes_events" not in auto_plan  # no second read
+    assert sum(r["n"] for r in want) > 0
+    assert_same_rows(want, got)

@@ -14,8 +14,10 @@ from sql_rewrites.timesplit import (
     MIN_ROW_BYTES,
     SPLIT_ROWS,
     STREAM_ROWS,
+    MAX_SPLIT_LITERALS,
     KeyStatistics,
     Path,
+    SplitKey,
     choose_path,
     statistics_needed,
     statistics_threshold,
@@ -134,3 +136,31 @@ def test_streaming_query_quotes_keys_and_passes_the_plan_as_a_literal() -> None:
     assert NASTY in {c.name for c in tree.find_all(exp.Column)}
     assert "DISTRIBUTE BY" in sql and "SORT BY" in sql and "f_stream(TABLE(" in sql.replace("F_STREAM", "f_stream")
     assert not list(tree.find_all(exp.Drop))
+
+
+def test_the_statistics_bound_the_chunks_as_literals() -> None:
+    """The keys the statistics job measured reach the query as literals: no second read."""
+    hashed = KeyStatistics(rows=3 * CHUNK_ROWS + 1, first=-50, last=10_000, key_hash=-7)
+    choice = choose_path(PLAN, [hashed, KeyStatistics(SPLIT_ROWS + 1, 0, 10, key_hash=3)])
+    assert choice.split_keys == (SplitKey(-7, -50, 10_050 // 4 + 1),)  # the short key stays whole
+    assert choose_path(PLAN, [BIG]).split_keys == (SplitKey(None, 0, 10_000 // 3 + 1),)  # no PARTITION BY
+    many = [KeyStatistics(SPLIT_ROWS + 1, 0, 10_000, key_hash=h) for h in range(MAX_SPLIT_LITERALS + 1)]
+    assert choose_path(PLAN, many).split_keys is None  # more big keys than literals: the query finds them
+    assert choose_path(PLAN, None, Path.TIME_SPLIT).split_keys is None
+    [query] = analyze_sql(TEXT, SCHEMA)
+    sql = time_split_query(engine_input(query), "f_chunk", "f_combine", query.node.this.copy(),
+                           split_keys=[SplitKey(-2**63, -5, 40)]).sql(dialect="spark")
+    assert "HAVING" not in sql and "CAST(-9223372036854775808 AS BIGINT), CAST(-5 AS BIGINT)" in sql
+    assert f"ON XXHASH64(`__sparkseq_events`.`{NASTY.replace('`', '``')}`) = " in sql
+
+
+@pytest.mark.parametrize("keys, message", [
+    ([], "at least one"),
+    ([SplitKey(None, 0, 40)], "key hash"),
+    ([SplitKey(1, 0, 19)], "twice the WITHIN"),
+    ([SplitKey("1; DROP", 0, 40)], "integer"),  # type: ignore[arg-type]
+])
+def test_bad_split_keys_are_refused(keys: list, message: str) -> None:
+    [query] = analyze_sql(TEXT, SCHEMA)
+    with pytest.raises(ValueError, match=message):
+        time_split_query(engine_input(query), "f_chunk", "f_combine", query.node.this.copy(), split_keys=keys)
