@@ -103,7 +103,7 @@ def decide(spark: SparkSession | None, query: MatchAggregateQuery, *, run_statis
         keys = big_keys(spark, query, threshold)
     except Exception as exc:  # e.g. a source with parameter markers: it runs, only unmeasured
         return PathChoice(Path.GROUPED, f"statistics unavailable ({type(exc).__name__}): grouped")
-    return choose_path(plan, keys, None, split_rows, chunk_rows, stream_rows)
+    return choose_path(plan, keys, None, split_rows, chunk_rows, stream_rows, shuffle_partitions(spark))
 
 
 def source_bytes(spark: SparkSession, query: MatchAggregateQuery) -> int | None:
@@ -158,14 +158,38 @@ def key_types(spark: SparkSession, query: MatchAggregateQuery) -> list[str]:
 TASKS_PER_PARTITION = 4
 
 
+def shuffle_partitions(spark: SparkSession) -> int:
+    """The session's shuffle partitions (sparkseq sizes them to twice the cores, :mod:`sparkseq.session`)."""
+    try:
+        return max(1, int(spark.conf.get("spark.sql.shuffle.partitions", "4")))
+    except ValueError:
+        return 4
+
+
 def chunk_tasks(spark: SparkSession) -> int:
     """Tasks the chunks of a time-split statement are spread over: a multiple of the
-    session's shuffle partitions (sparkseq sizes them to twice the cores, :mod:`sparkseq.session`)."""
+    session's shuffle partitions."""
+    return TASKS_PER_PARTITION * shuffle_partitions(spark)
+
+
+#: Spark's hash partitioning: ``pmod(Murmur3(value, seed 42), n)`` (``HashPartitioning``).
+_HASH_SEED = 42
+
+
+def task_keys(spark: SparkSession, tasks: int) -> list[int] | None:
+    """For each task ``p < tasks`` the smallest BIGINT that Spark's hash partitioning into
+    ``tasks`` partitions sends to ``p``, from Spark's own Murmur3 (no job); None when there
+    is no JVM to ask (Spark Connect): the chunks are then hashed to tasks."""
     try:
-        partitions = max(1, int(spark.conf.get("spark.sql.shuffle.partitions", "4")))
-    except ValueError:
-        partitions = 4
-    return TASKS_PER_PARTITION * partitions
+        murmur = spark._jvm.org.apache.spark.unsafe.hash.Murmur3_x86_32(_HASH_SEED)  # type: ignore[union-attr]
+        found: dict[int, int] = {}
+        for value in range(64 * tasks):  # about tasks·ln(tasks) tries
+            found.setdefault(murmur.hashLong(value) % tasks, value)
+            if len(found) == tasks:
+                return [found[p] for p in range(tasks)]
+    except Exception:  # no JVM handle; placement is an optimisation only
+        return None
+    return None
 
 
 class PathReplacer:
@@ -189,8 +213,12 @@ class PathReplacer:
         if choice.path is not Path.TIME_SPLIT:
             return None
         chunk, combine = time_split_functions(self.spark, query.plan)
+        tasks, placed = chunk_tasks(self.spark), None
+        if choice.split_keys is not None:  # one task per chunk, as many tasks as chunks
+            placed = task_keys(self.spark, max(tasks, sum(k.chunks for k in choice.split_keys)))
         output = time_split_query(engine_input(query), chunk, combine, query.node.this.copy(),
-                                  choice.split_rows, choice.chunk_rows, chunk_tasks(self.spark), choice.split_keys)
+                                  choice.split_rows, choice.chunk_rows, None if placed else tasks,
+                                  choice.split_keys, placed)
         return aliased(query, output), chunk
 
 

@@ -98,20 +98,25 @@ class KeyStatistics:
 
 @dataclass(frozen=True)
 class SplitKey:
-    """A key to cut, as the statistics job measured it: chunk ``c`` of the key whose values
-    hash to ``key_hash`` (None: the one partition of a statement without PARTITION BY)
-    is ``[first + c·length, first + (c+1)·length)``."""
+    """A key to cut, as the statistics job measured it: chunk ``c`` (``0 <= c < chunks``) of
+    the key whose values hash to ``key_hash`` (None: the one partition of a statement
+    without PARTITION BY) is ``[first + c·length, first + (c+1)·length)``."""
 
     key_hash: int | None
     first: int
     length: int
+    chunks: int
 
     @staticmethod
-    def of(key: KeyStatistics, within: int, chunk_rows: int) -> SplitKey:
+    def of(key: KeyStatistics, within: int, chunk_rows: int, multiple: int = 1) -> SplitKey:
         """Chunks of about ``chunk_rows`` rows of equal time length, at least ``2 * within``
-        (what the generated SQL computes for keys without literal bounds)."""
+        (what the generated SQL computes for keys without literal bounds), their number
+        rounded up to a multiple of ``multiple`` (the tasks that run at once: with 15
+        equal chunks on 2 cores one core idles for the last one)."""
         n_chunks = -(-key.rows // chunk_rows)
-        return SplitKey(key.key_hash, key.first, max((key.last - key.first) // n_chunks + 1, 2 * within))
+        n_chunks = -(-n_chunks // multiple) * multiple
+        length = max((key.last - key.first) // n_chunks + 1, 2 * within)
+        return SplitKey(key.key_hash, key.first, length, (key.last - key.first) // length + 1)
 
 
 @dataclass(frozen=True)
@@ -147,13 +152,14 @@ def statistics_needed(plan: Plan, source_bytes: int | None, split_rows: int = SP
 
 def choose_path(plan: Plan, big_keys: list[KeyStatistics] | None, forced: Path | None = None,
                 split_rows: int = SPLIT_ROWS, chunk_rows: int = CHUNK_ROWS,
-                stream_rows: int = STREAM_ROWS) -> PathChoice:
+                stream_rows: int = STREAM_ROWS, chunk_multiple: int = 1) -> PathChoice:
     """The path of one statement from the statistics of its keys over
     :func:`statistics_threshold` rows.
 
     Time split when a key exceeds ``split_rows`` and its span holds :data:`MIN_CHUNKS`
     chunks of twice the window; otherwise streaming when a key exceeds ``stream_rows``
-    (too big for one worker's memory); otherwise grouped. ``big_keys`` None means no
+    (too big for one worker's memory); otherwise grouped. A split key's chunk count is
+    rounded up to a multiple of ``chunk_multiple``. ``big_keys`` None means no
     statistics were collected (none needed). ``forced`` picks the path for tests and
     benchmarks; forcing a path the plan cannot take raises ValueError.
     """
@@ -170,7 +176,8 @@ def choose_path(plan: Plan, big_keys: list[KeyStatistics] | None, forced: Path |
             return PathChoice(Path.TIME_SPLIT, f"{len(usable)} partition key(s) over {split_rows:,} rows (largest "
                                                f"{top.rows:,}): cut into time chunks of about {chunk_rows:,} rows",
                               split_rows, chunk_rows,
-                              tuple(SplitKey.of(k, plan.within, chunk_rows) for k in usable) if literal else None)
+                              tuple(SplitKey.of(k, plan.within, chunk_rows, chunk_multiple) for k in usable) if literal
+                              else None)
         if any(k.rows > split_rows for k in keys):
             reason = f"the keys over {split_rows:,} rows span less than {MIN_CHUNKS} chunks of twice the WITHIN window"
     huge = [k for k in keys if k.rows > stream_rows]
@@ -208,7 +215,8 @@ def _forced(plan: Plan, forced: Path, reason: str | None, stream_reason: str | N
 
 def time_split_query(spec: EngineInput, chunk_function: str, combine_function: str, source: exp.Expr,
                      split_rows: int = SPLIT_ROWS, chunk_rows: int = CHUNK_ROWS,
-                     partitions: int | None = None, split_keys: Sequence[SplitKey] | None = None) -> exp.Select:
+                     partitions: int | None = None, split_keys: Sequence[SplitKey] | None = None,
+                     task_keys: Sequence[int] | None = None) -> exp.Select:
     """The time-split query of ``spec`` over ``source`` (module docstring); every identifier
     quoted. ``split_rows`` and ``chunk_rows`` must be positive integers.
 
@@ -224,6 +232,13 @@ def time_split_query(spec: EngineInput, chunk_function: str, combine_function: s
     then ``split_rows`` and ``chunk_rows`` are not used and the source is read once.
     Another key whose values hash the same (about one in 2**64 / 100) is cut at the same
     boundaries, which is still exact: any cut is.
+
+    ``task_keys`` (with ``split_keys``; instead of ``partitions``): ``task_keys[p]`` is a
+    BIGINT that Spark's hash partitioning into ``len(task_keys)`` partitions sends to
+    partition ``p``. The chunks of the split keys are numbered one after the other and
+    chunk ``i`` goes to task ``i mod len(task_keys)``: no two chunks share a task while
+    there are enough (hashing the chunk numbers put two or three chunks into some tasks
+    and left others empty).
 
     Raises
     ------
@@ -243,6 +258,9 @@ def time_split_query(spec: EngineInput, chunk_function: str, combine_function: s
         raise ValueError("the WITHIN window is too long to split by time")
     if split_keys is not None:
         _check_split_keys(split_keys, plan.within, bool(spec.keys))
+    if task_keys is not None and (split_keys is None or partitions is not None or not task_keys or not all(
+            isinstance(t, int) and not isinstance(t, bool) and -2**63 <= t < 2**63 for t in task_keys)):
+        raise ValueError("task_keys must be BIGINTs, given with split_keys and without partitions")
     roles = engine_roles(spec)
     names = _SplitNames(roles)
     keys = [name for name, _ in spec.keys] or [roles.all_rows]
@@ -253,9 +271,13 @@ def time_split_query(spec: EngineInput, chunk_function: str, combine_function: s
     sizes = (_measured_sizes(split_keys, keys, roles, names) if split_keys is not None
              else _sizes(plan, events, keys, roles, names, split_rows, chunk_rows))
     chunked = _chunked(plan, events, keys, roles, names, sizes, bool(spec.keys))
-    if partitions is not None:
-        spread = exp.Anonymous(this="REPARTITION", expressions=[exp.Literal.number(partitions),
-                                                                 exp.column(names.chunk)])
+    chunk_keys = [exp.column(names.chunk)]
+    if task_keys is not None:
+        chunked = _placed(chunked, task_keys, names)
+        chunk_keys.append(exp.column(names.task))  # a function of the chunk: the same groups
+    if partitions is not None or task_keys is not None:
+        n = len(task_keys) if task_keys is not None else partitions
+        spread = exp.Anonymous(this="REPARTITION", expressions=[exp.Literal.number(n), chunk_keys[-1].copy()])
         chunked.set("hint", exp.Hint(expressions=[spread]))
     arguments = [exp.column(roles.ts), exp.column(roles.mask), *(exp.column(v) for v in roles.values),
                  exp.column(names.lo), exp.column(names.hi)]
@@ -263,7 +285,7 @@ def time_split_query(spec: EngineInput, chunk_function: str, combine_function: s
                          exp.alias_(exp.Anonymous(this=check_function_name(chunk_function), expressions=arguments),
                                     names.state))
               .from_(chunked.subquery(names.chunks))
-              .group_by(*(exp.column(k) for k in keys), exp.column(names.chunk)))
+              .group_by(*(exp.column(k) for k in keys), *chunk_keys))
     combine = exp.Anonymous(this=check_function_name(combine_function), expressions=[exp.column(names.state)])
     groups = (exp.select(*(exp.column(k) for k in keys), exp.alias_(combine, roles.result))
               .from_(chunks.subquery(names.states))
@@ -309,16 +331,17 @@ def streaming_query(spec: EngineInput, stream_function: str, source: exp.Expr) -
 class _SplitNames:
     def __init__(self, roles: Roles) -> None:
         self.names = roles.fresh
-        for role in ("chunk", "lo", "hi", "t0", "len", "hash", "state", "chunks", "states", "sizes", "own",
-                     "exploded"):
+        for role in ("chunk", "lo", "hi", "t0", "len", "hash", "first_task", "task", "state", "chunks", "states",
+                     "sizes", "own", "exploded"):
             setattr(self, role, self.names(f"split_{role}"))
 
 
 class _Sizes(NamedTuple):
     """The keys to cut with their first time and chunk length, and how rows find them."""
 
-    table: exp.Expr  # one row per key to cut: (keys or key hash, t0, len)
+    table: exp.Expr  # one row per key to cut: (keys or key hash, t0, len[, first task])
     on: exp.Expr | None  # the join condition; None: every row (one partition)
+    numbered: bool = False  # the table numbers the keys' chunks one after the other (first task)
 
 
 def _sizes(plan: Plan, events: exp.Select, keys: list[str], roles: Roles, names: _SplitNames,
@@ -347,13 +370,16 @@ def _measured_sizes(split_keys: Sequence[SplitKey], keys: list[str], roles: Role
     def bigint(value: int) -> exp.Expr:
         return exp.cast(exp.Literal.number(value), DType.BIGINT)
 
-    rows = [exp.Tuple(expressions=[bigint(k.key_hash or 0), bigint(k.first), bigint(k.length)]) for k in split_keys]
+    firsts = [sum(k.chunks for k in split_keys[:i]) for i in range(len(split_keys))]  # chunks numbered in a row
+    rows = [exp.Tuple(expressions=[bigint(k.key_hash or 0), bigint(k.first), bigint(k.length), bigint(first)])
+            for k, first in zip(split_keys, firsts)]
+    columns = (names.hash, names.t0, names.len, names.first_task)
     table = exp.Values(expressions=rows, alias=exp.TableAlias(
-        this=exp.to_identifier(names.sizes), columns=[exp.to_identifier(c) for c in (names.hash, names.t0, names.len)]))
+        this=exp.to_identifier(names.sizes), columns=[exp.to_identifier(c) for c in columns]))
     if split_keys[0].key_hash is None:  # no PARTITION BY: the one partition is cut
-        return _Sizes(table, None)
+        return _Sizes(table, None, True)
     key_hash = exp.Anonymous(this="xxhash64", expressions=[exp.column(k, table=roles.events) for k in keys])
-    return _Sizes(table, exp.EQ(this=key_hash, expression=exp.column(names.hash, table=names.sizes)))
+    return _Sizes(table, exp.EQ(this=key_hash, expression=exp.column(names.hash, table=names.sizes)), True)
 
 
 def _check_split_keys(split_keys: Sequence[SplitKey], within: int, keyed: bool) -> None:
@@ -365,8 +391,23 @@ def _check_split_keys(split_keys: Sequence[SplitKey], within: int, keyed: bool) 
             raise ValueError(f"a key to cut needs integer bounds, got {k!r}")
         if keyed == (k.key_hash is None) or (not keyed and len(split_keys) > 1):
             raise ValueError("with PARTITION BY every key to cut needs its key hash; without it, one key and no hash")
+        if not isinstance(k.chunks, int) or k.chunks <= 0:
+            raise ValueError(f"a key to cut needs a positive number of chunks, got {k!r}")
         if k.length < 2 * within or not -2**63 <= k.first < 2**63:
             raise ValueError(f"a key's chunks must be at least twice the WITHIN window, got {k!r}")
+
+
+def _placed(chunked: exp.Select, task_keys: Sequence[int], names: _SplitNames) -> exp.Select:
+    """``chunked`` with the task key of each row's chunk: task ``(first task of its key +
+    chunk) mod n`` for split keys, a hash of the key for the others (their chunk number)."""
+    n = len(task_keys)
+    index = exp.Anonymous(this="pmod", expressions=[
+        exp.Add(this=exp.column(names.chunk), expression=exp.Coalesce(
+            this=exp.column(names.first_task), expressions=[exp.Literal.number(0)])), exp.Literal.number(n)])
+    keys = exp.Array(expressions=[exp.cast(exp.Literal.number(t), DType.BIGINT) for t in task_keys])
+    position = exp.cast(exp.Add(this=index, expression=exp.Literal.number(1)), DType.INT)
+    task = exp.Anonymous(this="element_at", expressions=[keys, position])
+    return exp.select("*", exp.alias_(task, names.task)).from_(chunked.subquery(names.chunks + "_z"))
 
 
 def _chunked(plan: Plan, events: exp.Select, keys: list[str], roles: Roles, names: _SplitNames,
@@ -402,6 +443,8 @@ def _chunked(plan: Plan, events: exp.Select, keys: list[str], roles: Roles, name
                            exp.alias_(t0.copy(), names.t0), exp.alias_(length.copy(), names.len),
                            exp.alias_(own, names.own))
                 .from_(events.subquery(roles.events)))
+    if sizes.numbered:
+        with_own = with_own.select(exp.alias_(exp.column(names.first_task, table=names.sizes), names.first_task))
     if sizes.on is None:
         with_own = with_own.join(sizes.table, join_type="cross")
     else:

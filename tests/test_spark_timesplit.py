@@ -197,3 +197,15 @@ def test_auto_split_takes_its_chunks_from_the_statistics(spark, events: str, sma
     assert "_split_hash" in auto_plan and "_split_sizes_events" not in auto_plan  # no second read
     assert sum(r["n"] for r in want) > 0
     assert_same_rows(want, got)
+
+
+def test_task_keys_land_in_their_tasks(spark) -> None:
+    """Spark's hash partitioning into n tasks sends ``task_keys(spark, n)[p]`` to task p."""
+    from sparkseq.execution_paths import task_keys
+
+    keys = task_keys(spark, 7)
+    assert keys is not None and len(set(keys)) == 7
+    spark.createDataFrame([(k,) for k in keys], "t bigint").createOrReplaceTempView("split_task_keys")
+    rows = spark.sql("SELECT t, spark_partition_id() AS p FROM (SELECT /*+ REPARTITION(7, t) */ * "
+                     "FROM split_task_keys)").collect()
+    assert sorted((r["p"], r["t"]) for r in rows) == list(enumerate(keys))

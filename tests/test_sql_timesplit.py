@@ -142,25 +142,41 @@ def test_the_statistics_bound_the_chunks_as_literals() -> None:
     """The keys the statistics job measured reach the query as literals: no second read."""
     hashed = KeyStatistics(rows=3 * CHUNK_ROWS + 1, first=-50, last=10_000, key_hash=-7)
     choice = choose_path(PLAN, [hashed, KeyStatistics(SPLIT_ROWS + 1, 0, 10, key_hash=3)])
-    assert choice.split_keys == (SplitKey(-7, -50, 10_050 // 4 + 1),)  # the short key stays whole
-    assert choose_path(PLAN, [BIG]).split_keys == (SplitKey(None, 0, 10_000 // 3 + 1),)  # no PARTITION BY
+    assert choice.split_keys == (SplitKey(-7, -50, 10_050 // 4 + 1, 4),)  # the short key stays whole
+    assert choose_path(PLAN, [BIG]).split_keys == (SplitKey(None, 0, 10_000 // 3 + 1, 3),)  # no PARTITION BY
+    assert choose_path(PLAN, [BIG], chunk_multiple=4).split_keys == (SplitKey(None, 0, 10_000 // 4 + 1, 4),)
     many = [KeyStatistics(SPLIT_ROWS + 1, 0, 10_000, key_hash=h) for h in range(MAX_SPLIT_LITERALS + 1)]
     assert choose_path(PLAN, many).split_keys is None  # more big keys than literals: the query finds them
     assert choose_path(PLAN, None, Path.TIME_SPLIT).split_keys is None
     [query] = analyze_sql(TEXT, SCHEMA)
     sql = time_split_query(engine_input(query), "f_chunk", "f_combine", query.node.this.copy(),
-                           split_keys=[SplitKey(-2**63, -5, 40)]).sql(dialect="spark")
+                           split_keys=[SplitKey(-2**63, -5, 40, 3)]).sql(dialect="spark")
     assert "HAVING" not in sql and "CAST(-9223372036854775808 AS BIGINT), CAST(-5 AS BIGINT)" in sql
     assert f"ON XXHASH64(`__sparkseq_events`.`{NASTY.replace('`', '``')}`) = " in sql
 
 
 @pytest.mark.parametrize("keys, message", [
     ([], "at least one"),
-    ([SplitKey(None, 0, 40)], "key hash"),
-    ([SplitKey(1, 0, 19)], "twice the WITHIN"),
-    ([SplitKey("1; DROP", 0, 40)], "integer"),  # type: ignore[arg-type]
+    ([SplitKey(None, 0, 40, 1)], "key hash"),
+    ([SplitKey(1, 0, 19, 1)], "twice the WITHIN"),
+    ([SplitKey(1, 0, 40, 0)], "positive number of chunks"),
+    ([SplitKey("1; DROP", 0, 40, 1)], "integer"),  # type: ignore[arg-type]
 ])
 def test_bad_split_keys_are_refused(keys: list, message: str) -> None:
     [query] = analyze_sql(TEXT, SCHEMA)
     with pytest.raises(ValueError, match=message):
         time_split_query(engine_input(query), "f_chunk", "f_combine", query.node.this.copy(), split_keys=keys)
+
+
+def test_chunks_are_placed_one_per_task_by_task_keys() -> None:
+    """With task keys the split keys' chunks are numbered one after the other (the second
+    key's first task is the first key's chunk count) and spread by ``pmod`` over them."""
+    [query] = analyze_sql(TEXT, SCHEMA)
+    sql = time_split_query(engine_input(query), "f_chunk", "f_combine", query.node.this.copy(),
+                           split_keys=[SplitKey(1, 0, 40, 3), SplitKey(2, 0, 40, 5)],
+                           task_keys=[11, -12, 13]).sql(dialect="spark")
+    assert "CAST(0 AS BIGINT)), (CAST(2 AS BIGINT), CAST(0 AS BIGINT), CAST(40 AS BIGINT), CAST(3 AS BIGINT)" in sql
+    assert "ELEMENT_AT(ARRAY(CAST(11 AS BIGINT), CAST(-12 AS BIGINT), CAST(13 AS BIGINT)), CAST(PMOD(" in sql
+    assert "/*+ REPARTITION(3, `__sparkseq_split_task`) */" in sql
+    with pytest.raises(ValueError, match="task_keys"):
+        time_split_query(engine_input(query), "f_chunk", "f_combine", query.node.this.copy(), task_keys=[1])
