@@ -97,7 +97,8 @@ def decide(spark: SparkSession | None, query: MatchAggregateQuery, *, run_statis
     if forced is not None or not run_statistics:
         return planned_path(plan, forced, split_rows, chunk_rows, stream_rows)
     threshold = statistics_threshold(plan, split_rows, stream_rows)
-    if threshold is None or not statistics_needed(plan, source_bytes(spark, query), split_rows, stream_rows):
+    size, rows = source_size(spark, query)
+    if threshold is None or not statistics_needed(plan, size, split_rows, stream_rows, rows):
         return choose_path(plan, [], None, split_rows, chunk_rows, stream_rows)
     try:
         keys = big_keys(spark, query, threshold)
@@ -106,13 +107,16 @@ def decide(spark: SparkSession | None, query: MatchAggregateQuery, *, run_statis
     return choose_path(plan, keys, None, split_rows, chunk_rows, stream_rows, shuffle_partitions(spark))
 
 
-def source_bytes(spark: SparkSession, query: MatchAggregateQuery) -> int | None:
-    """Spark's size estimate of the operator's source in bytes (no job); None when unknown."""
+def source_size(spark: SparkSession, query: MatchAggregateQuery) -> tuple[int | None, int | None]:
+    """Spark's estimate of the operator's source (no job): (bytes, rows); None where unknown
+    (rows are known for analysed tables, in-memory data and ranges)."""
     try:
         frame = spark.sql(in_scope(exp.select("*").from_(query.node.this.copy()), query).sql(dialect=SparkSeq))
-        return int(str(frame._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))  # a Scala BigInt
+        stats = frame._jdf.queryExecution().optimizedPlan().stats()
     except Exception:  # Spark Connect has no JVM handle; an estimate is an optimisation only
-        return None
+        return None, None
+    rows = stats.rowCount()
+    return int(str(stats.sizeInBytes())), int(str(rows.get())) if rows.isDefined() else None  # Scala BigInts
 
 
 def big_keys(spark: SparkSession, query: MatchAggregateQuery, threshold: int) -> list[KeyStatistics]:
@@ -232,6 +236,6 @@ __all__ = [
     "decide",
     "forced_path",
     "key_types",
-    "source_bytes",
+    "source_size",
     "thresholds",
 ]

@@ -58,8 +58,11 @@ SPLIT_ROWS = 4_000_000
 #: and 5.3 GB at 20 M (~160-265 bytes per row; bench/scale.py: 4.0 GB at 20 M); 1.5 M rows keep a chunk's
 #: worker near 400 MB, well under 1 GB, and still give a 20 M key 14 tasks.
 CHUNK_ROWS = 1_500_000
-#: Spark's size estimate of the source (bytes) under which no key can exceed
-#: SPLIT_ROWS: an engine row carries at least its time and mask (16 bytes).
+#: Spark's size estimate of the source (bytes) under which no statistics job runs, for a
+#: source whose row count Spark does not know: an engine row carries its time and mask
+#: (16 bytes). Not a proof for compressed files: Spark estimates a parquet file by its
+#: size on disk, 9.5 bytes per row for bench/scale.py's events (47.6 MB for 5 M rows), so
+#: keys up to ~6.7 M rows of such a file run grouped without statistics.
 MIN_ROW_BYTES = 16
 #: At most this many keys to cut are passed to the time-split query as literals (their
 #: hash, first time and chunk length: one small broadcast table); with more big keys the
@@ -141,12 +144,24 @@ def statistics_threshold(plan: Plan, split_rows: int = SPLIT_ROWS, stream_rows: 
 
 
 def statistics_needed(plan: Plan, source_bytes: int | None, split_rows: int = SPLIT_ROWS,
-                      stream_rows: int = STREAM_ROWS) -> bool:
+                      stream_rows: int = STREAM_ROWS, source_rows: int | None = None) -> bool:
     """Whether a statistics job is worth running: some key size would change the path and
-    Spark's size estimate of the source (None: unknown) leaves room for such a key."""
+    Spark's estimate of the source leaves room for such a key.
+
+    ``source_rows`` (Spark's row count; None: unknown) decides when known: no key holds
+    more rows than the whole source, so a source of at most the threshold's rows needs
+    no job. Spark reports it for a bare ``range`` and, with ``spark.sql.cbo.enabled`` or
+    ``spark.sql.cbo.planStats.enabled``, for analysed tables (``ANALYZE TABLE ...
+    COMPUTE STATISTICS``): exact for a table, the cost model's estimate for a filtered
+    one. A wrong guess costs speed or memory, never exactness: every path is exact.
+    Otherwise ``source_bytes`` (None: unknown) does, at :data:`MIN_ROW_BYTES` per row: a
+    heuristic, not a proof, for compressed files, whose estimate is their size on disk.
+    """
     threshold = statistics_threshold(plan, split_rows, stream_rows)
     if threshold is None:
         return False
+    if source_rows is not None:
+        return source_rows > threshold
     return source_bytes is None or source_bytes > threshold * MIN_ROW_BYTES
 
 

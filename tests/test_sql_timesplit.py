@@ -10,11 +10,11 @@ from sql_rewrites.analysis import analyze_sql
 from sql_rewrites.generate import engine_input
 from sql_rewrites.timesplit import (
     CHUNK_ROWS,
+    MAX_SPLIT_LITERALS,
     MIN_CHUNKS,
     MIN_ROW_BYTES,
     SPLIT_ROWS,
     STREAM_ROWS,
-    MAX_SPLIT_LITERALS,
     KeyStatistics,
     Path,
     SplitKey,
@@ -67,6 +67,10 @@ def test_statistics_only_when_a_big_key_is_possible() -> None:
     assert not statistics_needed(NO_WINDOW, STREAM_ROWS * MIN_ROW_BYTES)
     assert statistics_needed(NO_WINDOW, None)
     assert statistics_threshold(CONTIGUOUS) is None and not statistics_needed(CONTIGUOUS, None)
+    # a known row count decides: no key holds more rows than the source
+    assert not statistics_needed(PLAN, None, source_rows=SPLIT_ROWS)
+    assert not statistics_needed(PLAN, 10**12, source_rows=SPLIT_ROWS)
+    assert statistics_needed(PLAN, 1, source_rows=SPLIT_ROWS + 1)
 
 
 def test_a_huge_key_of_an_unsplittable_plan_streams() -> None:
