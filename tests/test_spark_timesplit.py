@@ -209,3 +209,21 @@ def test_task_keys_land_in_their_tasks(spark) -> None:
     rows = spark.sql("SELECT t, spark_partition_id() AS p FROM (SELECT /*+ REPARTITION(7, t) */ * "
                      "FROM split_task_keys)").collect()
     assert sorted((r["p"], r["t"]) for r in rows) == list(enumerate(keys))
+
+
+@pytest.mark.parametrize("path", ["time-split", "auto"])
+def test_split_over_a_concept_hierarchy_equals_grouped(spark, events: str, small_thresholds: None,
+                                                       isolated_hierarchies: None, path: str) -> None:
+    """Symbols that are inner nodes of a hierarchy: a row is an instance of several symbols
+    (an N row of N and of CN, negated in one role and bound in the other) and the chunks
+    still add up to the grouped path's rows."""
+    sparkseq.register_hierarchy(spark, "split_kinds", [("A", "AB"), ("B", "AB"), ("C", "CN"), ("N", "CN"),
+                                                       ("AB", "ALL"), ("CN", "ALL")])
+    text = (f"SELECT * FROM {events} MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERN SEQ(!C, AB, !N, CN, !A) "
+            "TYPE BY type HIERARCHY split_kinds MEASURES COUNT(*) AS n, SUM(AB.v) AS sv, MAX(CN.f) AS mx, "
+            "COUNT(CN) AS nc WITHIN 35) AS m ORDER BY ALL")
+    want, _ = run(spark, text, "grouped")
+    got, split_plan = run(spark, text, path)
+    assert "_chunk" in split_plan
+    assert sum(r["n"] for r in want) > 0
+    assert_same_rows(want, got)
