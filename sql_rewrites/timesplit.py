@@ -182,7 +182,7 @@ def choose_path(plan: Plan, big_keys: list[KeyStatistics] | None, forced: Path |
     if forced is not None:
         return _forced(plan, forced, reason, stream_reason, split_rows, chunk_rows)
     keys = big_keys or []
-    if reason is None:
+    if reason is None and plan.within is not None:  # splittable: it has a window
         min_span = MIN_CHUNKS * 2 * plan.within
         usable = [k for k in keys if k.rows > split_rows and min_span <= k.last - k.first < 2**62]
         if usable:
@@ -271,7 +271,7 @@ def time_split_query(spec: EngineInput, chunk_function: str, combine_function: s
             raise ValueError(f"split_rows, chunk_rows and partitions must be positive integers, got {value!r}")
     if 2 * plan.within > _INT64_MAX:
         raise ValueError("the WITHIN window is too long to split by time")
-    if split_keys is not None:
+    if split_keys is not None and plan.within is not None:  # splittable: it has a window
         _check_split_keys(split_keys, plan.within, bool(spec.keys))
     if task_keys is not None and (split_keys is None or partitions is not None or not task_keys or not all(
             isinstance(t, int) and not isinstance(t, bool) and -2**63 <= t < 2**63 for t in task_keys)):

@@ -104,9 +104,10 @@ def group_partials(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Colu
     """
     if plan.extended:  # strategies, cross-event and iterator predicates: their own window loop
         parts, starts = extended.evaluate_extended(plan, ts, mask, cols, seq)
-        if windows is None or starts is None:
+        s = plan.slide
+        if windows is None or starts is None or s is None:
             return parts, starts
-        owned = (starts >= windows[0] * plan.slide) & (starts < windows[1] * plan.slide)
+        owned = (starts >= windows[0] * s) & (starts < windows[1] * s)
         return [Partial(p.value[owned], p.nn[owned]) for p in parts], starts[owned]
     ts, mask, cols = sorted_instances(plan, ts, mask, cols)
 
