@@ -173,6 +173,24 @@ def chunk_tasks(spark: SparkSession) -> int:
     return TASKS_PER_PARTITION * partitions
 
 
+def native_replacement(query: MatchAggregateQuery) -> tuple[exp.Expr, str]:
+    """The operator replaced by its native statement (:mod:`sql_rewrites.native`)."""
+    return aliased(query, native_query(engine_input(query), query.node.this.copy())), NATIVE_NAME
+
+
+def planned_replacer(spark: SparkSession | None, then: Replacement | None = None) -> Replacement:
+    """EXPLAIN's ``replace`` hook: the native statement where the path as planned (no
+    statistics job) is native, ``then``'s replacement first, else the rewriter's default."""
+    def replace(ordinal: int, query: MatchAggregateQuery) -> tuple[exp.Expr, str] | None:
+        earlier = then(ordinal, query) if then is not None else None
+        if earlier is not None:
+            return earlier
+        if decide(spark, query, run_statistics=False).path is Path.NATIVE:
+            return native_replacement(query)
+        return None
+    return replace
+
+
 class PathReplacer:
     """The ``replace`` hook (:data:`sql_rewrites.rewriter.Replacement`) that runs each
     statement on its path (native, time-split, streaming; grouped is the rewriter's
@@ -190,7 +208,7 @@ class PathReplacer:
         choice = decide(self.spark, query)
         self.choices[ordinal] = choice
         if choice.path is Path.NATIVE:
-            return aliased(query, native_query(engine_input(query), query.node.this.copy())), NATIVE_NAME
+            return native_replacement(query)
         if choice.path is Path.STREAMING:
             function = stream_function(self.spark, query.plan, key_types(self.spark, query))
             return aliased(query, streaming_query(engine_input(query), function, query.node.this.copy())), function
@@ -215,6 +233,8 @@ __all__ = [
     "decide",
     "forced_path",
     "key_types",
+    "native_replacement",
+    "planned_replacer",
     "source_bytes",
     "thresholds",
 ]

@@ -144,7 +144,7 @@ def choose_path(plan: Plan, big_keys: list[KeyStatistics] | None, forced: Path |
     statistics were collected (none needed). ``forced`` picks the path for tests and
     benchmarks; forcing a path the plan cannot take raises ValueError.
     """
-    native = native_reason(plan, ansi)
+    native = native_reason(plan, ansi, forced=forced is Path.NATIVE)
     if forced is Path.NATIVE:
         if native is not None:
             raise ValueError(f"this statement cannot run on the native path: {native}")
@@ -194,15 +194,26 @@ NATIVE_REASON = ("positive pattern counted by Spark window functions: no rows tr
                  "whatever the partition sizes")
 
 
-def native_reason(plan: Plan, ansi: bool = True) -> str | None:
+#: The cost rule: ``auto`` runs a native shape natively up to this pattern length. Longer
+#: patterns need O(length^2) running sums in DECIMAL(38, 0) and were slower than the
+#: kernel path (bench/native.py, docs/engine.md "Native path": SEQ of 5 WITHIN at 1 M
+#: events took 3-6x the kernel path's time); ``sparkseq.path=native`` still forces them.
+NATIVE_AUTO_LENGTH = 3
+
+
+def native_reason(plan: Plan, ansi: bool = True, forced: bool = False) -> str | None:
     """None when the statement runs native, else why not: the shape
-    (:func:`sql_rewrites.native.native_shape`) or ANSI arithmetic off (an overflow would
-    then be NULL or wrapped instead of raised)."""
+    (:func:`sql_rewrites.native.native_shape`), ANSI arithmetic off (an overflow would
+    then be NULL or wrapped instead of raised), or, unless ``forced``, the cost rule
+    (:data:`NATIVE_AUTO_LENGTH`)."""
     shape = native_shape(plan)
     if shape is not None:
         return shape
     if not ansi:
         return "the native path needs ANSI arithmetic (spark.sql.ansi.enabled) so that an overflow raises"
+    if not forced and plan.length > NATIVE_AUTO_LENGTH:
+        return (f"a pattern of {plan.length} elements costs more natively than on the kernel path "
+                f"(native pays up to {NATIVE_AUTO_LENGTH})")
     return None
 
 
@@ -380,6 +391,7 @@ __all__ = [
     "CHUNK_ROWS",
     "MIN_CHUNKS",
     "MIN_ROW_BYTES",
+    "NATIVE_AUTO_LENGTH",
     "SPLIT_ROWS",
     "STREAM_ROWS",
     "KeyStatistics",

@@ -8,9 +8,9 @@ from sqlglot import exp
 
 from sql_rewrites.analysis import analyze_sql
 from sql_rewrites.generate import engine_input
-from sql_rewrites.native import MAX_LENGTH, native_query, native_shape
-from sql_rewrites.timesplit import Path, choose_path, planned_path
-from udafs.plan import Element, Measure, MeasureKind, Plan, Strategy, ValueType
+from sql_rewrites.native import BIGINT_LENGTH, DECIMAL, MAX_LENGTH, arithmetic, native_query, native_shape
+from sql_rewrites.timesplit import NATIVE_AUTO_LENGTH, Path, choose_path, planned_path
+from udafs.plan import CountType, Element, Measure, MeasureKind, Plan, Strategy, ValueType
 
 ABC = Plan(symbols=("A", "B", "C"), elements=(Element(0), Element(1), Element(2)), negations=(0, 0, 0, 0),
            within=10)
@@ -51,6 +51,22 @@ def test_the_path_choice_prefers_native_and_forcing_an_unsupported_shape_says_wh
         choose_path(variant(slide=5), None, Path.NATIVE)
     with pytest.raises(ValueError, match="ANSI"):
         choose_path(ABC, None, Path.NATIVE, ansi=False)
+
+
+def test_longer_patterns_are_native_only_when_forced() -> None:
+    long = variant(elements=tuple(Element(i % 3) for i in range(NATIVE_AUTO_LENGTH + 1)),
+                   negations=(0,) * (NATIVE_AUTO_LENGTH + 2))
+    choice = choose_path(long, [])
+    assert choice.path is Path.GROUPED and "costs more natively" in choice.reason
+    assert choose_path(long, None, Path.NATIVE).path is Path.NATIVE
+
+
+def test_bigint_rows_only_where_no_row_can_overflow() -> None:
+    assert BIGINT_LENGTH == 3 and arithmetic(ABC) == "BIGINT"
+    assert arithmetic(variant(count_type=CountType.DECIMAL)) == DECIMAL
+    assert arithmetic(variant(elements=(Element(0),) * 4, negations=(0,) * 5)) == DECIMAL
+    sql = native_sql()
+    assert "AS BIGINT) AS `__sparkseq_is0`" in sql and "SUM(CAST(`__sparkseq_count` AS DECIMAL(38, 0)))" in sql
 
 
 NASTY = "k`) x; DROP TABLE t --"
