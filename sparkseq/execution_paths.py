@@ -7,8 +7,9 @@ keys above it (``GROUP BY keys HAVING COUNT(*) > T``), and
 :func:`sql_rewrites.timesplit.choose_path` decides. Session settings:
 
 * ``sparkseq.path``: ``auto`` (default), ``native``, ``grouped`` (the kernel path), ``time-split`` or
-  ``streaming`` (tests, benchmarks). ``auto`` runs every statement the native path
-  evaluates (:mod:`sql_rewrites.native`) natively, when Spark's ANSI arithmetic is on;
+  ``streaming`` (tests, benchmarks). ``auto`` runs natively (:mod:`sql_rewrites.native`)
+  what the cost rule :data:`~sql_rewrites.timesplit.NATIVE_AUTO_LENGTH` allows (today
+  nothing: it measured slower), and only with Spark's ANSI arithmetic on;
 * ``sparkseq.streaming.rows``: keys over this many rows in a plan that cannot be split go to
   the bounded-memory streaming path (default :data:`~sql_rewrites.timesplit.STREAM_ROWS`);
 * ``sparkseq.timeSplit.splitRows`` / ``sparkseq.timeSplit.chunkRows``: the thresholds

@@ -194,11 +194,12 @@ NATIVE_REASON = ("positive pattern counted by Spark window functions: no rows tr
                  "whatever the partition sizes")
 
 
-#: The cost rule: ``auto`` runs a native shape natively up to this pattern length. Longer
-#: patterns need O(length^2) running sums in DECIMAL(38, 0) and were slower than the
-#: kernel path (bench/native.py, docs/engine.md "Native path": SEQ of 5 WITHIN at 1 M
-#: events took 3-6x the kernel path's time); ``sparkseq.path=native`` still forces them.
-NATIVE_AUTO_LENGTH = 3
+#: The cost rule: ``auto`` runs a native shape natively up to this pattern length. Zero:
+#: measured on this project's 2-core machine (bench/native.py, docs/engine.md "Native
+#: path") the native path was slower than the kernel path at every length (SEQ of 3
+#: WITHIN at 10 M events: 83 s native, 34 s kernel; at 1 M 0.8-1.1x for lengths 2-3,
+#: 3-6x slower at 5). ``sparkseq.path=native`` forces it up to ``MAX_LENGTH``.
+NATIVE_AUTO_LENGTH = 0
 
 
 def native_reason(plan: Plan, ansi: bool = True, forced: bool = False) -> str | None:
@@ -212,8 +213,8 @@ def native_reason(plan: Plan, ansi: bool = True, forced: bool = False) -> str | 
     if not ansi:
         return "the native path needs ANSI arithmetic (spark.sql.ansi.enabled) so that an overflow raises"
     if not forced and plan.length > NATIVE_AUTO_LENGTH:
-        return (f"a pattern of {plan.length} elements costs more natively than on the kernel path "
-                f"(native pays up to {NATIVE_AUTO_LENGTH})")
+        return (f"a pattern of {plan.length} element(s) costs more natively than on the kernel path "
+                f"(measured: native pays up to length {NATIVE_AUTO_LENGTH}; sparkseq.path=native forces it)")
     return None
 
 

@@ -138,18 +138,20 @@ def test_count_type_is_honoured_beyond_bigint(spark, path_conf: None, big: str, 
     assert rows["native"]["large"] == (comb(3000, 7) if count_type == "DECIMAL" else float(comb(3000, 7)))
 
 
-def test_auto_picks_native_and_explain_says_so(spark, path_conf: None, big: str) -> None:
+def test_explain_names_the_path_and_the_native_plan_has_no_python(spark, path_conf: None, big: str) -> None:
     text = BIG.format(count_type="").replace("A, A, A, A, A, A", "A, A, A")
     spark.conf.set(PATH_CONF, "auto")
+    auto = sparkseq.explain(spark, text)  # the cost rule (NATIVE_AUTO_LENGTH) keeps the kernel path
+    assert "grouped (" in auto and "native (" not in auto and "sparkseq_agg_" in auto
+    spark.conf.set(PATH_CONF, "native")
     explained = sparkseq.explain(spark, text)
-    assert "native (positive pattern counted by Spark window functions" in explained
+    assert "native (forced by sparkseq.path)" in explained
     assert "sparkseq_agg_" not in explained and "RANGE BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING" in explained
     frame = sparkseq.sql(spark, text)
     plan = frame._jdf.queryExecution().executedPlan().toString()
     assert "Python" not in plan
     assert plan.count("Exchange hashpartitioning") == 1
     assert {r["k"]: r["n"] for r in frame.collect()} == {"small": comb(2000, 3), "large": comb(3000, 3)}
-    assert "costs more natively than on the kernel path" in sparkseq.explain(spark, BIG.format(count_type=""))
 
 
 def test_forcing_native_on_an_unsupported_shape_names_the_reason(spark, path_conf: None, big: str) -> None:

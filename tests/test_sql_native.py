@@ -42,23 +42,18 @@ def test_positive_count_shapes_are_native() -> None:
     assert "longer than" in (native_shape(variant(elements=long, negations=(0,) * (len(long) + 1))) or "")
 
 
-def test_the_path_choice_prefers_native_and_forcing_an_unsupported_shape_says_why() -> None:
-    assert choose_path(ABC, None).path is Path.NATIVE
-    assert planned_path(ABC).path is Path.NATIVE
+def test_native_is_chosen_by_the_cost_rule_or_forced_and_an_unsupported_shape_says_why() -> None:
+    auto = choose_path(ABC, [])
+    assert (auto.path is Path.NATIVE) == (ABC.length <= NATIVE_AUTO_LENGTH)
+    if auto.path is not Path.NATIVE:
+        assert "costs more natively than on the kernel path" in auto.reason
+        assert planned_path(ABC).path is not Path.NATIVE
+    assert choose_path(ABC, None, Path.NATIVE).path is Path.NATIVE
     assert choose_path(ABC, None, Path.GROUPED).path is Path.GROUPED
-    assert "ANSI" in choose_path(ABC, None, ansi=False).reason
     with pytest.raises(ValueError, match="native path does not evaluate SLIDE"):
         choose_path(variant(slide=5), None, Path.NATIVE)
     with pytest.raises(ValueError, match="ANSI"):
         choose_path(ABC, None, Path.NATIVE, ansi=False)
-
-
-def test_longer_patterns_are_native_only_when_forced() -> None:
-    long = variant(elements=tuple(Element(i % 3) for i in range(NATIVE_AUTO_LENGTH + 1)),
-                   negations=(0,) * (NATIVE_AUTO_LENGTH + 2))
-    choice = choose_path(long, [])
-    assert choice.path is Path.GROUPED and "costs more natively" in choice.reason
-    assert choose_path(long, None, Path.NATIVE).path is Path.NATIVE
 
 
 def test_bigint_rows_only_where_no_row_can_overflow() -> None:
