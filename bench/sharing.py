@@ -203,18 +203,18 @@ def _group_input(spark: SparkSession, kind: str, count: int) -> tuple[object, li
 def kernel(spark: SparkSession, kind: str, count: int) -> None:
     """The group's engine call alone (no Spark), same input, same run: one by one; shared
     timelines and prefixes (PreTree); and also suffixes (Chop-Connect at one element)."""
-    from udafs.kernels import many, pretree
+    from udafs.kernels import many
+    from udafs.kernels.options import KernelOptions
 
     group, parts = _group_input(spark, kind, count)
-    modes = {"alone": (False, False), "prefixes": (True, False), "both": (True, True)}
+    modes = {"alone": KernelOptions(share_prefixes=False, share_suffixes=False),
+             "prefixes": KernelOptions(share_suffixes=False), "both": KernelOptions()}
     times: dict[str, list[float]] = {}
     answers = {}
     for mode in [*modes, *modes]:
-        many.SHARE_PREFIXES, pretree.SHARE_SUFFIXES = modes[mode]
         began = time.perf_counter()
-        answers[mode] = [many.evaluate_many(group.plan, t, m) for t, m in parts]
+        answers[mode] = [many.evaluate_many(group.plan, t, m, options=modes[mode]) for t, m in parts]
         times.setdefault(mode, []).append(time.perf_counter() - began)
-    many.SHARE_PREFIXES, pretree.SHARE_SUFFIXES = True, True
     assert all(_same(a, b) for mode in ("prefixes", "both") for x, y in zip(answers["alone"], answers[mode])
                for a, b in zip(x, y)), "sharing changed a result"
     alone, pre, both = (min(times[m]) for m in modes)

@@ -22,11 +22,9 @@ from udafs.errors import InputDataError
 from udafs.kernels import predicates, statedp
 from udafs.kernels.arith import EXACT_CAP
 from udafs.kernels.measures import Column, Partial, key_float
+from udafs.kernels.options import DEFAULT, KernelOptions
 from udafs.kernels.segments import sliding_windows
 from udafs.plan import CountType, MeasureKind, Plan, Strategy, ValueType
-
-#: Tests set this to evaluate every plan with the state DP (to cross-check the vectorised paths).
-FORCE_STATE_DP = False
 
 
 def contiguity_rank(plan: Plan, ts: np.ndarray, seq: np.ndarray | None) -> np.ndarray | None:
@@ -50,7 +48,8 @@ def contiguity_rank(plan: Plan, ts: np.ndarray, seq: np.ndarray | None) -> np.nd
 
 
 def evaluate_extended(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column],
-                      seq: np.ndarray | None = None) -> tuple[list[Partial], np.ndarray | None]:
+                      seq: np.ndarray | None = None,
+                      options: KernelOptions = DEFAULT) -> tuple[list[Partial], np.ndarray | None]:
     """Partials of an extended plan over one group (what ``evaluate_group`` finalises).
 
     Parameters
@@ -64,6 +63,8 @@ def evaluate_extended(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[C
         Validated value columns.
     seq : array of int64, optional
         Contiguity ranks (see :func:`contiguity_rank`).
+    options : KernelOptions, optional
+        ``state_dp`` forces the state DP; the rest is passed on to the vectorised paths.
 
     Returns
     -------
@@ -83,11 +84,12 @@ def evaluate_extended(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[C
     ts, mask = ts[keep][order], (mask[keep] & plan.pattern_symbols_mask)[order]
     cols = [(v[keep][order], ok[keep][order]) for v, ok in cols]
     rank = None if rank is None else rank[keep][order]
-    if predicates.vectorised(plan) is None and not FORCE_STATE_DP:
+    if predicates.vectorised(plan) is None and not options.state_dp:
         from udafs.kernels.evaluate import with_fallback  # evaluate imports this module
 
         try:
-            return with_fallback(plan, lambda ar: predicates.evaluate(plan, ts, mask, cols, ar, rank))
+            return with_fallback(plan, lambda ar: predicates.evaluate(plan, ts, mask, cols, ar, rank, options),
+                                 options)
         except predicates.NotVectorised:
             pass
     chans = statedp.channels(plan)
