@@ -72,14 +72,12 @@ from sql_rewrites.errors import (
 )
 from sql_rewrites.expressions import MatchPattern
 from sql_rewrites.hierarchy import ConceptHierarchy
-from sql_rewrites.parser import STRATEGIES
 from sql_rewrites.pattern import compile_type_pattern, window_micros
-from sql_rewrites.selection import strategy_from_words
 from sql_rewrites.sql_types import ORDER_TYPES_HELP, SUM_TYPES_HELP, OrderKind
 from sql_rewrites.symbols import compile_pattern
 from sql_rewrites.windows import check_slide_length, describe_length
 from sql_rewrites.windows import window_length as interval_length
-from udafs.errors import CountOverflowError, SparkSeqError
+from udafs.errors import CountOverflowError, PlanError, SparkSeqError
 from udafs.kernels import GroupResult, evaluate_group
 from udafs.plan import CountType, Measure, MeasureKind, Plan, Strategy, ValueType
 from udafs.spark_udfs import column_arrays, unscaled
@@ -198,11 +196,11 @@ def split_strategy(pattern: str) -> tuple[str, Strategy | None]:
     if found is None:
         return pattern, None
     try:
-        strategy = strategy_from_words(found["words"])
-    except KeyError:
+        strategy = Strategy.from_sql(found["words"])
+    except PlanError:
         raise FunctionArgumentError(
             f"unknown strategy {found['words']!r} in pattern {pattern!r}; write STRATEGY followed by "
-            f"{', '.join(STRATEGIES)}") from None
+            f"{', '.join(Strategy.sql_choices())}") from None
     return pattern[:found.start()] + pattern[found.end():], strategy
 
 

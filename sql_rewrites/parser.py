@@ -35,11 +35,10 @@ from sql_rewrites.expressions import (
     MatchRollup,
     MatchUncertain,
 )
+from udafs.plan import Strategy
 
 MATCH_AGGREGATE = "MATCH_AGGREGATE"
 COUNT_TYPES = ("BIGINT", "DECIMAL", "DOUBLE")
-#: ``STRATEGY <words>``: the event selection strategies (docs/predicates-and-strategies.md)
-STRATEGIES = ("SKIP TILL ANY MATCH", "SKIP TILL NEXT MATCH", "STRICT CONTIGUITY", "PARTITION CONTIGUITY")
 
 #: ``Placeholder.meta`` key: the character offset of a positional marker (``?``) in the text.
 MARKER_OFFSET = "sparkseq_marker_offset"
@@ -349,13 +348,13 @@ class SparkSeqParser(SparkParser):
         return condition
 
     def _parse_match_strategy(self) -> exp.Var:
-        """``STRATEGY SKIP TILL NEXT MATCH`` etc. (:data:`STRATEGIES`)."""
+        """``STRATEGY SKIP TILL NEXT MATCH`` etc. (:meth:`udafs.plan.Strategy.sql`)."""
         token = self._curr
-        for words in STRATEGIES:
-            if self._match_text_seq(*words.split()):
-                return self.expression(exp.var(words), token)
-        self.raise_error(f"Expecting one of {', '.join(STRATEGIES)} after STRATEGY", token)
-        return exp.var(STRATEGIES[0])
+        for strategy in Strategy:
+            if self._match_text_seq(*strategy.sql.split()):
+                return self.expression(exp.var(strategy.sql), token)
+        self.raise_error(f"Expecting one of {', '.join(Strategy.sql_choices())} after STRATEGY", token)
+        return exp.var(Strategy.SKIP_TILL_ANY_MATCH.sql)
 
     def _parse_match_uncertain(self) -> MatchUncertain:
         """``UNCERTAIN BETWEEN lo AND hi [STEP length]`` (imprecise timestamps)."""

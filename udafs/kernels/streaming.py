@@ -31,7 +31,7 @@ from udafs.kernels.measures import Column, Partial, combine, finalize, float_key
 from udafs.kernels.options import DEFAULT, KernelOptions
 from udafs.kernels.pattern import Pattern
 from udafs.kernels.timeline import Timeline
-from udafs.plan import CountType, MeasureKind, Plan, ValueType
+from udafs.plan import CountType, MeasureKind, Plan, Strategy, ValueType
 
 _TS_MIN = int(np.iinfo(np.int64).min)
 _TS_MAX = int(np.iinfo(np.int64).max)
@@ -110,7 +110,7 @@ class StreamEvaluator:
                             "use the batch path (evaluate_group)")
         if plan.extended:
             used = [name for name, on in (("a selection strategy other than skip-till-any-match",
-                                           plan.strategy.value != "any"),
+                                           plan.strategy is not Strategy.SKIP_TILL_ANY_MATCH),
                                           ("cross-event predicates", bool(plan.predicates)),
                                           ("Kleene iterator predicates", bool(plan.iterator_predicates))) if on]
             raise PlanError(f"{' and '.join(used)} {'is' if len(used) == 1 else 'are'} not supported on the "
