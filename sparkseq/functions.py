@@ -72,11 +72,10 @@ from sql_rewrites.errors import (
 )
 from sql_rewrites.expressions import MatchPattern
 from sql_rewrites.hierarchy import ConceptHierarchy
-from sql_rewrites.pattern import compile_type_pattern, window_micros
+from sql_rewrites.pattern import compile_type_pattern
 from sql_rewrites.sql_types import ORDER_TYPES_HELP, SUM_TYPES_HELP, OrderKind
 from sql_rewrites.symbols import compile_pattern
-from sql_rewrites.windows import check_slide_length, describe_length
-from sql_rewrites.windows import window_length as interval_length
+from sql_rewrites.windows import WindowSpec, describe_length, interval_text_length, window_length
 from udafs.errors import CountOverflowError, PlanError, SparkSeqError
 from udafs.kernels import GroupResult, evaluate_group
 from udafs.plan import CountType, Measure, MeasureKind, Plan, Strategy, ValueType
@@ -321,8 +320,9 @@ def integral(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return unscaled(arr)
 
 
-def window_length(sig: Signature, name: str, arr: pa.Array | None, kind: OrderKind) -> int | None:
-    """``within`` / ``slide`` in engine units (µs for timestamps), checked against ``ts``."""
+def window_argument(sig: Signature, name: str, arr: pa.Array | None, kind: OrderKind) -> int | None:
+    """The ``within`` / ``slide`` argument in engine units (µs for timestamps), checked against
+    ``ts``; None when NULL or absent (:class:`WindowSpec` checks the two together)."""
     value = constant(sig, name, arr)
     if value is None or not value.is_valid:
         return None
@@ -336,7 +336,7 @@ def window_length(sig: Signature, name: str, arr: pa.Array | None, kind: OrderKi
         if not kind.takes_intervals:
             raise WindowTypeMismatchError(f"{sig.name}: ts is numeric, so {name} takes a plain number, "
                                           f"got {value.as_py()!r}")
-        return window_micros(value.as_py(), name.upper())
+        return interval_text_length(value.as_py(), name.upper())
     if pa.types.is_integer(t) or pa.types.is_decimal(t):
         if kind.takes_intervals:
             raise WindowTypeMismatchError(f"{sig.name}: ts is a timestamp, so {name} takes an interval, e.g. "
@@ -376,13 +376,13 @@ def evaluate(sig: Signature, args: Sequence[pa.Array], hierarchies: Hierarchies 
     pattern = constant(sig, "pattern", call["pattern"])
     if pattern is None or not pattern.is_valid or not isinstance(pattern.as_py(), str):
         raise FunctionArgumentError(f"{sig.usage}: pattern must be a string such as 'SEQ(A, B)'")
-    within = window_length(sig, "within", call["within"], kind)
-    slide = window_length(sig, "slide", call.get("slide"), kind)
+    within = window_argument(sig, "within", call["within"], kind)
+    slide = window_argument(sig, "slide", call.get("slide"), kind)
     if sig.windows and (within is None or slide is None):
         raise FunctionArgumentError(f"{sig.usage}: within and slide are required (not NULL)")
-    if within is not None and slide is not None:
-        clock = kind.takes_intervals
-        check_slide_length(within, slide, (describe_length(slide, clock), describe_length(within, clock)))
+    clock = kind.takes_intervals
+    shown = None if within is None or slide is None else (describe_length(within, clock), describe_length(slide, clock))
+    WindowSpec.checked(within, slide, shown=shown)
     symbol, value_type, scale, columns = None, None, 0, []
     if sig.kind is not MeasureKind.COUNT_STAR:
         named = constant(sig, "symbol", call["symbol"])
@@ -558,7 +558,8 @@ def check_calls(tree: exp.Expr, resolve: Callable[[str], ConceptHierarchy] | Non
         slide = None if _is_null(bound.get("slide")) else PLACEHOLDER_LENGTH
         within_us, slide_us = (_interval_micros(bound.get(name)) for name in ("within", "slide"))
         if within_us is not None and slide_us is not None:  # both written as intervals: the event time is a timestamp
-            check_slide_length(within_us, slide_us, (describe_length(slide_us, True), describe_length(within_us, True)))
+            WindowSpec.checked(within_us, slide_us,
+                               shown=(describe_length(within_us, True), describe_length(slide_us, True)))
         symbol = _literal_text(bound.get("symbol")) if sig.kind is not MeasureKind.COUNT_STAR else None
         name = split_hierarchy(pattern)[1]
         hierarchies: Hierarchies = ()
@@ -579,7 +580,7 @@ def _interval_micros(node: exp.Expr | None) -> int | None:
     """An ``INTERVAL ...`` literal argument in microseconds; None for anything else."""
     if not isinstance(node, exp.Interval):
         return None
-    return interval_length(node, "within", "ts", OrderKind.TIMESTAMP)
+    return window_length(node, "within", "ts", OrderKind.TIMESTAMP)
 
 
 def _literal_text(node: exp.Expr | None) -> str | None:
