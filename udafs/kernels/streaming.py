@@ -25,7 +25,8 @@ import numpy as np
 from udafs.errors import InputDataError, PlanError
 from udafs.kernels import paths, within
 from udafs.kernels.arith import EXACT_CAP, Arith, Kind, Overflow
-from udafs.kernels.carry import Agg, Carry, Channel, Chunk, Numbers, empty_agg, merge, run_chunk, saturate
+from udafs.kernels.carry import Agg, Carry, Chunk, Numbers, empty_agg, merge, run_chunk, saturate
+from udafs.kernels.channels import Channel, measure_channels
 from udafs.kernels.evaluate import GroupResult, evaluate_group, too_large, validate, with_fallback
 from udafs.kernels.measures import Column, Partial, combine, finalize, float_key, key_float, measure_symbols, partials
 from udafs.kernels.options import DEFAULT, KernelOptions
@@ -310,7 +311,7 @@ class CarryMode:
         self.plan = plan
         self.options = options
         self.pat = Pattern.of(plan)
-        self.channels, self.slots = _channels(plan)
+        self.channels, self.slots = measure_channels(plan)
         self.carry = Carry.start(self.pat, self.channels)
         self.ended = empty_agg(self.channels)
 
@@ -380,33 +381,6 @@ def _scalar(v: object, dtype: np.dtype | None) -> np.ndarray:
     if dtype is not None:
         return np.array([v], dtype=dtype)
     return np.array([v], dtype=np.float64 if isinstance(v, float) else object)
-
-
-def _channels(plan: Plan) -> tuple[tuple[Channel, ...], list[tuple[int | None, int | None]]]:
-    """Channels the measures need, and per measure the (value, non-NULL count) channel."""
-    chans: list[Channel] = []
-
-    def slot(c: Channel) -> int:
-        if c not in chans:
-            chans.append(c)
-        return chans.index(c)
-
-    slots: list[tuple[int | None, int | None]] = []
-    for m in plan.measures:
-        if m.kind is MeasureKind.COUNT_STAR:
-            slots.append((None, None))
-        elif m.kind is MeasureKind.COUNT:
-            k = slot(Channel(m.symbol, "sum", "one", None, None))
-            slots.append((k, k))
-        else:
-            vt = plan.columns[m.column]
-            nn = slot(Channel(m.symbol, "sum", "nn", m.column, None))
-            if m.kind in (MeasureKind.MIN, MeasureKind.MAX):  # floats as order keys (measures.float_key)
-                val = Channel(m.symbol, m.kind.value, "val", m.column, np.dtype(np.int64))
-            else:
-                val = Channel(m.symbol, "sum", "val", m.column, None if vt is ValueType.INT else np.dtype(np.float64))
-            slots.append((slot(val), nn))
-    return tuple(chans), slots
 
 
 def _xs(c: Channel, cols: list[Column], n: int) -> np.ndarray:
