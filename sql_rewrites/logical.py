@@ -159,11 +159,6 @@ class MatchAggregateQuery:
             raise TypeError("an E-Cube MATCH_AGGREGATE has one plan per cuboid (a MultiPlan), not one Plan")
         return self.plan
 
-    @property
-    def has_windows(self) -> bool:
-        """True with SLIDE: one output row per (partition, window)."""
-        return self.plan.slide is not None
-
     def output_schema(self) -> RelationSchema:
         """The result as a relation schema (for operators reading this one)."""
         columns = tuple(ColumnSchema(o.name, o.dtype, o.type_text) for o in self.outputs)

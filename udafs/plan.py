@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import enum
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from udafs.errors import PlanError
 
@@ -244,14 +244,9 @@ class Plan:
     predicates: tuple[Predicate, ...] = ()
     iterator_predicates: tuple[IteratorPredicate, ...] = ()
     uncertain: int | None = None
-    positions_of: dict[int, tuple[int, ...]] = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         _validate(self)
-        positions: dict[int, list[int]] = {}
-        for i, el in enumerate(self.elements):
-            positions.setdefault(el.symbol, []).append(i)
-        object.__setattr__(self, "positions_of", {k: tuple(v) for k, v in positions.items()})
 
     @property
     def length(self) -> int:
