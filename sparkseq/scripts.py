@@ -68,7 +68,6 @@ from sqlglot.tokens import TokenType
 from sparkseq import hierarchies as registry
 from sparkseq import live
 from sparkseq.catalog import PendingRelation, SessionSchemas
-from sparkseq.functions import check_calls
 from sparkseq.probes import locate
 from sparkseq.registration import PYTHON_AGGREGATES, engine_function, engine_function_name, stand_in_function
 from sparkseq.scratch import analyse, class_name, parse_plan, scratch_session
@@ -106,6 +105,7 @@ from sql_rewrites.rewriter import (
     split_statements,
 )
 from sql_rewrites.schema import SchemaProvider, table_name
+from sql_rewrites.seq_functions import check_calls
 
 SEQ_CALL = re.compile(r"\bseq_\w+\s*\(", re.IGNORECASE)  # a call of a BI function (not sparkseq_agg_ names)
 #: First keywords of statements that create an object (named by :func:`created_relations`).
@@ -437,7 +437,7 @@ def compile_statement(text: str, statement: Statement, schemas: SchemaProvider, 
 
 def check_function_calls(spark_sql: str, hierarchies: HierarchyResolver | None = None, *,
                          check_hierarchies: bool = True) -> None:
-    """Check literal arguments of ``seq_*`` function calls (:func:`sparkseq.functions.check_calls`),
+    """Check literal arguments of ``seq_*`` function calls (:func:`sql_rewrites.seq_functions.check_calls`),
     with ``check_hierarchies`` their patterns' ``HIERARCHY`` names too (else a call naming
     one is left to the function, which knows the hierarchies of its session)."""
     if not SEQ_CALL.search(spark_sql):

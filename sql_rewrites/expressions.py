@@ -145,3 +145,14 @@ class MatchUncertain(_SparkSeqNode):
     """
 
     arg_types = {"this": True, "expression": True, "step": False}
+
+
+class PatternArgument(_SparkSeqNode):
+    """The pattern string of a ``seq_*`` function: ``SEQ(...) [STRATEGY words] [HIERARCHY name]``
+    (the two suffixes in either order).
+
+    ``this`` is the :class:`MatchPattern`; ``strategy`` and ``hierarchy`` are what the
+    MATCH_AGGREGATE clauses of those names hold.
+    """
+
+    arg_types = {"this": True, "strategy": False, "hierarchy": False}

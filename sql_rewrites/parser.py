@@ -34,6 +34,7 @@ from sql_rewrites.expressions import (
     MatchPatterns,
     MatchRollup,
     MatchUncertain,
+    PatternArgument,
 )
 from udafs.plan import Strategy
 
@@ -76,6 +77,7 @@ class SparkSeqParser(SparkParser):
     EXPRESSION_PARSERS: t.ClassVar = {
         **SparkParser.EXPRESSION_PARSERS,
         MatchPattern: lambda self: self._parse_match_pattern(),
+        PatternArgument: lambda self: self._parse_pattern_argument(),
         MatchRollup: lambda self: self._parse_match_rollup(),
         exp.Interval: lambda self: self._parse_match_duration("WITHIN"),  # WITHIN / SLIDE values
     }
@@ -303,6 +305,18 @@ class SparkSeqParser(SparkParser):
         if column is None:
             self.raise_error("Expecting a column after TYPE BY")
         return t.cast(exp.Expr, column)
+
+    def _parse_pattern_argument(self) -> PatternArgument:
+        """``SEQ(...)`` then ``STRATEGY words`` and ``HIERARCHY name``, each at most once, in either order."""
+        start = self._curr
+        args: dict[str, t.Any] = {"this": self._parse_match_pattern()}
+        while True:
+            if "strategy" not in args and self._match_text_seq("STRATEGY"):
+                args["strategy"] = self._parse_match_strategy()
+            elif "hierarchy" not in args and self._match_text_seq("HIERARCHY"):
+                args["hierarchy"] = self._parse_match_hierarchy()
+            else:
+                return self.expression(PatternArgument(**args), start)
 
     def _parse_match_hierarchy(self) -> exp.Expr:
         name = self._parse_id_var(any_token=False) or self._parse_string_as_identifier()

@@ -71,6 +71,7 @@ def compile_type_pattern(
     slide: int | None = None,
     count_type: CountType = CountType.BIGINT,
     measures: tuple[Measure, ...] = (Measure(MeasureKind.COUNT_STAR, name="count"),),
+    parsed: MatchPattern | None = None,
 ) -> TypePattern:
     """Parse and check a pattern string whose symbols are type values.
 
@@ -85,13 +86,16 @@ def compile_type_pattern(
         Type of counts.
     measures : tuple of Measure
         Engine measures (symbol indices refer to ``type_values``).
+    parsed : MatchPattern, optional
+        ``text`` already parsed (e.g. the pattern of a
+        :class:`~sql_rewrites.expressions.PatternArgument`, positions within ``text``).
 
     Raises
     ------
     SqlParseError, OnlyNegationError, TooManySymbolsError, AmbiguousSymbolError,
     EdgeNegationWithoutWindowError, NonPositiveWindowError, SlideWithoutWithinError
     """
-    pattern = parse_pattern(text)
+    pattern = parsed if parsed is not None else parse_pattern(text)
     compiled = compile_pattern(pattern, text)
     for symbol in compiled.symbols:
         check_spelling(symbol, text)

@@ -106,3 +106,36 @@ def test_interval_text_length(text: str, micros: int) -> None:
 def test_interval_text_length_errors(text: str, error: type[Exception]) -> None:
     with pytest.raises(error):
         interval_text_length(text)
+
+
+@pytest.mark.parametrize(("text", "strategy", "hierarchy", "printed"), [
+    ("SEQ(a, b)", "SKIP_TILL_ANY_MATCH", None, "SEQ(a, b)"),
+    ("SEQ(a, b+) strategy skip  till next match", "SKIP_TILL_NEXT_MATCH", None,
+     "SEQ(a, b+) STRATEGY SKIP TILL NEXT MATCH"),
+    ("SEQ(a, !b, c) HIERARCHY h STRATEGY PARTITION CONTIGUITY", "PARTITION_CONTIGUITY", "h",
+     "SEQ(a, !b, c) STRATEGY PARTITION CONTIGUITY HIERARCHY h"),
+    ("SEQ('View Kindle', b) HIERARCHY `my h`", "SKIP_TILL_ANY_MATCH", "my h",
+     "SEQ('View Kindle', b) HIERARCHY `my h`"),
+])
+def test_seq_function_pattern_arguments_are_parsed_by_the_dialect(text: str, strategy: str, hierarchy: str | None,
+                                                                    printed: str) -> None:
+    from sql_rewrites.dialect import SparkSeq
+    from sql_rewrites.seq_functions import hierarchy_name, pattern_argument, strategy_of
+
+    node = pattern_argument(text)
+    assert (strategy_of(node).name, hierarchy_name(node)) == (strategy, hierarchy)
+    assert node.sql(dialect=SparkSeq) == printed
+    assert pattern_argument(printed).sql(dialect=SparkSeq) == printed
+
+
+@pytest.mark.parametrize(("text", "phrase"), [
+    ("SEQ(a, b) STRATEGY SOME MATCH", "after STRATEGY"),
+    ("SEQ(a, b) HIERARCHY", "hierarchy name after HIERARCHY"),
+    ("SEQ(a, b) STRATEGY STRICT CONTIGUITY STRATEGY STRICT CONTIGUITY", "STRATEGY"),
+])
+def test_seq_function_pattern_argument_errors_point_into_the_string(text: str, phrase: str) -> None:
+    from sql_rewrites.seq_functions import pattern_argument
+
+    with pytest.raises(E.SqlParseError) as info:
+        pattern_argument(text)
+    assert phrase in str(info.value) and info.value.line == 1
