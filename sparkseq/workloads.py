@@ -53,13 +53,14 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from sparkseq import live
-from sparkseq.scripts import SESSION_KEYWORDS, Checked, check_script, created_relations, run_script
+from sparkseq.scripts import SESSION_KEYWORDS, Checked, check_script, run_script
 from sparkseq.workload_results import collect_results, write_results
 from sql_rewrites.dialect import SparkSeq
 from sql_rewrites.hierarchy import HierarchyResolver
 from sql_rewrites.rewriter import Replacement, Statement
 from sql_rewrites.shared import Member, SharedGroup, group_members, sharing_key
 from sql_rewrites.sharing import Units
+from sql_rewrites.statement_effects import created_relations
 from sql_rewrites.windows import describe_length
 from udafs import contract
 from udafs.spark_shared import shared_pass

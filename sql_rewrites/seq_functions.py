@@ -12,14 +12,17 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import sqlglot
 from sqlglot import exp
+from sqlglot.errors import SqlglotError
 
-from sql_rewrites.dialect import parse_into
+from sql_rewrites.dialect import SparkSeq, parse_into
 from sql_rewrites.errors import NegatedMeasureError, UnknownHierarchyError, UnknownSymbolError
 from sql_rewrites.expressions import MatchPattern, PatternArgument
 from sql_rewrites.hierarchy import ConceptHierarchy
@@ -212,6 +215,19 @@ def measured_symbol(sig: Signature, parsed: MatchPattern, pattern: str, symbol: 
 # --- checks before any Spark job ---------------------------------------------------------
 
 PLACEHOLDER_LENGTH = 1  # stands for a given WITHIN / SLIDE whose unit depends on ts's type
+SEQ_CALL = re.compile(r"\bseq_\w+\s*\(", re.IGNORECASE)  # a call of a BI function (not sparkseq_agg_ names)
+
+
+def check_statement_calls(spark_sql: str, resolve: Callable[[str], ConceptHierarchy] | None = None) -> None:
+    """:func:`check_calls` on one statement of Spark SQL text; text sqlglot cannot parse is
+    left to the functions, which check themselves when they run."""
+    if not SEQ_CALL.search(spark_sql):
+        return
+    try:
+        tree = sqlglot.parse_one(spark_sql, read=SparkSeq)
+    except SqlglotError:
+        return
+    check_calls(tree, resolve)
 
 
 def check_calls(tree: exp.Expr, resolve: Callable[[str], ConceptHierarchy] | None = None) -> None:
@@ -271,5 +287,5 @@ def _is_null(node: exp.Expr | None) -> bool:
 
 
 __all__ = ["BY_NAME", "COUNT", "SUM", "AVG", "MIN", "MAX", "SIGNATURES", "Compiled", "FunctionArgumentError",
-           "Hierarchies", "Signature", "check_calls", "compile_call", "hierarchy_name", "hierarchy_of",
-           "measured_symbol", "pattern_argument", "strategy_of"]
+           "Hierarchies", "Signature", "check_calls", "check_statement_calls", "compile_call", "hierarchy_name",
+           "hierarchy_of", "measured_symbol", "pattern_argument", "strategy_of"]
