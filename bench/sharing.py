@@ -66,6 +66,7 @@ from sparkseq import statistics, workloads  # noqa: E402
 from sparkseq.session import JIT_HUGE_METHODS, default_conf, scratch_dir  # noqa: E402
 from sparkseq.workloads import collect_workload, plan_workload, release_workload  # noqa: E402
 from sql_rewrites import sharing  # noqa: E402
+from sql_rewrites.shared import symbol_keys  # noqa: E402
 
 START = 1_714_550_400  # 2024-05-01 08:00 UTC, seconds
 GRID = 6  # streets: a GRID x GRID grid of intersections, named S<row><col>
@@ -152,7 +153,7 @@ def run(spark: SparkSession, kind: str, count: int) -> None:
     began = time.perf_counter()
     stats = statistics.collect(spark, group)
     t_stats = time.perf_counter() - began
-    keys = statistics.symbol_keys(group)
+    keys = symbol_keys(group)
     began = time.perf_counter()
     chosen = sharing.optimize([sharing.query_from_plan(f"q{i}", p, keys) for i, p in enumerate(group.plan.plans)],
                               stats)
@@ -230,7 +231,7 @@ def middle(spark: SparkSession, kind: str, count: int) -> None:
 
     group, parts = _group_input(spark, kind, count)
     plans = group.plan.plans
-    keys = statistics.symbol_keys(group)
+    keys = symbol_keys(group)
     chosen = sharing.optimize([sharing.query_from_plan(f"q{i}", p, keys) for i, p in enumerate(plans)],
                               statistics.collect(spark, group))
     middles = []  # (symbols, gaps, number of members) of each shared pattern read in a member's middle
