@@ -260,6 +260,20 @@ class Plan:
                 or bool(self.iterator_predicates))
 
     @property
+    def window(self) -> int:
+        """``within`` on a path that runs only with a WITHIN (PlanError without one)."""
+        if self.within is None:
+            raise PlanError("this evaluation needs WITHIN and the plan has none")
+        return self.within
+
+    @property
+    def sliding(self) -> tuple[int, int]:
+        """``(within, slide)`` on a path that runs only with WITHIN ... SLIDE (PlanError without)."""
+        if self.slide is None:
+            raise PlanError("this evaluation needs WITHIN ... SLIDE and the plan has no SLIDE")
+        return self.window, self.slide
+
+    @property
     def has_edge_negation(self) -> bool:
         """True when the leading or trailing gap negates something."""
         return bool(self.negations[0] or self.negations[-1])

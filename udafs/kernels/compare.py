@@ -16,6 +16,7 @@ Fenwick paths) are here, so that the two cannot drift apart.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -39,8 +40,8 @@ def scalar_key(x: int | float | None, as_float: bool) -> object:
     return (1, 0.0) if math.isnan(x) else (0, x + 0.0)  # + 0.0 turns -0.0 into 0.0
 
 
-def holds(op: CmpOp, a: object, b: object) -> bool:
-    """``a OP b`` on keys from :func:`scalar_key` (None: False)."""
+def holds(op: CmpOp, a: Any, b: Any) -> bool:
+    """``a OP b`` on keys from :func:`scalar_key` (None: False; both keys of one kind)."""
     if a is None or b is None:
         return False
     if op is CmpOp.EQ:

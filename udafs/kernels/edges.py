@@ -38,7 +38,7 @@ def edge_correction(plan: Plan, ts: np.ndarray, mask: np.ndarray, ar: Arith, acc
     ``first = (lo, hi)`` restricts everything to matches whose first row has
     lo <= ts < hi, as in :func:`udafs.kernels.within.within_blocks`.
     """
-    pat, w = Pattern.of(plan), plan.within
+    pat, w = Pattern.of(plan), plan.window
     lead, trail = _times(ts, mask, plan.negations[0]), _times(ts, mask, plan.negations[-1])
     nxt = np.append(lead[1:], _TS_MAX)  # next leading-N time after each one
     prv = np.insert(trail[:-1], 0, _TS_MIN)  # previous trailing-N time before each one
@@ -88,7 +88,7 @@ def _violators(ts: np.ndarray, mask: np.ndarray, pat: Pattern, ar: Arith, acc: d
     starts, ends = starts[keep], ends[keep]
     first_max = None if first_max is None else first_max[keep]
     last_min = None if last_min is None else last_min[keep]
-    total = 0
+    total: int | float = 0
     for a, b in batches(ends - starts):
         tl = range_timeline(ts, mask, starts[a:b], ends[a:b])
         start = _first_weights(tl, pat.symbols[0], None if first_max is None else first_max[a:b], first, ar)

@@ -103,11 +103,24 @@ class LiveEvaluator:
         self.complete_before = complete_before
         ts, mask, cols = self._complete_rows(complete_before)
         if self.plan.slide is not None:
-            return self.mode.feed(ts, mask, cols, complete_before)
+            return self._windows.feed(ts, mask, cols, complete_before)
+        running = self._running
         if len(ts):
-            self.mode.feed(ts, mask, cols, complete_before)
+            running.feed(ts, mask, cols, complete_before)
             self.seen = True
-        return self._changed(self.mode.snapshot()) if self.seen else None
+        return self._changed(running.snapshot()) if self.seen else None
+
+    @property
+    def _windows(self) -> SlideMode | _WindowsMode:
+        """The mode of a plan with SLIDE (final windows, buffered rows)."""
+        assert isinstance(self.mode, (SlideMode, _WindowsMode)), "a SLIDE plan's mode"
+        return self.mode
+
+    @property
+    def _running(self) -> WithinMode | CarryMode:
+        """The mode of a plan without SLIDE (a running result)."""
+        assert isinstance(self.mode, (WithinMode, CarryMode)), "the mode of a plan without SLIDE"
+        return self.mode
 
     def wakeup(self) -> int | None:
         """The least ``complete_before`` at which :meth:`advance` may return something
@@ -116,27 +129,29 @@ class LiveEvaluator:
         first = int(pending.min()) if len(pending) else None
         if self.plan.slide is None:
             return None if first is None else first + 1
-        buffered = self.mode.buf.view()[0]
+        windows = self._windows
+        buffered = windows.buf.view()[0]
         if len(buffered):
             first = int(buffered[0]) if first is None else min(first, int(buffered[0]))
         if first is None:
             return None
-        w, s = self.plan.within, self.plan.slide
+        w, s = self.plan.sliding
         k = (first - w) // s + 1  # the first window holding that row
-        if self.mode.k_next is not None:
-            k = max(k, self.mode.k_next)
+        if windows.k_next is not None:
+            k = max(k, windows.k_next)
         return k * s + w
 
     @property
     def idle(self) -> bool:
         """True when the evaluator holds nothing a later result depends on (it may be
         dropped): with SLIDE, no row is buffered or pending. Running results never are."""
-        return self.plan.slide is not None and not len(self.pending) and not len(self.mode.buf)
+        return self.plan.slide is not None and not len(self.pending) and not len(self._windows.buf)
 
     @property
     def held_rows(self) -> int:
         """Rows kept in the state: pending plus those the mode buffers."""
-        return len(self.pending) + (len(self.mode.buf) if hasattr(self.mode, "buf") else 0)
+        mode = self.mode
+        return len(self.pending) + (0 if isinstance(mode, CarryMode) else len(mode.buf))
 
     def _complete_rows(self, complete_before: int) -> Rows:
         """Take the pending rows before ``complete_before``, in a deterministic time order
@@ -198,22 +213,30 @@ def advance_all(evaluators: Sequence[LiveEvaluator], complete_before: int
     plan = evaluators[0].plan
     if plan.slide is None or plan.extended:
         return [_guarded(live.advance, complete_before) for live in evaluators]
-    k_end = (complete_before - plan.within) // plan.slide + 1
+    w, s = plan.sliding
+    k_end = (complete_before - w) // s + 1
     out: list[GroupResult | CountOverflowError | None] = [None] * len(evaluators)
     dues: list[tuple[int, DueWindows]] = []
     for i, live in enumerate(evaluators):
         if live.complete_before is not None and complete_before <= live.complete_before:
             continue
         live.complete_before = complete_before
-        live.mode.buf.append(*live._complete_rows(complete_before))
-        due = live.mode.due(k_end)
+        mode = _slide_mode(live)
+        mode.buf.append(*live._complete_rows(complete_before))
+        due = mode.due(k_end)
         if due is not None:
             dues.append((i, due))
     for (i, due), parts in zip(dues, _window_parts(plan, [d for _, d in dues])):
         if len(due.k):
-            out[i] = _guarded(group_result, plan, parts, due.k * plan.slide)
-        evaluators[i].mode.done(due)
+            out[i] = _guarded(group_result, plan, parts, due.k * s)
+        _slide_mode(evaluators[i]).done(due)
     return out
+
+
+def _slide_mode(live: LiveEvaluator) -> SlideMode:
+    """The mode of a plain SLIDE plan (no predicates, no strategy)."""
+    assert isinstance(live.mode, SlideMode), "a plain SLIDE plan's mode"
+    return live.mode
 
 
 def _window_parts(plan: Plan, dues: list[DueWindows]) -> list[list[Partial]]:
@@ -257,18 +280,20 @@ class _WindowsMode:
 
     def feed(self, ts: np.ndarray, mask: np.ndarray, cols: list[Column], complete_before: int) -> GroupResult | None:
         self.buf.append(ts, mask, cols)
-        return self._emit((complete_before - self.plan.within) // self.plan.slide + 1)
+        w, s = self.plan.sliding
+        return self._emit((complete_before - w) // s + 1)
 
     def _emit(self, k_end: int) -> GroupResult | None:
         ts, mask, cols = self.buf.view()
         if not len(ts) or (self.k_next is not None and k_end <= self.k_next):
             return None
-        w, s = self.plan.within, self.plan.slide
+        w, s = self.plan.sliding
         cut = int(np.searchsorted(ts, (k_end - 1) * s + w, "left"))
         values = [(v[:cut], ok[:cut]) for v, ok in cols]
         seq = values.pop()[0] if self.ranked else None
         res = evaluate_group(self.plan, ts[:cut], mask[:cut], values, seq=seq)
         starts = res.window_start
+        assert starts is not None  # a SLIDE plan's result has window bounds
         keep = starts < k_end * s  # windows that end later are not final yet
         if self.k_next is not None:  # those that start earlier lost rows already: returned before
             keep &= starts >= self.k_next * s

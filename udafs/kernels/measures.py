@@ -39,7 +39,7 @@ Column = tuple[np.ndarray, np.ndarray]
 
 def measure_symbols(plan: Plan) -> set[int]:
     """Symbols whose pair counts some measure needs."""
-    return {m.symbol for m in plan.measures if m.kind is not MeasureKind.COUNT_STAR}
+    return {m.symbol for m in plan.measures if m.kind is not MeasureKind.COUNT_STAR and m.symbol is not None}
 
 
 class Partial(NamedTuple):
@@ -65,9 +65,11 @@ def partials(plan: Plan, tally: Tally, columns: Sequence[Column], ar: Arith) -> 
         if m.kind is MeasureKind.COUNT_STAR:
             out.append(Partial(tally.counts, tally.counts))
         elif m.kind is MeasureKind.COUNT:
+            assert m.symbol is not None  # Plan validation: every kind but COUNT(*) binds a symbol
             c = seg_sum(tally.pairs[m.symbol], tally.bounds, ar)
             out.append(Partial(c, c))
         else:
+            assert m.column is not None  # Plan validation: SUM/MIN/MAX/AVG read a column
             col_vals, col_ok = columns[m.column]
             out.append(_column_partial(plan, m, tally, col_vals[tally.rows], col_ok[tally.rows], ar))
     return out
@@ -103,8 +105,8 @@ def combine(plan: Plan, a: Sequence[Partial], b: Sequence[Partial]) -> list[Part
             pick = np.minimum if m.kind is MeasureKind.MIN else np.maximum
             hx, hy = x.nn > 0, y.nn > 0
             is_f = x.value.dtype.kind == "f"
-            a, b = (float_key(x.value), float_key(y.value)) if is_f else (x.value, y.value)
-            value = np.where(hx & hy, pick(a, b), np.where(hx, a, b))
+            u, v = (float_key(x.value), float_key(y.value)) if is_f else (x.value, y.value)
+            value = np.where(hx & hy, pick(u, v), np.where(hx, u, v))
             value = key_float(value) if is_f else value
         else:
             value = _exact(x.value) + _exact(y.value)
@@ -145,6 +147,7 @@ _COUNTS = (MeasureKind.COUNT_STAR, MeasureKind.COUNT)
 
 def _column_partial(plan: Plan, m: Measure, tally: Tally, vals: np.ndarray, ok: np.ndarray,
                     ar: Arith) -> Partial:
+    assert m.symbol is not None and m.column is not None  # Plan validation: a column measure binds both
     pairs = tally.pairs[m.symbol]
     nn = seg_sum(np.where(ok, pairs, 0).astype(pairs.dtype), tally.bounds, ar)
     if m.kind in (MeasureKind.MIN, MeasureKind.MAX):

@@ -207,4 +207,5 @@ def pairs_with(fw: list[np.ndarray], bw: list[np.ndarray], ar: Arith, tl: Timeli
     pairs = [ar.mul(f, g) for f, g in zip(fw, bw)]
     if tl is None or tl.inv is None:
         return pairs
+    assert pat is not None, "pairs on a weighted timeline need the pattern"
     return [tl.unweigh(sym, p, ar) for sym, p in zip(pat.symbols, pairs)]

@@ -19,13 +19,16 @@ from udafs.kernels.timeline import Timeline
 from udafs.plan import Plan
 
 
-def add_pairs(acc: dict[int, np.ndarray], tl: Timeline, pat: Pattern, pairs: list[np.ndarray],
+def add_pairs(acc: dict[int, np.ndarray], tl: Timeline, pat: Pattern, pairs: list[np.ndarray] | None,
               ar: Arith, sign: int = 1, to_base: bool = False) -> None:
     """Add (``sign`` 1) or subtract (-1) a run's per-position pair counts into ``acc``.
 
     ``acc`` arrays are indexed by the rows of ``tl``, or with ``to_base`` by its
-    origin rows (replicated rows then add up onto their base row).
+    origin rows (replicated rows then add up onto their base row). ``pairs`` is a
+    :class:`~udafs.kernels.passes.Run`'s, from a run asked for them.
     """
+    if pairs is None:
+        raise ValueError("add_pairs needs a run with pair counts (need_pairs=True)")
     for sym, p in zip(pat.symbols, pairs):
         if sym not in acc:
             continue
@@ -33,6 +36,7 @@ def add_pairs(acc: dict[int, np.ndarray], tl: Timeline, pat: Pattern, pairs: lis
         if not to_base:
             acc[sym][rows] = ar.add(acc[sym][rows], p) if sign > 0 else acc[sym][rows] - p
         else:
+            assert tl.origin is not None, "to_base needs a timeline of replicated rows"
             np.add.at(acc[sym], tl.origin[rows], p if sign > 0 else -p)
 
 
@@ -73,7 +77,7 @@ def window_ranges(plan: Plan, ts: np.ndarray, k_range: tuple[int, int] | None = 
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The windows holding a row of the sorted ``ts`` (numbers k, within ``k_range``) and
     each window's rows as the index range ``[starts, ends)``."""
-    w, s = plan.within, plan.slide
+    w, s = plan.sliding
     k = sliding_windows(ts, w, s)
     if k_range is not None:
         k = k[(k >= k_range[0]) & (k < k_range[1])]
@@ -98,6 +102,7 @@ def _window_batch(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: Sequence[C
     """Partials of the windows whose rows are ``[starts, ends)`` (all non-empty)."""
     symbols = measure_symbols(plan)
     tl = range_timeline(ts, mask, starts, ends)
+    assert tl.origin is not None  # range_timeline's rows are copies of the caller's
     pat = Pattern.of(plan)
     r = _edge_weighted_run(tl, pat, plan.negations[0], plan.negations[-1], ar, bool(symbols))
     acc = new_acc(symbols, tl.n, ar)

@@ -110,6 +110,7 @@ def copies(plan: Plan, ev: Events, ar: Arith) -> Expanded:
         raise UncertainTimeError(f"the events expand into {total} (event, possible time) pairs, more than "
                                  f"{MAX_ROWS} per partition; use a coarser STEP or narrower intervals")
     take = take[np.argsort(ev.lo[take], kind="stable")]
+    assert plan.uncertain is not None  # only plans with uncertain times expand
     event, ts = _rows_by_offset(take, ev.lo[take], ev.n[take], plan.uncertain)
     order = np.argsort(ts, kind="stable")  # merges the sorted runs of _rows_by_offset
     ts, event = ts[order], event[order]
@@ -159,6 +160,7 @@ def _merged(plan: Plan, ev: Events, ar: Arith) -> Expanded | None:
     difference arrays (copies are then cheaper)."""
     take = timeline_events(plan, ev)
     masks, s = row_masks(plan, ev), plan.uncertain
+    assert s is not None  # only plans with uncertain times expand
     point = take[ev.n[take] == 1]
     wide = take[ev.n[take] > 1]
     residues = _small_unique(ev.lo[wide] % s)[0] if len(wide) else np.zeros(0, dtype=np.int64)

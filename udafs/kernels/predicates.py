@@ -40,7 +40,7 @@ from udafs.kernels.options import DEFAULT, KernelOptions, Method, WithinPath
 from udafs.kernels.paths import add_pairs, new_acc
 from udafs.kernels.segments import batches, range_timeline, sliding_windows
 from udafs.kernels.timeline import Timeline
-from udafs.plan import CmpOp, Plan, Strategy
+from udafs.plan import CmpOp, Plan, Predicate, Strategy
 
 
 class MethodChoice(NamedTuple):
@@ -152,11 +152,12 @@ def choose(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: Sequence[Column])
         d = predpass.condensation_degree(n_values, n_rows)
         if worst is None or d > worst[0]:
             worst = (d, predpass.pick_method(p.op, n_values, n_rows), n_values)
+    assert worst is not None  # the plan has predicates
     d, method, n_values = worst
     return MethodChoice(method, d, f"{n_values} distinct compared values")
 
 
-def _distinct(plan: Plan, p: object, mask: np.ndarray, cols: Sequence[Column]) -> tuple[int, int]:
+def _distinct(plan: Plan, p: Predicate, mask: np.ndarray, cols: Sequence[Column]) -> tuple[int, int]:
     """Distinct non-NULL compared values of predicate ``p`` and the rows they come from."""
     fl = compare.is_float(plan, (p.offset, p.left_offset), p.left_column, p.right_column)
     keys = []
@@ -180,7 +181,7 @@ def check_ranks(ts: np.ndarray, rank: np.ndarray) -> None:
         raise NotVectorised("contiguity ranks too wide")
 
 
-def _enumerated_side(plan: Plan, p: object, mask: np.ndarray,
+def _enumerated_side(plan: Plan, p: Predicate, mask: np.ndarray,
                      cols: Sequence[Column]) -> tuple[bool, np.ndarray, np.ndarray, int]:
     """Which side of predicate ``p`` to enumerate (True: left) — the one with fewer distinct
     non-NULL keys among its element's rows — its keys over all rows, its distinct values,
@@ -195,6 +196,7 @@ def _enumerated_side(plan: Plan, p: object, mask: np.ndarray,
         values = np.unique(keys[sel])
         if best is None or len(values) < len(best[2]):
             best = (left, keys, values, int(sel.sum()))
+    assert best is not None  # two sides
     return best
 
 
@@ -256,10 +258,12 @@ def evaluate(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column], a
     batched = _batched_triples(plan, base, ts, mask, cols, ar, enumerated, options)
     if batched is not None:
         return batched
-    parts, starts = None, None
+    parts: list[Partial] | None = None
+    starts = None
     for row_ok in _combos(plan, enumerated, mask, cols):
         got, starts = _evaluate_once(base, ts, mask, cols, ar, rank, row_ok, options)
         parts = got if parts is None else combine(plan, parts, got)
+    assert parts is not None  # at least one combination of enumerated values
     return parts, starts
 
 
@@ -279,9 +283,9 @@ def _batched_triples(plan: Plan, base: Plan, ts: np.ndarray, mask: np.ndarray, c
     combos = list(_combos(plan, enumerated, mask, cols))
     forced = options.within_path
     if forced is WithinPath.ANCHORED or (forced is None and not _triples_pay(
-            sum(triples.replicated_rows(base, ts, mask, r) for r in combos), len(ts) * len(combos), base.within)):
+            sum(triples.replicated_rows(base, ts, mask, r) for r in combos), len(ts) * len(combos), base.window)):
         return None
-    w, t0 = base.within, int(ts[0])
+    w, t0 = base.window, int(ts[0])
     gap = ((int(ts[-1]) - t0) // w + 3) * w
     if gap * (len(combos) + 1) >= 2**62:
         return None
@@ -369,7 +373,7 @@ def within_path(plan: Plan, ts: np.ndarray, mask: np.ndarray, pp: predpass.PredP
         return WithinPath.ANCHORED
     if forced is not None:
         return forced
-    pays = _triples_pay(triples.replicated_rows(plan, ts, mask, pp.row_ok), len(ts), plan.within)
+    pays = _triples_pay(triples.replicated_rows(plan, ts, mask, pp.row_ok), len(ts), plan.window)
     return WithinPath.TRIPLES if pays else WithinPath.ANCHORED
 
 
@@ -411,7 +415,7 @@ def _anchored(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column], 
     lead_t = ts[(mask & plan.negations[0]) != 0] if plan.negations[0] else None
     if lead_t is not None and not len(lead_t):
         lead_t = None
-    total = 0
+    total: int | float = 0
     for a, b in batches(ends - starts):
         tl = range_timeline(ts, mask, starts[a:b], ends[a:b])
         seg_anchor = anchors[a:b]
@@ -436,7 +440,7 @@ def _sliding(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column], a
              rank: np.ndarray | None, row_ok: tuple | None,
              method: Method | None) -> tuple[list[Partial], np.ndarray]:
     """SLIDE: every window holding a row is a segment of a replicated timeline (as paths.sliding)."""
-    w, s = plan.within, plan.slide
+    w, s = plan.sliding
     k = sliding_windows(ts, w, s)
     starts = np.searchsorted(ts, k * s, "left")
     ends = np.searchsorted(ts, k * s + w, "left")
@@ -452,6 +456,7 @@ def _sliding(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column], a
         acc = new_acc(symbols, tl.n, ar)
         if symbols:
             add_pairs(acc, tl, pp.pat, r.pairs, ar)
+        assert tl.origin is not None  # range_timeline's rows are copies of the caller's
         parts.append(partials(plan, Tally(r.totals, tl.origin, tl.bounds, acc), cols, ar))
     if not parts:
         tally = Tally(ar.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64), new_acc(symbols, 0, ar))

@@ -21,7 +21,7 @@ independent prefix (ending at r) and suffix (starting at r): ``F_i[r]·B_i[r]`` 
 
 from __future__ import annotations
 
-from typing import NamedTuple, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
@@ -153,8 +153,9 @@ def forward(tl: Timeline, pp: PredPattern, cols: Sequence[Column], ar: Arith,
             else:
                 entry = predicate_step(tl, prev, sym, step, cols, out[-1], lo, hi, ar, base, pp.method)
         entry = tl.weigh(sym, entry, ar)  # weighted timelines (imprecise timestamps)
-        if pp.row_ok is not None and pp.row_ok[i] is not None:  # fixed values of enumerated predicates
-            entry = ar.asarray(np.where(pp.row_ok[i][base[tl.rows(sym)]], entry, 0))
+        ok = None if pp.row_ok is None else pp.row_ok[i]
+        if ok is not None:  # fixed values of enumerated predicates
+            entry = ar.asarray(np.where(ok[base[tl.rows(sym)]], entry, 0))
         if pat.kleene[i]:
             chain = pp.chains[i]
             if pp.rank is not None:
@@ -336,14 +337,14 @@ class _Fenwick:
             self.touched.append(i)
             i += i & -i
 
-    def prefix(self, i: int) -> object:
+    def prefix(self, i: int) -> Any:  # int, float or Fraction: the number system's
         s = 0
         while i > 0:
             s += self.tree[i]
             i -= i & -i
         return s
 
-    def range(self, a: int, b: int) -> object:
+    def range(self, a: int, b: int) -> Any:
         return self.prefix(b) - self.prefix(a) if b > a else 0
 
 

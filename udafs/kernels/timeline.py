@@ -13,7 +13,7 @@ negation-limited predecessor ranges.
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -46,7 +46,7 @@ class Timeline:
         self.weight, self.inv, self.group = weight, inv, group
         self.n = len(ts)
         self.n_seg = len(self.bounds) - 1
-        self._cache: dict[object, np.ndarray] = {}
+        self._cache: dict[object, Any] = {}  # arrays, flags and tuples of arrays, by name
         self._reversed: Timeline | None = None  # the reversed twin, owned by this timeline
         self._origin_ref: weakref.ref[Timeline] | None = None  # a reversed twin's way back
 

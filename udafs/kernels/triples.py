@@ -75,7 +75,7 @@ def count(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: Sequence[Column], 
           pp: predpass.PredPattern) -> int | float:
     """Matches of a plan :func:`fits` accepts (rows sorted by ts; ``pp`` without ``within2``,
     ``pp.row_ok`` the per-position filters of enumerated predicates)."""
-    w = plan.within
+    w = plan.window
     st1, st2 = pp.steps
     sym = pp.pat.symbols
     A = _members(0, sym[0], mask, cols, pp.row_ok, [st1.prev] if st1 else [])
@@ -130,9 +130,10 @@ def _intervals(st1: predpass.Step | None, st2: predpass.Step | None, A: np.ndarr
     for p in parts:  # both E2 keys must order the g rows alike (same column: always)
         if (np.diff(p[order]) < 0).any():
             raise NotTriple("the two predicates order E2's rows differently")
-    ivl_a = _rank_intervals(st1.op, _keys(A, st1.prev, cols), k1[order][new], n_gr) if st1 else []
+    ivl_a = _rank_intervals(st1.op, _keys(A, st1.prev, cols), k1[order][new], n_gr) if st1 and k1 is not None else []
     # P2: key2(g) OP key(c)  <=>  key(c) mirrored(OP) key2(g)
-    ivl_c = _rank_intervals(st2.op.mirrored(), _keys(C, st2.nxt, cols), k2[order][new], n_gr) if st2 else []
+    ivl_c = (_rank_intervals(st2.op.mirrored(), _keys(C, st2.nxt, cols), k2[order][new], n_gr)
+             if st2 and k2 is not None else [])
     return grank, n_gr, ivl_a, ivl_c
 
 
@@ -154,6 +155,7 @@ class _Side:
         self.ar, self.step = ar, step
         if step is None:
             return
+        assert g_keys is not None  # a step compares with E2's keys
         x_keys = _keys(rows, getattr(step, x_side), cols)
         ok_x, ok_g = np.ones(len(x_keys), dtype=bool), np.ones(len(g_keys), dtype=bool)
         rx, self.rg, self.n_r = predpass.dense_ranks(x_keys, ok_x, g_keys, ok_g)
@@ -173,8 +175,12 @@ class _Side:
         return out
 
 
+_StepKeys = tuple["predpass.Step | None", "np.ndarray | None"]  # a step of the chain and E2's keys for it
+
+
 def _crossing(ts: np.ndarray, w: int, A: np.ndarray, G: np.ndarray, C: np.ndarray, grank: np.ndarray, n_gr: int,
-              ivl_a: list, ivl_c: list, step1: tuple, step2: tuple, cols: Sequence[Column], ar: Arith) -> int | float:
+              ivl_a: list, ivl_c: list, step1: _StepKeys, step2: _StepKeys, cols: Sequence[Column],
+              ar: Arith) -> int | float:
     """Matches with a in block k and c in block k + 1 (``u(c) < u(a)``), by trie levels
     (``step1`` / ``step2``: each step, or None, with E2's keys for it)."""
     blk = ts // w
@@ -190,7 +196,7 @@ def _crossing(ts: np.ndarray, w: int, A: np.ndarray, G: np.ndarray, C: np.ndarra
     right = _Side(C, *step2, "nxt", cols, ar)
     g_tree = Dominance(grank, ar.ones(len(G)), n_gr, ar)
     gi = np.arange(len(G))
-    total = 0
+    total: int | float = 0
     levels = (n_u - 1).bit_length()
 
     def at(rank: np.ndarray) -> np.ndarray:  # u offset of a (clipped) rank
@@ -222,7 +228,11 @@ def _middle(s: int, n_u: int, u_ext: np.ndarray, w: int, r_a: np.ndarray, b_a: n
     """Σ over the bands of one level of Σ_{g ∈ M} L(g)·R(g) (g strictly between X and Y)."""
     in_x = ((r_a >> s) & 1) == 1
     in_y = ((r_c >> s) & 1) == 0
-    blk, node, pos, d_l, d_r = [], [], [], [], []
+    blk: list[np.ndarray] = []
+    node: list[np.ndarray] = []
+    pos: list[np.ndarray] = []
+    d_l: list[np.ndarray] = []
+    d_r: list[np.ndarray] = []
 
     def add(sel: np.ndarray, bk: np.ndarray, nd: np.ndarray, ivls: list, n: int, is_left: bool) -> None:
         if not ivls:

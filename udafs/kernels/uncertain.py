@@ -213,6 +213,7 @@ def _instance_times(plan: Plan, ev: Events, sym: int) -> np.ndarray:
 def negated_events(plan: Plan, ev: Events, neg: int) -> Negated:
     """Every instance of the symbols in ``neg`` as events (point ones with one time)."""
     k = np.flatnonzero(ev.mask & neg)
+    assert plan.uncertain is not None  # only plans with uncertain times get here
     return Negated.of(ev.lo[k], ev.n[k], plan.uncertain)
 
 
@@ -279,10 +280,10 @@ def _blocks(plan: Plan, ev: Events, ex: Expanded, ar: Arith) -> Tally:
     acc = new_acc(measure_symbols(plan), n, ar)
     if not n:
         return _tally(plan, ev, ex, ar.zeros(1), acc, ar)
-    blk = ex.ts // plan.within
+    blk = ex.ts // plan.window
     cuts = np.flatnonzero(blk[1:] != blk[:-1]) + 1
     tl = timeline(ex, np.arange(n), np.concatenate(([0], cuts, [n])), {}, False)
-    count = within_path.positive_count(tl, Pattern.of(plan), plan.within, ar, acc)
+    count = within_path.positive_count(tl, Pattern.of(plan), plan.window, ar, acc)
     counts = ar.zeros(1)
     counts[0] = count
     return _tally(plan, ev, ex, counts, acc, ar)
@@ -346,7 +347,8 @@ def sliding(plan: Plan, ev: Events, ex: Expanded, cols: Sequence[Column], ar: Ar
     Window-local leading / trailing negation: no negated event in ``[ws, first)`` /
     ``(last, ws + w)``, as start / end weights.
     """
-    w, s = plan.within, plan.slide
+    w, s = plan.sliding
+    assert ex.event is not None  # SLIDE is never merged (possible_times.mergeable): one row per copy
     k = sliding_windows(np.sort(_all_times(plan, ev)), w, s)
     starts = np.searchsorted(ex.ts, k * s, "left")
     ends = np.searchsorted(ex.ts, k * s + w, "left")
@@ -355,7 +357,9 @@ def sliding(plan: Plan, ev: Events, ex: Expanded, cols: Sequence[Column], ar: Ar
     nonempty = np.flatnonzero(ends > starts)
     gaps, (lead, trail) = _gap_events(plan, ev), _edge_events(plan, ev)
     pat = Pattern.of(plan)
-    slots, seg_bounds, acc_parts = [], [], {sym: [] for sym in symbols}
+    slots: list[np.ndarray] = []
+    seg_bounds: list[tuple[np.ndarray, np.ndarray]] = []
+    acc_parts: dict[int, list[np.ndarray]] = {sym: [] for sym in symbols}
     for a, b in batches(ends[nonempty] - starts[nonempty]):
         win = nonempty[a:b]
         idx, bounds = concat_ranges(starts[win], ends[win])

@@ -27,7 +27,7 @@ Edge negations (leading / trailing) become start / end weights of the same kind
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 import numpy as np
 
@@ -155,7 +155,7 @@ def outside(neg: Negated, a: np.ndarray, b: np.ndarray, ar: Arith, closed: bool 
 
 
 def seg_search(seg_rows: np.ndarray, t_rows: np.ndarray, seg_q: np.ndarray, t_q: np.ndarray,
-               side: str) -> np.ndarray:
+               side: Literal["left", "right"]) -> np.ndarray:
     """``searchsorted`` of (segment, time) queries among rows sorted by (segment, time)."""
     if not len(t_rows):
         return np.zeros(len(t_q), dtype=np.int64)

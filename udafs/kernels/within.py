@@ -41,10 +41,10 @@ def within_blocks(plan: Plan, ts: np.ndarray, mask: np.ndarray, ar: Arith, symbo
     rows, bounds = np.arange(n), np.array([0, n])
     if not n:
         return Tally(ar.zeros(1), rows, bounds, acc)
-    tl = block_timeline(ts, mask, plan.within)
+    tl = block_timeline(ts, mask, plan.window)
     pat = Pattern.of(plan)
     start = None if first is None else ar.asarray(in_range(tl.ts[tl.rows(pat.symbols[0])], first))
-    count = positive_count(tl, pat, plan.within, ar, acc, start)
+    count = positive_count(tl, pat, plan.window, ar, acc, start)
     if plan.has_edge_negation:
         count = edge_correction(plan, ts, mask, ar, acc, count, first)
     if ar.kind is Kind.INT and not count < LIMIT:
