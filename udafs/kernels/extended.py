@@ -97,7 +97,7 @@ def evaluate_extended(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[C
     if plan.slide is None:
         totals = [_state_dp(plan, ts, mask, cols, rank, 0, len(ts), chans, _group_edges(plan, ts, mask))]
         return _partials(plan, totals), None
-    w, s = plan.within, plan.slide
+    w, s = plan.sliding
     k = sliding_windows(ts, w, s)
     los = np.searchsorted(ts, k * s, "left")
     his = np.searchsorted(ts, k * s + w, "left")
@@ -139,13 +139,15 @@ def _partials(plan: Plan, totals: Sequence[list]) -> list[Partial]:
             out.append(Partial(c, c))
             continue
         nn = _counts(plan, [t[1 + nn_slot] for t in totals])
-        is_float = plan.columns[m.column] is ValueType.FLOAT
+        assert m.column is not None  # a measure with a value channel reads a column
+        column_type = plan.columns[m.column]
+        is_float = column_type is ValueType.FLOAT
         raw = [t[1 + val] for t in totals]
         if m.kind in (MeasureKind.SUM, MeasureKind.AVG):
             value = np.array(raw, dtype=np.float64) if is_float else _counts(plan, raw, signed=True)
             out.append(Partial(value, nn))
             continue
-        wide = plan.columns[m.column] is ValueType.DECIMAL  # unscaled DECIMAL(38, s) integers: Python ints
+        wide = column_type is ValueType.DECIMAL  # unscaled DECIMAL(38, s) integers: Python ints
         keys = np.array([0 if v is None else v for v in raw] + [0], dtype=object if wide else np.int64)[:-1]
         out.append(Partial(key_float(keys) if is_float else keys, nn))
     return out
