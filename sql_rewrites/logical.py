@@ -152,6 +152,12 @@ class MatchAggregateQuery:
         """The operator's alias (``AS m``), or ``""``."""
         return self.node.alias
 
+    def reads_table(self, name: str) -> bool:
+        """True when the operator's source is the table or view ``name`` itself (case-insensitive),
+        not a subquery or join."""
+        source = self.node.this
+        return isinstance(source, exp.Table) and source.name.casefold() == name.casefold()
+
     @property
     def single_plan(self) -> Plan:
         """The plan of an operator that is no E-Cube (whose plan is a MultiPlan)."""
