@@ -56,7 +56,6 @@ from sparkseq.scripts import (
     check_literal_setting,
     check_script,
     compile_statement,
-    created_relations,
     run_script,
 )
 from sparkseq.session import is_session
@@ -65,6 +64,7 @@ from sql_rewrites.hierarchy import HierarchyResolver
 from sql_rewrites.hierarchy_statements import CreateHierarchy, parse_hierarchy_statement
 from sql_rewrites.rewriter import split_statements
 from sql_rewrites.schema import Catalog, ColumnTypes, SchemaProvider
+from sql_rewrites.statement_effects import created_relations
 
 Source = Union[SparkSession, SchemaProvider, None]
 
