@@ -236,7 +236,8 @@ def _measure(spec: EngineInput, j: int, total: exp.Expr, keys: list[exp.Expr]) -
     m = plan.measures[j]
     value: exp.Expr = total.copy()
     if m.kind is MeasureKind.COUNT:
-        value = _times(value, exp.cast(exp.Literal.number(len(plan.positions_of[m.symbol])), DECIMAL))
+        positions = sum(e.symbol == m.symbol for e in plan.elements)
+        value = _times(value, exp.cast(exp.Literal.number(positions), DECIMAL))
     value = exp.Coalesce(this=value, expressions=[_zero(DECIMAL)])
     if plan.count_type is CountType.DOUBLE:
         return exp.cast(value, "DOUBLE")
