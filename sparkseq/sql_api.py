@@ -48,7 +48,7 @@ from pyspark.sql import DataFrame, SparkSession
 from sparkseq import hierarchies as registry
 from sparkseq import live
 from sparkseq.catalog import PendingRelation, SessionSchemas
-from sparkseq.execution_paths import PathReplacer, decide
+from sparkseq.execution_paths import PathReplacer, decide, planned_replacer
 from sparkseq.explaining import LIVE_VIEW_PREFIX, describe_statement
 from sparkseq.placeholders import format_text
 from sparkseq.registration import engine_function, engine_function_name
@@ -226,7 +226,8 @@ def explain(source: Source, text: str | None = None, *, hierarchies: HierarchyRe
             continue
         schemas = _pending_aware(source, created)
         resolver = registry.resolver(session, hierarchies, overlay)
-        replace = live.replacer(session, text, register=False) if session is not None else None
+        replace = planned_replacer(session, live.replacer(session, text, register=False) if session is not None
+                                   else None)
         try:
             explained = compile_statement(text, statement, schemas, resolver, engine_function_name, pretty=True,
                                           replace=replace)
