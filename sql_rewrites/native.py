@@ -130,7 +130,7 @@ def native_query(spec: EngineInput, source: exp.Expr) -> exp.Select:
     roles = engine_roles(spec)
     names = _Names(roles, plan.length)
     events, _ = engine_events(spec, source)
-    keys = [exp.column(n) for n, _ in spec.keys] or [exp.column(roles.all_rows)]
+    keys: list[exp.Expr] = [exp.column(n) for n, _ in spec.keys] or [exp.column(roles.all_rows)]
     over = _Frames(keys, roles.ts, arithmetic(plan))
     layer = _flags(plan, events, roles, names, over.arithmetic)
     for depth in range(1, plan.length - 1):

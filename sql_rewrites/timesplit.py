@@ -43,8 +43,8 @@ from sql_rewrites.generate import (
     output_select,
     sanitize,
 )
-from sql_rewrites.sql_types import DType
 from sql_rewrites.native import native_shape
+from sql_rewrites.sql_types import DType
 from udafs.kernels.timesplit import splittable
 from udafs.plan import Plan
 
@@ -138,9 +138,9 @@ def choose_path(plan: Plan, big_keys: list[KeyStatistics] | None, forced: Path |
     :func:`statistics_threshold` rows.
 
     Native whenever :func:`native_reason` allows it (``ansi``: Spark's ANSI arithmetic is
-    on, so that an overflow raises); otherwise time split when a key exceeds ``split_rows`` and its span holds :data:`MIN_CHUNKS`
-    chunks of twice the window; otherwise streaming when a key exceeds ``stream_rows``
-    (too big for one worker's memory); otherwise grouped. ``big_keys`` None means no
+    on, so that an overflow raises); otherwise time split when a key exceeds ``split_rows``
+    and its span holds :data:`MIN_CHUNKS` chunks of twice the window; otherwise streaming
+    when a key exceeds ``stream_rows`` (too big for one worker's memory); otherwise grouped. ``big_keys`` None means no
     statistics were collected (none needed). ``forced`` picks the path for tests and
     benchmarks; forcing a path the plan cannot take raises ValueError.
     """

@@ -27,7 +27,8 @@ def variant(**changes: object) -> Plan:
     (variant(elements=(Element(0), Element(1, kleene=True), Element(2))), "Kleene"),
     (variant(negations=(0, 0, 2, 0)), "negated"),
     (variant(strategy=Strategy.SKIP_TILL_NEXT_MATCH), "skip-till-next-match"),
-    (variant(measures=(Measure(MeasureKind.MAX, 0, 0, "x"),), columns=(ValueType.INT,)), "COUNT measures only, not MAX"),
+    (variant(measures=(Measure(MeasureKind.MAX, 0, 0, "x"),), columns=(ValueType.INT,)),
+     "COUNT measures only, not MAX"),
 ], ids=["slide", "kleene", "negation", "strategy", "max"])
 def test_unsupported_shapes_name_the_reason(plan: Plan, reason: str) -> None:
     assert reason in (native_shape(plan) or "")
