@@ -213,8 +213,10 @@ def native_reason(plan: Plan, ansi: bool = True, forced: bool = False) -> str | 
     if not ansi:
         return "the native path needs ANSI arithmetic (spark.sql.ansi.enabled) so that an overflow raises"
     if not forced and plan.length > NATIVE_AUTO_LENGTH:
+        pays = (f"native pays up to length {NATIVE_AUTO_LENGTH}" if NATIVE_AUTO_LENGTH
+                else "slower than the kernel path at every length measured")
         return (f"a pattern of {plan.length} element(s) costs more natively than on the kernel path "
-                f"(measured: native pays up to length {NATIVE_AUTO_LENGTH}; sparkseq.path=native forces it)")
+                f"({pays}, docs/engine.md; sparkseq.path=native forces it)")
     return None
 
 
