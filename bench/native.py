@@ -31,13 +31,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pyspark.sql import SparkSession  # noqa: E402
 
 import sparkseq  # noqa: E402
+from spark_e2e import WINDOW_MICROS, write_events  # noqa: E402  (bench/ is on sys.path as a script)
 from sparkseq.execution_paths import PATH_CONF  # noqa: E402
-from sparkseq.session import scratch_dir  # noqa: E402
 from sparkseq.sql_api import sql  # noqa: E402
-from timing import median_time  # noqa: E402  (bench/ is on sys.path when run as a script)
+from timing import median_time  # noqa: E402
 
-WINDOW_MICROS = 600_000_000
-START = 1_714_521_600_000_000  # 2024-05-01 00:00:00 UTC in microseconds
 SYMBOLS = "ABCDE"
 MATCH = """SELECT k, n FROM events MATCH_AGGREGATE (
   PARTITION BY k ORDER BY ts PATTERN SEQ({pattern}) TYPE BY type
@@ -47,15 +45,7 @@ FLOOR = "SELECT k, count(*) AS n FROM events GROUP BY k"
 
 def generate(spark: SparkSession, events: int, keys: int, per_window: int) -> str:
     """Write the event table once (module docstring), register it as ``events``; return its path."""
-    span = max(1, events // keys) * WINDOW_MICROS // per_window  # time range of one key
-    path = scratch_dir() / f"bench-native-{events}-{keys}-{per_window}.parquet"
-    if not path.exists():
-        spark.range(events).selectExpr(
-            f"id % {keys} AS k",
-            f"timestamp_micros({START} + pmod(xxhash64(id), {span})) AS ts",
-            f"element_at(array({', '.join(repr(s) for s in SYMBOLS)}), "
-            f"CAST(pmod(xxhash64(id, 7), {len(SYMBOLS)}) AS INT) + 1) AS type",
-        ).write.mode("overwrite").parquet(str(path))
+    path = write_events(spark, events, keys, per_window, symbols=SYMBOLS, label="native")
     spark.read.parquet(str(path)).createOrReplaceTempView("events")
     return str(path)
 
