@@ -66,6 +66,7 @@ from sparkseq import statistics, workloads  # noqa: E402
 from sparkseq.session import JIT_HUGE_METHODS, default_conf, scratch_dir  # noqa: E402
 from sparkseq.workloads import collect_workload, plan_workload, release_workload  # noqa: E402
 from sql_rewrites import sharing  # noqa: E402
+from sql_rewrites.shared import symbol_keys  # noqa: E402
 
 START = 1_714_550_400  # 2024-05-01 08:00 UTC, seconds
 GRID = 6  # streets: a GRID x GRID grid of intersections, named S<row><col>
@@ -152,7 +153,7 @@ def run(spark: SparkSession, kind: str, count: int) -> None:
     began = time.perf_counter()
     stats = statistics.collect(spark, group)
     t_stats = time.perf_counter() - began
-    keys = statistics.symbol_keys(group)
+    keys = symbol_keys(group)
     began = time.perf_counter()
     chosen = sharing.optimize([sharing.query_from_plan(f"q{i}", p, keys) for i, p in enumerate(group.plan.plans)],
                               stats)
@@ -203,18 +204,18 @@ def _group_input(spark: SparkSession, kind: str, count: int) -> tuple[object, li
 def kernel(spark: SparkSession, kind: str, count: int) -> None:
     """The group's engine call alone (no Spark), same input, same run: one by one; shared
     timelines and prefixes (PreTree); and also suffixes (Chop-Connect at one element)."""
-    from udafs.kernels import many, pretree
+    from udafs.kernels import many
+    from udafs.kernels.options import KernelOptions
 
     group, parts = _group_input(spark, kind, count)
-    modes = {"alone": (False, False), "prefixes": (True, False), "both": (True, True)}
+    modes = {"alone": KernelOptions(share_prefixes=False, share_suffixes=False),
+             "prefixes": KernelOptions(share_suffixes=False), "both": KernelOptions()}
     times: dict[str, list[float]] = {}
     answers = {}
     for mode in [*modes, *modes]:
-        many.SHARE_PREFIXES, pretree.SHARE_SUFFIXES = modes[mode]
         began = time.perf_counter()
-        answers[mode] = [many.evaluate_many(group.plan, t, m) for t, m in parts]
+        answers[mode] = [many.evaluate_many(group.plan, t, m, options=modes[mode]) for t, m in parts]
         times.setdefault(mode, []).append(time.perf_counter() - began)
-    many.SHARE_PREFIXES, pretree.SHARE_SUFFIXES = True, True
     assert all(_same(a, b) for mode in ("prefixes", "both") for x, y in zip(answers["alone"], answers[mode])
                for a, b in zip(x, y)), "sharing changed a result"
     alone, pre, both = (min(times[m]) for m in modes)
@@ -230,7 +231,7 @@ def middle(spark: SparkSession, kind: str, count: int) -> None:
 
     group, parts = _group_input(spark, kind, count)
     plans = group.plan.plans
-    keys = statistics.symbol_keys(group)
+    keys = symbol_keys(group)
     chosen = sharing.optimize([sharing.query_from_plan(f"q{i}", p, keys) for i, p in enumerate(plans)],
                               statistics.collect(spark, group))
     middles = []  # (symbols, gaps, number of members) of each shared pattern read in a member's middle

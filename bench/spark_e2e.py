@@ -56,16 +56,26 @@ WHERE a.type = 'A' AND b.type = 'B' AND c.type = 'C'
 GROUP BY a.k"""
 
 
-def generate(spark: SparkSession, events: int, keys: int, per_window: int) -> str:
-    """Write the event table (see module docstring) and register it as a view; return its name."""
+def write_events(spark: SparkSession, events: int, keys: int, per_window: int, *, symbols: str = "ABC",
+                 label: str = "e2e") -> Path:
+    """Write ``events`` rows ``(k, ts, type)`` once as Parquet in the scratch directory and
+    return the path: ``keys`` keys, about ``per_window`` events per key per 10 minutes,
+    ``type`` one of the letters of ``symbols`` (``label`` names the file)."""
     span = max(1, events // keys) * WINDOW_MICROS // per_window  # time range of one key
-    path = scratch_dir() / f"bench-e2e-{events}-{keys}-{per_window}.parquet"
+    path = scratch_dir() / f"bench-{label}-{events}-{keys}-{per_window}.parquet"
     if not path.exists():
+        types = ", ".join(repr(s) for s in symbols)
         spark.range(events).selectExpr(
             f"id % {keys} AS k",
             f"timestamp_micros({START} + pmod(xxhash64(id), {span})) AS ts",
-            "element_at(array('A', 'B', 'C'), CAST(pmod(xxhash64(id, 7), 3) AS INT) + 1) AS type",
+            f"element_at(array({types}), CAST(pmod(xxhash64(id, 7), {len(symbols)}) AS INT) + 1) AS type",
         ).write.mode("overwrite").parquet(str(path))
+    return path
+
+
+def generate(spark: SparkSession, events: int, keys: int, per_window: int) -> str:
+    """Write the event table (see module docstring) and register it as a view; return its name."""
+    path = write_events(spark, events, keys, per_window)
     name = f"events_{events}"
     spark.read.parquet(str(path)).createOrReplaceTempView(name)
     return name

@@ -60,8 +60,9 @@ from sql_rewrites.dialect import parse_fragment
 from sql_rewrites.errors import SourcePosition, SqlParseError, SqlRewriteError, position_of
 from sql_rewrites.expressions import MatchAggregate, MatchCube, MatchPattern, MatchPatterns, MatchRollup
 from sql_rewrites.hierarchy import HierarchyResolver
-from sql_rewrites.parser import COUNT_TYPES, STRATEGIES
+from sql_rewrites.parser import COUNT_TYPES
 from sql_rewrites.rewriter import OperatorExplanation, rewrite_tree
+from udafs.plan import Strategy
 
 Duration = str | int | timedelta
 NUMBER = re.compile(r"\s*[-+]?\d+\s*")
@@ -318,7 +319,7 @@ CLAUSES: tuple[tuple[str, Callable[[_Document, Any], tuple[str, Any]]], ...] = (
     ("slide", _duration("slide")),
     ("count_type", _keyword("count_type", COUNT_TYPES)),
     ("where", _where),
-    ("strategy", _keyword("strategy", STRATEGIES)),
+    ("strategy", _keyword("strategy", Strategy.sql_choices())),
 )
 
 

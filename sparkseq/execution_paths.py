@@ -6,7 +6,10 @@ room for a key over the split threshold, one statistics job counts the rows of t
 keys above it (``GROUP BY keys HAVING COUNT(*) > T``), and
 :func:`sql_rewrites.timesplit.choose_path` decides. Session settings:
 
-* ``sparkseq.path``: ``auto`` (default), ``grouped``, ``time-split`` or ``streaming`` (tests, benchmarks);
+* ``sparkseq.path``: ``auto`` (default), ``native``, ``grouped`` (the kernel path), ``time-split`` or
+  ``streaming`` (tests, benchmarks). ``auto`` runs natively (:mod:`sql_rewrites.native`)
+  what the cost rule :data:`~sql_rewrites.timesplit.NATIVE_AUTO_LENGTH` allows (today
+  nothing: it measured slower), and only with Spark's ANSI arithmetic on;
 * ``sparkseq.streaming.rows``: keys over this many rows in a plan that cannot be split go to
   the bounded-memory streaming path (default :data:`~sql_rewrites.timesplit.STREAM_ROWS`);
 * ``sparkseq.timeSplit.splitRows`` / ``sparkseq.timeSplit.chunkRows``: the thresholds
@@ -23,6 +26,7 @@ from sparkseq.registration import stream_function, time_split_functions
 from sql_rewrites.dialect import SparkSeq
 from sql_rewrites.generate import aliased, engine_input, sanitize
 from sql_rewrites.logical import MatchAggregateQuery
+from sql_rewrites.native import native_query
 from sql_rewrites.rewriter import Replacement
 from sql_rewrites.timesplit import (
     CHUNK_ROWS,
@@ -33,6 +37,7 @@ from sql_rewrites.timesplit import (
     Path,
     PathChoice,
     choose_path,
+    native_reason,
     planned_path,
     statistics_needed,
     statistics_threshold,
@@ -41,6 +46,9 @@ from sql_rewrites.timesplit import (
 )
 
 PATH_CONF = "sparkseq.path"
+ANSI_CONF = "spark.sql.ansi.enabled"
+#: The name an operator on the native path reports in place of an engine function.
+NATIVE_NAME = "native"
 SPLIT_ROWS_CONF = "sparkseq.timeSplit.splitRows"
 CHUNK_ROWS_CONF = "sparkseq.timeSplit.chunkRows"
 STREAM_ROWS_CONF = "sparkseq.streaming.rows"
@@ -65,6 +73,11 @@ def forced_path(spark: SparkSession) -> Path | None:
     except ValueError:
         allowed = ", ".join(["auto", *(p.value for p in Path)])
         raise ValueError(f"{PATH_CONF} must be one of {allowed}, got {value!r}") from None
+
+
+def ansi_mode(spark: SparkSession) -> bool:
+    """Whether Spark's ANSI arithmetic is on (an overflow raises instead of wrapping)."""
+    return str(spark.conf.get(ANSI_CONF, "true")).strip().lower() == "true"
 
 
 def thresholds(spark: SparkSession) -> tuple[int, int, int]:
@@ -92,19 +105,20 @@ def decide(spark: SparkSession | None, query: MatchAggregateQuery, *, run_statis
         return PathChoice(Path.GROUPED, "E-Cube statements run grouped")
     if spark is None:
         return planned_path(plan)
-    forced = forced_path(spark)
+    forced, ansi = forced_path(spark), ansi_mode(spark)
     split_rows, chunk_rows, stream_rows = thresholds(spark)
-    if forced is not None or not run_statistics:
-        return planned_path(plan, forced, split_rows, chunk_rows, stream_rows)
+    if forced is not None or not run_statistics or native_reason(plan, ansi) is None:
+        return planned_path(plan, forced, split_rows, chunk_rows, stream_rows, ansi=ansi)
     threshold = statistics_threshold(plan, split_rows, stream_rows)
     size, rows = source_size(spark, query)
     if threshold is None or not statistics_needed(plan, size, split_rows, stream_rows, rows):
-        return choose_path(plan, [], None, split_rows, chunk_rows, stream_rows)
+        return choose_path(plan, [], None, split_rows, chunk_rows, stream_rows, ansi=ansi)
     try:
         keys = big_keys(spark, query, threshold)
     except Exception as exc:  # e.g. a source with parameter markers: it runs, only unmeasured
         return PathChoice(Path.GROUPED, f"statistics unavailable ({type(exc).__name__}): grouped")
-    return choose_path(plan, keys, None, split_rows, chunk_rows, stream_rows, shuffle_partitions(spark))
+    return choose_path(plan, keys, None, split_rows, chunk_rows, stream_rows, ansi=ansi,
+                       chunk_multiple=shuffle_partitions(spark))
 
 
 def source_size(spark: SparkSession, query: MatchAggregateQuery) -> tuple[int | None, int | None]:
@@ -196,9 +210,28 @@ def task_keys(spark: SparkSession, tasks: int) -> list[int] | None:
     return None
 
 
+def native_replacement(query: MatchAggregateQuery) -> tuple[exp.Expr, str]:
+    """The operator replaced by its native statement (:mod:`sql_rewrites.native`)."""
+    return aliased(query, native_query(engine_input(query), query.node.this.copy())), NATIVE_NAME
+
+
+def planned_replacer(spark: SparkSession | None, then: Replacement | None = None) -> Replacement:
+    """EXPLAIN's ``replace`` hook: the native statement where the path as planned (no
+    statistics job) is native, ``then``'s replacement first, else the rewriter's default."""
+    def replace(ordinal: int, query: MatchAggregateQuery) -> tuple[exp.Expr, str] | None:
+        earlier = then(ordinal, query) if then is not None else None
+        if earlier is not None:
+            return earlier
+        if decide(spark, query, run_statistics=False).path is Path.NATIVE:
+            return native_replacement(query)
+        return None
+    return replace
+
+
 class PathReplacer:
-    """The ``replace`` hook (:data:`sql_rewrites.rewriter.Replacement`) that runs time-split
-    statements time-split; ``choices`` records each operator's :class:`PathChoice` by ordinal."""
+    """The ``replace`` hook (:data:`sql_rewrites.rewriter.Replacement`) that runs each
+    statement on its path (native, time-split, streaming; grouped is the rewriter's
+    default); ``choices`` records each operator's :class:`PathChoice` by ordinal."""
 
     def __init__(self, spark: SparkSession, then: Replacement | None = None) -> None:
         self.spark, self.then = spark, then
@@ -211,6 +244,8 @@ class PathReplacer:
                 return earlier
         choice = decide(self.spark, query)
         self.choices[ordinal] = choice
+        if choice.path is Path.NATIVE:
+            return native_replacement(query)
         if choice.path is Path.STREAMING:
             function = stream_function(self.spark, query.plan, key_types(self.spark, query))
             return aliased(query, streaming_query(engine_input(query), function, query.node.this.copy())), function
@@ -228,14 +263,19 @@ class PathReplacer:
 
 __all__ = [
     "CHUNK_ROWS_CONF",
+    "ANSI_CONF",
+    "NATIVE_NAME",
     "PATH_CONF",
     "SPLIT_ROWS_CONF",
     "STREAM_ROWS_CONF",
     "PathReplacer",
+    "ansi_mode",
     "big_keys",
     "decide",
     "forced_path",
     "key_types",
+    "native_replacement",
+    "planned_replacer",
     "source_size",
     "thresholds",
 ]

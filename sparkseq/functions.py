@@ -45,52 +45,45 @@ of the group (also rows of no symbol); STRICT CONTIGUITY is refused here, since 
 grouped function cannot see the rest of the input (use MATCH_AGGREGATE).
 
 These are the bodies of grouped-aggregate Arrow UDFs (``arrow_udf``); Python workers
-import this module by reference. Patterns are compiled once per worker and text.
+import this module by reference. Patterns are compiled once per worker and text, by
+:mod:`sql_rewrites.seq_functions` (signatures, the pattern argument's grammar, the checks
+made before any Spark job); this module converts the Arrow arguments and results.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
-import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from fractions import Fraction
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from sqlglot import exp
 
-from sql_rewrites.errors import (
-    NegatedMeasureError,
-    NonNumericMeasureError,
-    OrderByError,
-    UnknownHierarchyError,
-    UnknownSymbolError,
-    WindowTypeMismatchError,
+from sql_rewrites.errors import NonNumericMeasureError, OrderByError, WindowTypeMismatchError
+from sql_rewrites.seq_functions import (
+    AVG,
+    COUNT,
+    MAX,
+    MIN,
+    SIGNATURES,
+    SUM,
+    Compiled,
+    FunctionArgumentError,
+    Hierarchies,
+    Signature,
+    compile_call,
 )
-from sql_rewrites.expressions import MatchPattern
-from sql_rewrites.hierarchy import ConceptHierarchy
-from sql_rewrites.parser import STRATEGIES
-from sql_rewrites.pattern import compile_type_pattern, window_micros
-from sql_rewrites.selection import strategy_from_words
 from sql_rewrites.sql_types import ORDER_TYPES_HELP, SUM_TYPES_HELP, OrderKind
-from sql_rewrites.symbols import compile_pattern
-from sql_rewrites.windows import check_slide_length, describe_length
-from sql_rewrites.windows import window_length as interval_length
-from udafs.errors import CountOverflowError, SparkSeqError
+from sql_rewrites.windows import WindowSpec, describe_length, interval_text_length
+from udafs.errors import CountOverflowError
 from udafs.kernels import GroupResult, evaluate_group
-from udafs.plan import CountType, Measure, MeasureKind, Plan, Strategy, ValueType
+from udafs.plan import MeasureKind, Strategy, ValueType
 from udafs.spark_udfs import column_arrays, unscaled
 
 MAX_EXACT_DIGITS = 18  # DECIMAL(p, s) with p <= 18 travels as an exact int64 ...
 MAX_EXACT_SCALE = 6  # ... scaled by 10^s, like MATCH_AGGREGATE (sql_rewrites.sql_types)
 TIMESTAMP_UTC = pa.timestamp("us", tz="UTC")
-
-
-class FunctionArgumentError(SparkSeqError, ValueError):
-    """A BI function was called with unusable arguments (named in the message)."""
 
 
 class FunctionOverflowError(CountOverflowError):
@@ -105,183 +98,13 @@ class FunctionOverflowError(CountOverflowError):
         self.what, self.value_digits, self.target, self.partition = exc.what, exc.value_digits, "BIGINT", None
 
 
-@dataclass(frozen=True)
-class Signature:
-    """One ``seq_*`` function: its measure and whether it returns sliding windows."""
-
-    kind: MeasureKind
-    windows: bool = False
-
-    @property
-    def measure(self) -> str:
-        """``count``, ``sum``, ``avg``, ``min`` or ``max``: the result's name."""
-        return "count" if self.kind is MeasureKind.COUNT_STAR else self.kind.value
-
-    @property
-    def name(self) -> str:
-        """The SQL function name, e.g. ``seq_sum_windows``."""
-        return f"seq_{self.measure}" + ("_windows" if self.windows else "")
-
-    @property
-    def params(self) -> tuple[str, ...]:
-        """Parameter names, in order."""
-        names = ("ts", "type", "pattern", "within") + (("slide",) if self.windows else ())
-        return names if self.kind is MeasureKind.COUNT_STAR else names + ("symbol", "value")
-
-    @property
-    def usage(self) -> str:
-        """``seq_sum(ts, type, pattern, within, symbol, value)``."""
-        return f"{self.name}({', '.join(self.params)})"
-
-    @property
-    def value_type(self) -> str:
-        """SQL type of the measure."""
-        return "bigint" if self.kind is MeasureKind.COUNT_STAR else "double"
-
-    @property
-    def return_type(self) -> str:
-        """The function's SQL return type (DDL)."""
-        if not self.windows:
-            return self.value_type
-        return f"array<struct<window_start:timestamp,window_end:timestamp,`{self.measure}`:{self.value_type}>>"
-
-    def bind(self, args: Sequence[pa.Array]) -> dict[str, pa.Array | None]:
-        """Arguments by parameter name; ``within`` of ``seq_count`` may be left out."""
-        optional = self.kind is MeasureKind.COUNT_STAR and not self.windows
-        if len(args) != len(self.params) and not (optional and len(args) == len(self.params) - 1):
-            raise FunctionArgumentError(f"{self.usage} takes {len(self.params)} arguments"
-                                        f"{' (within is optional)' if optional else ''}, got {len(args)}")
-        return dict(zip(self.params, list(args) + [None]))
-
-
-# --- the compiled pattern of a call ------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Compiled:
-    """A plan plus what turns a type column into the plan's symbol mask."""
-
-    plan: Plan
-    values: tuple[str, ...]  # distinct type values of the pattern
-    bits: np.ndarray  # bits[i]: OR of the symbols whose type value is values[i]
-
-    def mask(self, types: pa.Array) -> np.ndarray:
-        """Per-row symbol bitmask: which symbols' type value the row's type equals."""
-        if not (pa.types.is_string(types.type) or pa.types.is_large_string(types.type)):
-            types = pc.cast(types, pa.string())
-        index = pc.index_in(types, value_set=pa.array(self.values, type=types.type))
-        index = index.fill_null(-1).to_numpy(zero_copy_only=False)
-        return np.where(index >= 0, self.bits[np.maximum(index, 0)], 0).astype(np.int64)
-
-
-#: The session's concept hierarchies as bound into the registered functions:
-#: ``((casefolded name, ((child, parent), ...)), ...)`` (hashable, picklable).
-Hierarchies = tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
-WITH_HIERARCHY = re.compile(r"^(?P<seq>.*\))\s+HIERARCHY\s+(?P<name>[^\s)]+)\s*$", re.IGNORECASE | re.DOTALL)
-
-
-WITH_STRATEGY = re.compile(r"\s+STRATEGY\s+(?P<words>[A-Za-z]+(?:\s+[A-Za-z]+)*?)(?=\s+HIERARCHY\s|\s*$)",
-                           re.IGNORECASE)
-
-
-def split_strategy(pattern: str) -> tuple[str, Strategy | None]:
-    """``'SEQ(A, B) STRATEGY SKIP TILL NEXT MATCH'`` -> (``'SEQ(A, B)'``, the strategy);
-    no suffix -> (pattern, None). The suffix may stand before or after ``HIERARCHY name``.
-
-    Raises
-    ------
-    FunctionArgumentError
-        ``STRATEGY`` followed by anything but one of the four strategies.
-    """
-    head = pattern.rfind(")") + 1
-    found = WITH_STRATEGY.search(pattern, head)
-    if found is None:
-        return pattern, None
-    try:
-        strategy = strategy_from_words(found["words"])
-    except KeyError:
-        raise FunctionArgumentError(
-            f"unknown strategy {found['words']!r} in pattern {pattern!r}; write STRATEGY followed by "
-            f"{', '.join(STRATEGIES)}") from None
-    return pattern[:found.start()] + pattern[found.end():], strategy
-
-
-def split_hierarchy(pattern: str) -> tuple[str, str | None]:
-    """``'SEQ(A, B) HIERARCHY h'`` -> (``'SEQ(A, B)'``, ``'h'``); no suffix -> (pattern, None).
-    A ``STRATEGY ...`` suffix (:func:`split_strategy`) is removed as well."""
-    pattern = split_strategy(pattern)[0]
-    found = WITH_HIERARCHY.match(pattern)
-    return (found["seq"], found["name"]) if found else (pattern, None)
-
-
-def hierarchy_of(sig: Signature, name: str, hierarchies: Hierarchies) -> ConceptHierarchy:
-    """The bound hierarchy ``name`` (case-insensitive).
-
-    Raises
-    ------
-    UnknownHierarchyError
-    """
-    for known, pairs in hierarchies:
-        if known == name.casefold():
-            return ConceptHierarchy.build(name, pairs)
-    names = ", ".join(n for n, _ in hierarchies) or "none"
-    raise UnknownHierarchyError(f"{sig.name}: unknown concept hierarchy {name} (this session's: {names}); register "
-                                "it with CREATE CONCEPT HIERARCHY or sparkseq.register_hierarchy")
-
-
-@functools.lru_cache(maxsize=512)
-def compile_call(sig: Signature, pattern: str, within: int | None, slide: int | None,
-                 symbol: str | None, value_type: ValueType | None, hierarchies: Hierarchies = ()) -> Compiled:
-    """Parse and check ``pattern`` (the compiler's errors, positions within the string).
-
-    A ``HIERARCHY name`` suffix makes every symbol a node of that bound hierarchy: it
-    matches rows whose type is the node or any node below it. A ``STRATEGY ...`` suffix
-    sets the event selection strategy; STRICT CONTIGUITY is refused (it needs the rank
-    of each row in the whole input, which a grouped function cannot see).
-    """
-    strategy = split_strategy(pattern)[1] or Strategy.SKIP_TILL_ANY_MATCH
-    if strategy is Strategy.STRICT_CONTIGUITY:
-        raise FunctionArgumentError(
-            f"{sig.name}: STRATEGY STRICT CONTIGUITY needs each event's rank in the whole input, which a grouped "
-            "function sees only for its own group; use PARTITION CONTIGUITY (contiguity within the group) or "
-            "MATCH_AGGREGATE (... STRATEGY STRICT CONTIGUITY)")
-    pattern, hierarchy_name = split_hierarchy(pattern)
-    hierarchy = hierarchy_of(sig, hierarchy_name, hierarchies) if hierarchy_name else None
-    typed = compile_type_pattern(pattern, within=within, slide=slide)
-    plan = dataclasses.replace(typed.plan, strategy=strategy)
-    if sig.kind is MeasureKind.COUNT_STAR:
-        plan = dataclasses.replace(plan, measures=(Measure(MeasureKind.COUNT_STAR, name="count"),))
-    else:
-        assert symbol is not None and value_type is not None
-        index = measured_symbol(sig, typed.pattern, pattern, symbol)
-        plan = dataclasses.replace(
-            plan, measures=(Measure(sig.kind, index, 0, sig.measure),), columns=(value_type,),
-            count_type=CountType.DECIMAL,  # exact sums of any size; rounded once to DOUBLE
-        )
-    covers: list[tuple[str, ...]] = [(v,) for v in typed.type_values]
-    if hierarchy is not None:
-        covers = [hierarchy.descendants_or_self(v) for v in typed.type_values]
-    values = tuple(dict.fromkeys(v for cover in covers for v in cover))
-    bits = np.array([sum(1 << k for k, cover in enumerate(covers) if value in cover) for value in values],
-                    dtype=np.int64)
-    return Compiled(plan, values, bits)
-
-
-def measured_symbol(sig: Signature, parsed: MatchPattern, pattern: str, symbol: str) -> int:
-    """The symbol index a measure's ``symbol`` argument names: its exact type value first,
-    else a case-insensitive match of a symbol written as a name."""
-    symbols = compile_pattern(parsed, pattern).symbols
-    found = [s for s in symbols if s.name == symbol] or [
-        s for s in symbols if not s.quoted and s.name.casefold() == symbol.casefold()]
-    if len(found) != 1:
-        names = ", ".join(s.name for s in symbols)
-        why = "names several symbols" if found else "is not a symbol of the pattern"
-        raise UnknownSymbolError(f"{sig.name}: symbol {symbol!r} {why} {pattern!r} (symbols: {names})")
-    if not found[0].positive:
-        raise NegatedMeasureError(
-            f"{sig.name}: symbol {symbol} appears only negated (!{symbol}) in {pattern!r}; a measure needs a "
-            "symbol that is bound to rows of the match")
-    return found[0].index
+def type_mask(compiled: Compiled, types: pa.Array) -> np.ndarray:
+    """Per-row symbol bitmask: which symbols' type value the row's type equals."""
+    if not (pa.types.is_string(types.type) or pa.types.is_large_string(types.type)):
+        types = pc.cast(types, pa.string())
+    index = pc.index_in(types, value_set=pa.array(compiled.values, type=types.type))
+    index = index.fill_null(-1).to_numpy(zero_copy_only=False)
+    return np.where(index >= 0, compiled.bits[np.maximum(index, 0)], 0).astype(np.int64)
 
 
 # --- argument conversion -----------------------------------------------------------------
@@ -323,8 +146,9 @@ def integral(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return unscaled(arr)
 
 
-def window_length(sig: Signature, name: str, arr: pa.Array | None, kind: OrderKind) -> int | None:
-    """``within`` / ``slide`` in engine units (µs for timestamps), checked against ``ts``."""
+def window_argument(sig: Signature, name: str, arr: pa.Array | None, kind: OrderKind) -> int | None:
+    """The ``within`` / ``slide`` argument in engine units (µs for timestamps), checked against
+    ``ts``; None when NULL or absent (:class:`WindowSpec` checks the two together)."""
     value = constant(sig, name, arr)
     if value is None or not value.is_valid:
         return None
@@ -338,7 +162,7 @@ def window_length(sig: Signature, name: str, arr: pa.Array | None, kind: OrderKi
         if not kind.takes_intervals:
             raise WindowTypeMismatchError(f"{sig.name}: ts is numeric, so {name} takes a plain number, "
                                           f"got {value.as_py()!r}")
-        return window_micros(value.as_py(), name.upper())
+        return interval_text_length(value.as_py(), name.upper())
     if pa.types.is_integer(t) or pa.types.is_decimal(t):
         if kind.takes_intervals:
             raise WindowTypeMismatchError(f"{sig.name}: ts is a timestamp, so {name} takes an interval, e.g. "
@@ -378,13 +202,13 @@ def evaluate(sig: Signature, args: Sequence[pa.Array], hierarchies: Hierarchies 
     pattern = constant(sig, "pattern", call["pattern"])
     if pattern is None or not pattern.is_valid or not isinstance(pattern.as_py(), str):
         raise FunctionArgumentError(f"{sig.usage}: pattern must be a string such as 'SEQ(A, B)'")
-    within = window_length(sig, "within", call["within"], kind)
-    slide = window_length(sig, "slide", call.get("slide"), kind)
+    within = window_argument(sig, "within", call["within"], kind)
+    slide = window_argument(sig, "slide", call.get("slide"), kind)
     if sig.windows and (within is None or slide is None):
         raise FunctionArgumentError(f"{sig.usage}: within and slide are required (not NULL)")
-    if within is not None and slide is not None:
-        clock = kind.takes_intervals
-        check_slide_length(within, slide, (describe_length(slide, clock), describe_length(within, clock)))
+    clock = kind.takes_intervals
+    shown = None if within is None or slide is None else (describe_length(within, clock), describe_length(slide, clock))
+    WindowSpec.checked(within, slide, shown=shown)
     symbol, value_type, scale, columns = None, None, 0, []
     if sig.kind is not MeasureKind.COUNT_STAR:
         named = constant(sig, "symbol", call["symbol"])
@@ -394,7 +218,7 @@ def evaluate(sig: Signature, args: Sequence[pa.Array], hierarchies: Hierarchies 
         value_type, scale, column = value_column(sig, call["value"])
         columns = [column]
     compiled = compile_call(sig, pattern.as_py(), within, slide, symbol, value_type, hierarchies)
-    mask = compiled.mask(call["type"])
+    mask = type_mask(compiled, call["type"])
     keep = ts_valid & (mask != 0)
     if compiled.plan.strategy is Strategy.PARTITION_CONTIGUITY:
         keep = ts_valid  # rows of no symbol stay (mask 0): the engine ranks every row of the group
@@ -438,10 +262,6 @@ def aggregate_windows(sig: Signature, args: Sequence[pa.Array], hierarchies: Hie
 
 
 # --- the registered bodies (type hints tell PySpark they are grouped aggregates) ---------
-
-COUNT, SUM, AVG, MIN, MAX = (Signature(k) for k in (MeasureKind.COUNT_STAR, MeasureKind.SUM, MeasureKind.AVG,
-                                                     MeasureKind.MIN, MeasureKind.MAX))
-
 
 def seq_count(*args: pa.Array) -> int:
     """``seq_count(ts, type, pattern [, within])``: the number of matches in the group."""
@@ -494,14 +314,9 @@ def seq_max_windows(*args: pa.Array) -> pa.Scalar:
 
 
 #: (signature, body) of every function, for registration.
-FUNCTIONS: tuple[tuple[Signature, object], ...] = (
-    (COUNT, seq_count), (SUM, seq_sum), (AVG, seq_avg), (MIN, seq_min), (MAX, seq_max),
-    (dataclasses.replace(COUNT, windows=True), seq_count_windows),
-    (dataclasses.replace(SUM, windows=True), seq_sum_windows),
-    (dataclasses.replace(AVG, windows=True), seq_avg_windows),
-    (dataclasses.replace(MIN, windows=True), seq_min_windows),
-    (dataclasses.replace(MAX, windows=True), seq_max_windows),
-)
+FUNCTIONS: tuple[tuple[Signature, object], ...] = tuple(zip(SIGNATURES, (
+    seq_count, seq_sum, seq_avg, seq_min, seq_max,
+    seq_count_windows, seq_sum_windows, seq_avg_windows, seq_min_windows, seq_max_windows)))
 
 
 
@@ -532,67 +347,6 @@ def _bound(sig: Signature, hierarchies: Hierarchies) -> object:
     return value
 
 
-# --- checks before any Spark job ---------------------------------------------------------
-
-BY_NAME: dict[str, Signature] = {sig.name: sig for sig, _ in FUNCTIONS}
-PLACEHOLDER_LENGTH = 1  # stands for a given WITHIN / SLIDE whose unit depends on ts's type
-
-
-def check_calls(tree: exp.Expr, resolve: Callable[[str], ConceptHierarchy] | None = None) -> None:
-    """Check the ``seq_*`` calls of a parsed statement whose arguments are literals.
-
-    Catches wrong argument counts, pattern syntax, edge negations without ``within``
-    and unknown or negated measure symbols while parsing — before any Spark job —
-    with the same errors the functions raise at run time; ``resolve(name)`` looks up a
-    pattern's ``HIERARCHY name`` (raising for unknown ones; without ``resolve``, a call
-    naming a hierarchy is left to the function, which knows its session's). Window
-    values are checked at run time, where the type of ``ts`` is known.
-    """
-    for call in tree.find_all(exp.Anonymous):
-        sig = BY_NAME.get(str(call.name).lower())
-        if sig is None:
-            continue
-        bound = sig.bind(call.expressions)
-        pattern = _literal_text(bound["pattern"])
-        if pattern is None:
-            continue
-        within = None if _is_null(bound["within"]) else PLACEHOLDER_LENGTH
-        slide = None if _is_null(bound.get("slide")) else PLACEHOLDER_LENGTH
-        within_us, slide_us = (_interval_micros(bound.get(name)) for name in ("within", "slide"))
-        if within_us is not None and slide_us is not None:  # both written as intervals: the event time is a timestamp
-            check_slide_length(within_us, slide_us, (describe_length(slide_us, True), describe_length(within_us, True)))
-        symbol = _literal_text(bound.get("symbol")) if sig.kind is not MeasureKind.COUNT_STAR else None
-        name = split_hierarchy(pattern)[1]
-        hierarchies: Hierarchies = ()
-        if name:
-            if resolve is None:
-                continue
-            hierarchies = ((name.casefold(), tuple(sorted(resolve(name).parent_of.items()))),)
-        if sig.kind is not MeasureKind.COUNT_STAR and symbol is None:
-            compile_type_pattern(split_hierarchy(pattern)[0], within=within, slide=slide)  # symbol not a literal
-            if name:
-                hierarchy_of(sig, name, hierarchies)
-        else:
-            compile_call(sig, pattern, within, slide, symbol, ValueType.FLOAT if symbol is not None else None,
-                         hierarchies)
-
-
-def _interval_micros(node: exp.Expr | None) -> int | None:
-    """An ``INTERVAL ...`` literal argument in microseconds; None for anything else."""
-    if not isinstance(node, exp.Interval):
-        return None
-    return interval_length(node, "within", "ts", OrderKind.TIMESTAMP)
-
-
-def _literal_text(node: exp.Expr | None) -> str | None:
-    return node.name if isinstance(node, exp.Literal) and node.is_string else None
-
-
-def _is_null(node: exp.Expr | None) -> bool:
-    return node is None or isinstance(node, exp.Null)
-
-
-__all__ = ["FUNCTIONS", "BY_NAME", "Hierarchies", "bodies", "split_hierarchy", "Signature", "FunctionArgumentError",
-           "FunctionOverflowError", "check_calls",
+__all__ = ["FUNCTIONS", "bodies", "FunctionArgumentError", "FunctionOverflowError",
            "seq_count", "seq_sum", "seq_avg", "seq_min", "seq_max", "seq_count_windows", "seq_sum_windows",
            "seq_avg_windows", "seq_min_windows", "seq_max_windows"]

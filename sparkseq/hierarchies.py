@@ -96,7 +96,7 @@ def drop_hierarchy(spark: SparkSession, name: str, *, if_exists: bool = False) -
 
 def snapshot(spark: SparkSession | None) -> tuple[tuple[str, tuple[tuple[str, str], ...]], ...]:
     """The session's hierarchies as the ``seq_*`` functions carry them (see
-    :data:`sparkseq.functions.Hierarchies`)."""
+    :data:`sql_rewrites.seq_functions.Hierarchies`)."""
     registered = _REGISTRY.get(spark, {}) if spark is not None else {}
     return tuple(sorted((key, tuple(sorted(h.parent_of.items()))) for key, h in registered.items()))
 

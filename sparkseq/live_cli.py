@@ -33,7 +33,6 @@ from pyspark.sql.streaming.listener import (
     QueryStartedEvent,
     QueryTerminatedEvent,
 )
-from sqlglot import exp
 
 from sparkseq import live
 
@@ -117,8 +116,7 @@ def _event_time(spark: SparkSession, text: str, name: str, column: str | None) -
     from sql_rewrites import analyze_sql
 
     queries = analyze_sql(text, SessionSchemas(spark))
-    reading = [q for q in queries
-               if isinstance(q.node.this, exp.Table) and q.node.this.name.casefold() == name.casefold()]
+    reading = [q for q in queries if q.reads_table(name)]
     if not reading:
         raise SystemExit(f"the statement has no MATCH_AGGREGATE reading {name} (FROM {name} MATCH_AGGREGATE (...))")
     orders = sorted({q.order.column.name for q in reading})

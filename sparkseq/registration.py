@@ -28,6 +28,7 @@ from pyspark.sql.functions import arrow_udf, arrow_udtf
 
 from sparkseq import functions
 from sql_rewrites.aggregates import OnEmpty, PythonAggregate
+from sql_rewrites.seq_functions import Hierarchies, Signature
 from udafs import contract, spark_timesplit, spark_udfs, spark_udtf
 from udafs.multiplan import MultiPlan
 from udafs.plan import MeasureKind, Plan
@@ -52,7 +53,7 @@ FUNCTIONS: list[FunctionSpec] = [
 ]
 
 
-def _on_empty(sig: functions.Signature) -> OnEmpty:
+def _on_empty(sig: Signature) -> OnEmpty:
     if sig.windows:
         return OnEmpty.EMPTY
     return OnEmpty.ZERO if sig.kind is MeasureKind.COUNT_STAR else OnEmpty.NULL
@@ -96,7 +97,7 @@ def register(spark: SparkSession) -> None:
         _once(spark, spec.name, lambda s=spec: arrow_udf(s.func, s.return_type))
 
 
-def register_hierarchy_functions(spark: SparkSession, hierarchies: functions.Hierarchies) -> None:
+def register_hierarchy_functions(spark: SparkSession, hierarchies: Hierarchies) -> None:
     """Register the ``seq_*`` functions again with ``hierarchies`` bound in, so patterns
     such as ``'SEQ(DELL, Finance) HIERARCHY sectors'`` resolve in the Python workers.
     Called whenever the session's concept hierarchies change."""

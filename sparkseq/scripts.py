@@ -51,24 +51,18 @@ from __future__ import annotations
 
 import enum
 import functools
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import sqlglot
 from py4j.protocol import Py4JError, Py4JJavaError
 from pyspark.errors import AnalysisException, PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
-from sqlglot import exp
-from sqlglot.errors import SqlglotError
-from sqlglot.tokens import TokenType
 
 from sparkseq import hierarchies as registry
 from sparkseq import live
 from sparkseq.catalog import PendingRelation, SessionSchemas
-from sparkseq.functions import check_calls
 from sparkseq.probes import locate
 from sparkseq.registration import PYTHON_AGGREGATES, engine_function, engine_function_name, stand_in_function
 from sparkseq.scratch import analyse, class_name, parse_plan, scratch_session
@@ -82,7 +76,6 @@ from sparkseq.spark_errors import (
     quiet_query_context_logger,
     statement_error,
 )
-from sql_rewrites.dialect import SparkSeq, parse_statement
 from sql_rewrites.errors import (
     HierarchyError,
     SqlRewriteError,
@@ -105,11 +98,16 @@ from sql_rewrites.rewriter import (
     explain_statement,
     split_statements,
 )
-from sql_rewrites.schema import SchemaProvider, table_name
+from sql_rewrites.schema import ResolvedColumns, SchemaProvider
+from sql_rewrites.seq_functions import check_statement_calls
+from sql_rewrites.statement_effects import (
+    changed_relations,
+    created_relations,
+    effects_unknown,
+    has_parameter_markers,
+    spelled_names,
+)
 
-SEQ_CALL = re.compile(r"\bseq_\w+\s*\(", re.IGNORECASE)  # a call of a BI function (not sparkseq_agg_ names)
-#: First keywords of statements that create an object (named by :func:`created_relations`).
-CREATING = frozenset({"CREATE", "CACHE", "REPLACE"})
 #: Parsed statements that change only the session running them (executed in the scratch copy).
 SESSION_LOCAL = frozenset({"SetCommand", "ResetCommand", "SetCatalogAndNamespace", "SetNamespaceCommand",
                            "CreateVariable", "DropVariable"})
@@ -231,7 +229,7 @@ class _ScriptSchemas(SessionSchemas):
         super().__init__(spark, pending=unreproduced, cache=cache)
         self.parts = parts
 
-    def __call__(self, name: str) -> dict[str, exp.DataType] | None:
+    def __call__(self, name: str) -> ResolvedColumns | None:
         found = super().__call__(name)
         if found is None and name.split(".")[-1].casefold() in self.parts:
             raise PendingRelation(name)
@@ -291,7 +289,7 @@ class _Checker:
         """Parse and analyse (or, if session-local, execute) the statement in the scratch copy."""
         if self.scratch is None:
             return Outcome.ANALYSED, None
-        if self.args is not None and _has_parameter_markers(statement):
+        if self.args is not None and has_parameter_markers(statement):
             return Outcome.DEFERRED, None
         sql = explanation.rewritten if explanation is not None else statement.text
         try:
@@ -321,7 +319,7 @@ class _Checker:
             return False
         if named_objects(exc) & self.parts:
             return True
-        if not statement.is_query and _names(statement) & (self.parts | self.stand_ins):
+        if not statement.is_query and spelled_names(statement) & (self.parts | self.stand_ins):
             return True
         return self.wrote and condition_of(exc).split(".")[0] in DATA_ERRORS
 
@@ -339,7 +337,7 @@ class _Checker:
             if outcome is not Outcome.ANALYSED or self.scratch is None or not self._stand_in(name, analysed):
                 self.unreproduced.add(name)
         changed = changed_relations(statement)
-        if changed is None or (statement.keyword in CREATING and _parsed(statement) is None):
+        if effects_unknown(statement):
             self.opaque = True  # what it creates or changes is unknown
         for name in changed or ():
             self.unreproduced.add(name)
@@ -400,16 +398,6 @@ def _session_local(plan: Any) -> bool:
     return name in SESSION_LOCAL
 
 
-def _names(statement: Statement) -> set[str]:
-    """The case-folded names (identifiers) a statement's tokens spell."""
-    return {t.text.casefold() for t in statement.tokens if t.token_type in (TokenType.VAR, TokenType.IDENTIFIER)}
-
-
-def _has_parameter_markers(statement: Statement) -> bool:
-    """``:name`` or ``?`` markers, which only Spark's own binding of ``args`` fills in."""
-    return any(t.token_type in (TokenType.PLACEHOLDER, TokenType.COLON) for t in statement.tokens)
-
-
 # --- statements ---------------------------------------------------------------------------
 
 
@@ -437,16 +425,10 @@ def compile_statement(text: str, statement: Statement, schemas: SchemaProvider, 
 
 def check_function_calls(spark_sql: str, hierarchies: HierarchyResolver | None = None, *,
                          check_hierarchies: bool = True) -> None:
-    """Check literal arguments of ``seq_*`` function calls (:func:`sparkseq.functions.check_calls`),
+    """Check literal arguments of ``seq_*`` function calls (:func:`sql_rewrites.seq_functions.check_calls`),
     with ``check_hierarchies`` their patterns' ``HIERARCHY`` names too (else a call naming
     one is left to the function, which knows the hierarchies of its session)."""
-    if not SEQ_CALL.search(spark_sql):
-        return
-    try:
-        tree = sqlglot.parse_one(spark_sql, read=SparkSeq)
-    except SqlglotError:
-        return  # Spark syntax sqlglot does not know: the functions check themselves when they run
-    check_calls(tree, (lambda name: resolve_hierarchy(hierarchies, name)) if check_hierarchies else None)
+    check_statement_calls(spark_sql, (lambda name: resolve_hierarchy(hierarchies, name)) if check_hierarchies else None)
 
 
 def check_literal_setting(spark: SparkSession) -> None:
@@ -463,48 +445,6 @@ def evict_changed(schemas: dict, statement: Statement) -> None:
     written qualified or not, so nothing finer is safe)."""
     if not statement.is_query:
         schemas.clear()
-
-
-def created_relations(statement: Statement) -> set[str]:
-    """Case-folded names (as written) of the relations a statement creates — views, tables,
-    cached tables — and of the databases and functions it creates."""
-    if statement.keyword not in CREATING:
-        return set()
-    tree = _parsed(statement)
-    target = tree.this if isinstance(tree, (exp.Create, exp.Cache)) else None
-    if isinstance(target, exp.Schema):
-        target = target.this
-    if isinstance(target, exp.UserDefinedFunction):
-        return {target.name.casefold()} if target.name else set()
-    if not isinstance(target, exp.Table):
-        return set()
-    name = table_name(target)
-    if isinstance(tree, exp.Create) and _is_global_temp(tree):
-        name = f"global_temp.{name}"
-    return {name.casefold()}
-
-
-def changed_relations(statement: Statement) -> set[str] | None:
-    """Case-folded names of the relations a ``DROP`` or ``ALTER`` statement drops, renames or
-    changes the columns of (empty for other statements; None when it cannot be parsed)."""
-    if statement.keyword not in ("DROP", "ALTER"):
-        return set()
-    tree = _parsed(statement)
-    if tree is None:
-        return None
-    return {table_name(t).casefold() for t in tree.find_all(exp.Table) if t.name}
-
-
-def _parsed(statement: Statement) -> exp.Expr | None:
-    try:
-        return parse_statement(statement.text)  # SparkSeq: a view may hold a MATCH_AGGREGATE
-    except (SqlglotError, SqlRewriteError):
-        return None
-
-
-def _is_global_temp(create: exp.Create) -> bool:
-    props = create.args.get("properties")
-    return props is not None and any(isinstance(p, exp.GlobalProperty) for p in props.expressions)
 
 
 def check_hierarchy_statement(spark: SparkSession, kind: HierarchyStatement, created: set[str],
@@ -544,6 +484,6 @@ def run_hierarchy_statement(spark: SparkSession, kind: HierarchyStatement,
         registry.register_hierarchy(spark, kind.name, (hierarchy or _load(spark, kind)).parent_of.items())
 
 
-__all__ = ["Checked", "Outcome", "changed_relations", "check_function_calls", "check_hierarchy_statement",
-           "check_literal_setting", "check_script", "compile_statement", "created_relations", "evict_changed",
+__all__ = ["Checked", "Outcome", "check_function_calls", "check_hierarchy_statement",
+           "check_literal_setting", "check_script", "compile_statement", "evict_changed",
            "run_checked_sql", "run_hierarchy_statement", "run_script", "spark_error"]

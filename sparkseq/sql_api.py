@@ -48,7 +48,7 @@ from pyspark.sql import DataFrame, SparkSession
 from sparkseq import hierarchies as registry
 from sparkseq import live
 from sparkseq.catalog import PendingRelation, SessionSchemas
-from sparkseq.execution_paths import PathReplacer, decide
+from sparkseq.execution_paths import PathReplacer, decide, planned_replacer
 from sparkseq.explaining import LIVE_VIEW_PREFIX, describe_statement
 from sparkseq.placeholders import format_text
 from sparkseq.registration import engine_function, engine_function_name
@@ -56,7 +56,6 @@ from sparkseq.scripts import (
     check_literal_setting,
     check_script,
     compile_statement,
-    created_relations,
     run_script,
 )
 from sparkseq.session import is_session
@@ -65,6 +64,7 @@ from sql_rewrites.hierarchy import HierarchyResolver
 from sql_rewrites.hierarchy_statements import CreateHierarchy, parse_hierarchy_statement
 from sql_rewrites.rewriter import split_statements
 from sql_rewrites.schema import Catalog, ColumnTypes, SchemaProvider
+from sql_rewrites.statement_effects import created_relations
 
 Source = Union[SparkSession, SchemaProvider, None]
 
@@ -226,7 +226,8 @@ def explain(source: Source, text: str | None = None, *, hierarchies: HierarchyRe
             continue
         schemas = _pending_aware(source, created)
         resolver = registry.resolver(session, hierarchies, overlay)
-        replace = live.replacer(session, text, register=False) if session is not None else None
+        replace = planned_replacer(session, live.replacer(session, text, register=False) if session is not None
+                                   else None)
         try:
             explained = compile_statement(text, statement, schemas, resolver, engine_function_name, pretty=True,
                                           replace=replace)

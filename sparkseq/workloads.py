@@ -53,13 +53,14 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from sparkseq import live
-from sparkseq.scripts import SESSION_KEYWORDS, Checked, check_script, created_relations, run_script
+from sparkseq.scripts import SESSION_KEYWORDS, Checked, check_script, run_script
 from sparkseq.workload_results import collect_results, write_results
 from sql_rewrites.dialect import SparkSeq
 from sql_rewrites.hierarchy import HierarchyResolver
 from sql_rewrites.rewriter import Replacement, Statement
-from sql_rewrites.shared import Member, SharedGroup, group_members, sharing_key
+from sql_rewrites.shared import Member, SharedGroup, group_members, sharing_key, symbol_keys
 from sql_rewrites.sharing import Units
+from sql_rewrites.statement_effects import created_relations
 from sql_rewrites.windows import describe_length
 from udafs import contract
 from udafs.spark_shared import shared_pass
@@ -297,7 +298,7 @@ def explain_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyRe
             window = "" if p.within is None else f" WITHIN {units.length(p.within)}" + (
                 "" if p.slide is None else f" SLIDE {units.length(p.slide)}")
             lines.append(f"  member {i}: statement {member.statement + 1}, {group.plan.plans[i].describe()}{window}")
-        keys_of = statistics.symbol_keys(group)
+        keys_of = symbol_keys(group)
         for k, (name, condition) in enumerate(group.symbols):
             lines.append(f"  {'symbols' if k == 0 else '':<8} bit {k:<2} {name:<12} {condition.sql(dialect=SparkSeq)}")
         stats = statistics.collect(spark, group, sample_percent=sample_percent)

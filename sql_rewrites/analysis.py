@@ -67,7 +67,7 @@ from sql_rewrites.symbols import (
 )
 from sql_rewrites.uncertainty import check_where as check_uncertain_where
 from sql_rewrites.uncertainty import resolve_uncertainty
-from sql_rewrites.windows import check_slide, check_slide_length, window_length
+from sql_rewrites.windows import WindowSpec
 from udafs.plan import CountType, Measure, Plan
 
 WINDOW_COLUMNS = ("window_start", "window_end")
@@ -217,19 +217,11 @@ class Analyzer:
     def _windows(
         self, node: MatchAggregate, order: OrderKey, pattern: CompiledPattern | None
     ) -> tuple[int | None, int | None]:
-        within_expr, slide_expr = node.args.get("within"), node.args.get("slide")
-        check_slide(within_expr, slide_expr, self.sql)
-        within = slide = None
-        if within_expr is not None:
-            within = window_length(within_expr, "WITHIN", order.name, order.kind, self.sql)
-        if slide_expr is not None:
-            slide = window_length(slide_expr, "SLIDE", order.name, order.kind, self.sql)
-            assert within_expr is not None and within is not None  # check_slide: no SLIDE without WITHIN
-            texts = (slide_expr.sql(dialect=SparkSeq), within_expr.sql(dialect=SparkSeq))
-            check_slide_length(within, slide, texts, node_position(slide_expr, self.sql))
+        window = WindowSpec.of_clauses(node.args.get("within"), node.args.get("slide"), order.name, order.kind,
+                                       self.sql)
         if pattern is not None:  # E-Cube checks each cuboid instead
-            check_edge_negation(pattern, within is not None, self.sql)
-        return within, slide
+            check_edge_negation(pattern, window.within is not None, self.sql)
+        return window.within, window.slide
 
     # --- symbols ------------------------------------------------------------------------
 

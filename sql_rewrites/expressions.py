@@ -43,7 +43,7 @@ class MatchAggregate(_SparkSeqNode):
     ``type_by`` a column; ``hierarchy`` an identifier; ``where`` the condition of
     ``WHERE`` (cross-event, Kleene iterator and local predicates, see
     :mod:`sql_rewrites.predicates`); ``strategy`` a ``Var`` holding one of
-    :data:`sql_rewrites.parser.STRATEGIES`; ``uncertain`` a :class:`MatchUncertain`
+    :meth:`udafs.plan.Strategy.sql`; ``uncertain`` a :class:`MatchUncertain`
     (imprecise timestamps). An E-Cube query has either
     ``pattern`` and ``cube`` (a :class:`MatchCube`: the base pattern's roll-ups) or
     ``patterns`` (a :class:`MatchPatterns`: the cuboids listed); a plain one has
@@ -145,3 +145,14 @@ class MatchUncertain(_SparkSeqNode):
     """
 
     arg_types = {"this": True, "expression": True, "step": False}
+
+
+class PatternArgument(_SparkSeqNode):
+    """The pattern string of a ``seq_*`` function: ``SEQ(...) [STRATEGY words] [HIERARCHY name]``
+    (the two suffixes in either order).
+
+    ``this`` is the :class:`MatchPattern`; ``strategy`` and ``hierarchy`` are what the
+    MATCH_AGGREGATE clauses of those names hold.
+    """
+
+    arg_types = {"this": True, "strategy": False, "hierarchy": False}

@@ -19,6 +19,7 @@ from sql_rewrites.expressions import (
     MatchPatterns,
     MatchRollup,
     MatchUncertain,
+    PatternArgument,
 )
 from sql_rewrites.literals import string_sql
 
@@ -35,6 +36,7 @@ class SparkSeqGenerator(SparkGenerator):
         MatchCube: lambda self, e: f"({self.expressions(e, flat=True)})",
         MatchRollup: lambda self, e: self.matchrollup_sql(e),
         MatchUncertain: lambda self, e: self.matchuncertain_sql(e),
+        PatternArgument: lambda self, e: self.patternargument_sql(e),
     }
 
     def literal_sql(self, expression: exp.Literal) -> str:
@@ -76,6 +78,11 @@ class SparkSeqGenerator(SparkGenerator):
 
     def matchpattern_sql(self, expression: MatchPattern) -> str:
         return f"SEQ({self.expressions(expression, flat=True)})"
+
+    def patternargument_sql(self, expression: PatternArgument) -> str:
+        strategy, hierarchy = self.sql(expression, "strategy"), self.sql(expression, "hierarchy")
+        return (self.sql(expression, "this") + (f" STRATEGY {strategy}" if strategy else "")
+                + (f" HIERARCHY {hierarchy}" if hierarchy else ""))
 
     def matchpatternelement_sql(self, expression: MatchPatternElement) -> str:
         negated = "!" if expression.negated else ""

@@ -152,17 +152,18 @@ class MatchAggregateQuery:
         """The operator's alias (``AS m``), or ``""``."""
         return self.node.alias
 
+    def reads_table(self, name: str) -> bool:
+        """True when the operator's source is the table or view ``name`` itself (case-insensitive),
+        not a subquery or join."""
+        source = self.node.this
+        return isinstance(source, exp.Table) and source.name.casefold() == name.casefold()
+
     @property
     def single_plan(self) -> Plan:
         """The plan of an operator that is no E-Cube (whose plan is a MultiPlan)."""
         if not isinstance(self.plan, Plan):
             raise TypeError("an E-Cube MATCH_AGGREGATE has one plan per cuboid (a MultiPlan), not one Plan")
         return self.plan
-
-    @property
-    def has_windows(self) -> bool:
-        """True with SLIDE: one output row per (partition, window)."""
-        return self.plan.slide is not None
 
     def output_schema(self) -> RelationSchema:
         """The result as a relation schema (for operators reading this one)."""

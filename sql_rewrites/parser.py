@@ -34,12 +34,12 @@ from sql_rewrites.expressions import (
     MatchPatterns,
     MatchRollup,
     MatchUncertain,
+    PatternArgument,
 )
+from udafs.plan import Strategy
 
 MATCH_AGGREGATE = "MATCH_AGGREGATE"
 COUNT_TYPES = ("BIGINT", "DECIMAL", "DOUBLE")
-#: ``STRATEGY <words>``: the event selection strategies (docs/predicates-and-strategies.md)
-STRATEGIES = ("SKIP TILL ANY MATCH", "SKIP TILL NEXT MATCH", "STRICT CONTIGUITY", "PARTITION CONTIGUITY")
 
 #: ``Placeholder.meta`` key: the character offset of a positional marker (``?``) in the text.
 MARKER_OFFSET = "sparkseq_marker_offset"
@@ -77,6 +77,7 @@ class SparkSeqParser(SparkParser):
     EXPRESSION_PARSERS: t.ClassVar = {
         **SparkParser.EXPRESSION_PARSERS,
         MatchPattern: lambda self: self._parse_match_pattern(),
+        PatternArgument: lambda self: self._parse_pattern_argument(),
         MatchRollup: lambda self: self._parse_match_rollup(),
         exp.Interval: lambda self: self._parse_match_duration("WITHIN"),  # WITHIN / SLIDE values
     }
@@ -305,6 +306,18 @@ class SparkSeqParser(SparkParser):
             self.raise_error("Expecting a column after TYPE BY")
         return t.cast(exp.Expr, column)
 
+    def _parse_pattern_argument(self) -> PatternArgument:
+        """``SEQ(...)`` then ``STRATEGY words`` and ``HIERARCHY name``, each at most once, in either order."""
+        start = self._curr
+        args: dict[str, t.Any] = {"this": self._parse_match_pattern()}
+        while True:
+            if "strategy" not in args and self._match_text_seq("STRATEGY"):
+                args["strategy"] = self._parse_match_strategy()
+            elif "hierarchy" not in args and self._match_text_seq("HIERARCHY"):
+                args["hierarchy"] = self._parse_match_hierarchy()
+            else:
+                return self.expression(PatternArgument(**args), start)
+
     def _parse_match_hierarchy(self) -> exp.Expr:
         name = self._parse_id_var(any_token=False) or self._parse_string_as_identifier()
         if name is None:
@@ -349,13 +362,13 @@ class SparkSeqParser(SparkParser):
         return condition
 
     def _parse_match_strategy(self) -> exp.Var:
-        """``STRATEGY SKIP TILL NEXT MATCH`` etc. (:data:`STRATEGIES`)."""
+        """``STRATEGY SKIP TILL NEXT MATCH`` etc. (:meth:`udafs.plan.Strategy.sql`)."""
         token = self._curr
-        for words in STRATEGIES:
-            if self._match_text_seq(*words.split()):
-                return self.expression(exp.var(words), token)
-        self.raise_error(f"Expecting one of {', '.join(STRATEGIES)} after STRATEGY", token)
-        return exp.var(STRATEGIES[0])
+        for strategy in Strategy:
+            if self._match_text_seq(*strategy.sql.split()):
+                return self.expression(exp.var(strategy.sql), token)
+        self.raise_error(f"Expecting one of {', '.join(Strategy.sql_choices())} after STRATEGY", token)
+        return exp.var(Strategy.SKIP_TILL_ANY_MATCH.sql)
 
     def _parse_match_uncertain(self) -> MatchUncertain:
         """``UNCERTAIN BETWEEN lo AND hi [STEP length]`` (imprecise timestamps)."""

@@ -19,15 +19,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sqlglot import exp
-from sqlglot.tokens import TokenType
 
-from sql_rewrites.dialect import SparkSeq, parse_fragment, parse_into
-from sql_rewrites.errors import NonPositiveWindowError, SlideWithoutWithinError
+from sql_rewrites.dialect import SparkSeq, parse_into
 from sql_rewrites.expressions import MatchPattern
 from sql_rewrites.generate import mask_expression
-from sql_rewrites.sql_types import OrderKind
 from sql_rewrites.symbols import check_edge_negation, check_spelling, compile_pattern
-from sql_rewrites.windows import check_slide_length, window_length
+from sql_rewrites.windows import WindowSpec
 from udafs.plan import CountType, Measure, MeasureKind, Plan
 
 
@@ -74,6 +71,7 @@ def compile_type_pattern(
     slide: int | None = None,
     count_type: CountType = CountType.BIGINT,
     measures: tuple[Measure, ...] = (Measure(MeasureKind.COUNT_STAR, name="count"),),
+    parsed: MatchPattern | None = None,
 ) -> TypePattern:
     """Parse and check a pattern string whose symbols are type values.
 
@@ -83,22 +81,25 @@ def compile_type_pattern(
         ``'SEQ(A, !B, C+)'``; names and ``'quoted values'`` are both type values.
     within, slide : int, optional
         Window length and slide in engine units (microseconds for timestamps; see
-        :func:`window_micros`).
+        :func:`sql_rewrites.windows.interval_text_length`).
     count_type : CountType
         Type of counts.
     measures : tuple of Measure
         Engine measures (symbol indices refer to ``type_values``).
+    parsed : MatchPattern, optional
+        ``text`` already parsed (e.g. the pattern of a
+        :class:`~sql_rewrites.expressions.PatternArgument`, positions within ``text``).
 
     Raises
     ------
     SqlParseError, OnlyNegationError, TooManySymbolsError, AmbiguousSymbolError,
     EdgeNegationWithoutWindowError, NonPositiveWindowError, SlideWithoutWithinError
     """
-    pattern = parse_pattern(text)
+    pattern = parsed if parsed is not None else parse_pattern(text)
     compiled = compile_pattern(pattern, text)
     for symbol in compiled.symbols:
         check_spelling(symbol, text)
-    _check_window(within, slide)
+    WindowSpec.checked(within, slide)
     check_edge_negation(compiled, within is not None, text)
     plan = Plan(
         symbols=tuple(s.name for s in compiled.symbols),
@@ -112,24 +113,3 @@ def compile_type_pattern(
     return TypePattern(pattern, plan.symbols, plan)
 
 
-def window_micros(text: str, clause: str = "WITHIN") -> int:
-    """An interval literal such as ``'INTERVAL 10 MINUTES'`` (or ``'10 minutes'``) in µs.
-
-    Raises
-    ------
-    SqlParseError, BadIntervalError, NonPositiveWindowError, WindowTypeMismatchError
-    """
-    value = parse_fragment(exp.Interval, text, 0, len(text), "an interval", lead=TokenType.INTERVAL)
-    return window_length(value, clause, "the event time", OrderKind.TIMESTAMP, text)
-
-
-def _check_window(within: int | None, slide: int | None) -> None:
-    for clause, value in (("within", within), ("slide", slide)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
-            raise NonPositiveWindowError(
-                f"{clause} must be a positive integer number of time units, got {value!r}"
-            )
-    if slide is not None and within is None:
-        raise SlideWithoutWithinError("slide needs within: windows are [k*slide, k*slide + within)")
-    if slide is not None and within is not None:
-        check_slide_length(within, slide)

@@ -27,6 +27,8 @@ from sql_rewrites.sql_types import parse_type, type_text
 
 ColumnTypes = Mapping[str, Union[str, exp.DataType]]
 SchemaProvider = Union[Mapping[str, ColumnTypes], Callable[[str], Union[ColumnTypes, None]]]
+#: A relation's columns as the compiler's types (what a session's catalog lookup returns).
+ResolvedColumns = dict[str, exp.DataType]
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """STRATEGY and the local part of WHERE: from syntax to plan and symbol conditions.
 
-``STRATEGY <words>`` (:data:`sql_rewrites.parser.STRATEGIES`) names the event
+``STRATEGY <words>`` (:meth:`udafs.plan.Strategy.sql`) names the event
 selection strategy of ``docs/predicates-and-strategies.md``; the default is
 ``SKIP TILL ANY MATCH``. Local WHERE predicates (one symbol) are ANDed into that
 symbol's row condition here.
@@ -31,18 +31,7 @@ def strategy_of(node: MatchAggregate) -> Strategy:
     words = node.args.get("strategy")
     if words is None:
         return Strategy.SKIP_TILL_ANY_MATCH
-    return Strategy[words.name.upper().replace(" ", "_")]
-
-
-def strategy_from_words(words: str) -> Strategy:
-    """``'skip till next match'`` (any case, any spacing) -> ``Strategy.SKIP_TILL_NEXT_MATCH``.
-
-    Raises
-    ------
-    KeyError
-        For anything but the four strategies.
-    """
-    return Strategy["_".join(words.upper().split())]
+    return Strategy.from_sql(words.name)
 
 
 def with_local_conditions(symbols: tuple[SymbolSpec, ...], local: dict[int, list[exp.Expr]]) -> tuple[SymbolSpec, ...]:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from sql_rewrites.dialect import SparkSeq
-from sql_rewrites.generate import EngineInput, engine_events, mask_expression
+from sql_rewrites.generate import EngineInput, engine_events, mask_expression, sanitize
 from sql_rewrites.logical import MatchAggregateQuery
 from sql_rewrites.sql_types import time_from_engine, time_to_engine
 from udafs.multiplan import MultiPlan
@@ -204,6 +204,33 @@ def build_group(members: Sequence[Member]) -> SharedGroup:
     remapped = tuple(_remap(plan, bits, columns, names, tuple(value_types)) for plan, bits, columns in plans)
     mp = MultiPlan(remapped, tuple(fields), tuple(slots), (None,) * len(remapped), (False,) * len(remapped))
     return SharedGroup(tuple(members), mp, tuple(symbols), tuple(values))
+
+
+def symbol_keys(group: SharedGroup) -> tuple[str, ...]:
+    """The sharing optimizer's type key of each symbol of the group: its condition as SQL."""
+    return tuple(condition.sql(dialect=SparkSeq) for _, condition in group.symbols)
+
+
+def statistics_sql(group: SharedGroup, *, sample_percent: float | None = None) -> str:
+    """One aggregate over the group's source (a ``TABLESAMPLE (p PERCENT)`` of it with
+    ``sample_percent``): its partitions (``partitions``), first and last time in engine
+    units (``lo``, ``hi``) and per symbol ``k`` the rows of its condition (``c<k>``)."""
+    first = group.members[0].query
+    source = first.node.this.copy()
+    if sample_percent is not None:
+        source.set("sample", exp.TableSample(percent=exp.Literal.number(sample_percent)))
+    time = time_to_engine(first.order.expression.copy(), first.order.kind)
+    keys = [k.expression.copy() for k in first.partition_keys]
+    columns = [
+        exp.alias_(exp.Count(this=exp.Distinct(expressions=keys)) if keys else exp.Literal.number(1), "partitions"),
+        exp.alias_(exp.Min(this=time.copy()), "lo"), exp.alias_(exp.Max(this=time.copy()), "hi"),
+    ]
+    for k, (_, condition) in enumerate(group.symbols):
+        hit = exp.case().when(condition.copy(), exp.Literal.number(1)).else_(exp.Literal.number(0))
+        columns.append(exp.alias_(exp.Sum(this=hit), f"c{k}"))
+    select = exp.select(*columns).from_(source)
+    sanitize(select)
+    return select.sql(dialect=SparkSeq)
 
 
 def _remap(plan: Plan, bits: list[int], columns: list[int], names: tuple[str, ...], value_types: tuple) -> Plan:

@@ -42,7 +42,6 @@ INTEGRAL = frozenset({DType.TINYINT, DType.SMALLINT, DType.INT, DType.BIGINT})
 FLOATING = frozenset({DType.FLOAT, DType.DOUBLE})
 TIMESTAMP_LTZ = frozenset({DType.TIMESTAMPTZ, DType.TIMESTAMPLTZ, DType.TIMESTAMP})
 MAX_EXACT_INT_DIGITS = 18  # every DECIMAL(18, 0) value fits int64
-MAX_EXACT_DOUBLE_DIGITS = 15  # a double round-trips any 15-significant-digit decimal
 EPOCH_NTZ = "1970-01-01 00:00:00"
 
 

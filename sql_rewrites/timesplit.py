@@ -45,6 +45,7 @@ from sql_rewrites.generate import (
     output_select,
     sanitize,
 )
+from sql_rewrites.native import native_shape
 from sql_rewrites.sql_types import DType
 from udafs.plan import Plan, splittable, streamable
 
@@ -83,6 +84,7 @@ STREAM_ROWS = 8_000_000
 class Path(str, enum.Enum):
     """How a statement's engine runs."""
 
+    NATIVE = "native"  # plain Spark SQL window functions, no Python (sql_rewrites.native)
     GROUPED = "grouped"  # one grouped Arrow UDAF call per partition key
     TIME_SPLIT = "time-split"  # big keys cut into time chunks, partials combined
     STREAMING = "streaming"  # rows sorted by (key hash, time) through the streaming UDTF
@@ -167,20 +169,28 @@ def statistics_needed(plan: Plan, source_bytes: int | None, split_rows: int = SP
 
 def choose_path(plan: Plan, big_keys: list[KeyStatistics] | None, forced: Path | None = None,
                 split_rows: int = SPLIT_ROWS, chunk_rows: int = CHUNK_ROWS,
-                stream_rows: int = STREAM_ROWS, chunk_multiple: int = 1) -> PathChoice:
+                stream_rows: int = STREAM_ROWS, *, ansi: bool = True, chunk_multiple: int = 1) -> PathChoice:
     """The path of one statement from the statistics of its keys over
     :func:`statistics_threshold` rows.
 
-    Time split when a key exceeds ``split_rows`` and its span holds :data:`MIN_CHUNKS`
-    chunks of twice the window; otherwise streaming when a key exceeds ``stream_rows``
-    (too big for one worker's memory); otherwise grouped. A split key's chunk count is
-    rounded up to a multiple of ``chunk_multiple``. ``big_keys`` None means no
+    Native whenever :func:`native_reason` allows it (``ansi``: Spark's ANSI arithmetic is
+    on, so that an overflow raises); otherwise time split when a key exceeds ``split_rows``
+    and its span holds :data:`MIN_CHUNKS` chunks of twice the window; otherwise streaming
+    when a key exceeds ``stream_rows`` (too big for one worker's memory); otherwise grouped.
+    A split key's chunk count is rounded up to a multiple of ``chunk_multiple``. ``big_keys`` None means no
     statistics were collected (none needed). ``forced`` picks the path for tests and
     benchmarks; forcing a path the plan cannot take raises ValueError.
     """
+    native = native_reason(plan, ansi, forced=forced is Path.NATIVE)
+    if forced is Path.NATIVE:
+        if native is not None:
+            raise ValueError(f"this statement cannot run on the native path: {native}")
+        return PathChoice(forced, "forced by sparkseq.path", split_rows, chunk_rows)
     reason, stream_reason = splittable(plan), streamable(plan)
     if forced is not None:
         return _forced(plan, forced, reason, stream_reason, split_rows, chunk_rows)
+    if native is None:
+        return PathChoice(Path.NATIVE, NATIVE_REASON, split_rows, chunk_rows)
     keys = big_keys or []
     if reason is None and plan.within is not None:  # splittable: it has a window
         min_span = MIN_CHUNKS * 2 * plan.within
@@ -201,22 +211,53 @@ def choose_path(plan: Plan, big_keys: list[KeyStatistics] | None, forced: Path |
                                           f"{max(k.rows for k in huge):,}) and "
                                           f"{reason or 'no time split'}: bounded-memory streaming")
     if reason is not None:
-        return PathChoice(Path.GROUPED, f"not splittable by time: {reason}")
-    return PathChoice(Path.GROUPED, f"no partition key holds more than {split_rows:,} rows")
+        return PathChoice(Path.GROUPED, f"{native}; not splittable by time: {reason}")
+    return PathChoice(Path.GROUPED, f"{native}; no partition key holds more than {split_rows:,} rows")
 
 
 def planned_path(plan: Plan, forced: Path | None = None, split_rows: int = SPLIT_ROWS, chunk_rows: int = CHUNK_ROWS,
-                 stream_rows: int = STREAM_ROWS) -> PathChoice:
+                 stream_rows: int = STREAM_ROWS, *, ansi: bool = True) -> PathChoice:
     """The path as far as it is known before any statistics (what EXPLAIN shows): forced,
     fixed by the plan, or left to the statistics job at run time."""
     if forced is not None:
-        return choose_path(plan, None, forced, split_rows, chunk_rows, stream_rows)
+        return choose_path(plan, None, forced, split_rows, chunk_rows, stream_rows, ansi=ansi)
     threshold = statistics_threshold(plan, split_rows, stream_rows)
-    if threshold is None:
-        return choose_path(plan, [], None, split_rows, chunk_rows, stream_rows)
+    if threshold is None or native_reason(plan, ansi) is None:
+        return choose_path(plan, [], None, split_rows, chunk_rows, stream_rows, ansi=ansi)
     return PathChoice(Path.GROUPED, f"decided when it runs: a statistics job looks for keys over {threshold:,} rows "
                                     f"(split by time over {split_rows:,} rows when the plan allows, streamed over "
                                     f"{stream_rows:,}) unless Spark's size estimate of the source rules them out")
+
+
+#: Why a statement runs native (the cost rule; the measurements are in docs/engine.md).
+NATIVE_REASON = ("positive pattern counted by Spark window functions: no rows travel to Python, "
+                 "whatever the partition sizes")
+
+
+#: The cost rule: ``auto`` runs a native shape natively up to this pattern length. Zero:
+#: measured on this project's 2-core machine (bench/native.py, docs/engine.md "Native
+#: path") the native path was slower than the kernel path at every length (SEQ of 3
+#: WITHIN at 10 M events: 83 s native, 34 s kernel; at 1 M 0.8-1.1x for lengths 2-3,
+#: 3-6x slower at 5). ``sparkseq.path=native`` forces it up to ``MAX_LENGTH``.
+NATIVE_AUTO_LENGTH = 0
+
+
+def native_reason(plan: Plan, ansi: bool = True, forced: bool = False) -> str | None:
+    """None when the statement runs native, else why not: the shape
+    (:func:`sql_rewrites.native.native_shape`), ANSI arithmetic off (an overflow would
+    then be NULL or wrapped instead of raised), or, unless ``forced``, the cost rule
+    (:data:`NATIVE_AUTO_LENGTH`)."""
+    shape = native_shape(plan)
+    if shape is not None:
+        return shape
+    if not ansi:
+        return "the native path needs ANSI arithmetic (spark.sql.ansi.enabled) so that an overflow raises"
+    if not forced and plan.length > NATIVE_AUTO_LENGTH:
+        pays = (f"native pays up to length {NATIVE_AUTO_LENGTH}" if NATIVE_AUTO_LENGTH
+                else "slower than the kernel path at every length measured")
+        return (f"a pattern of {plan.length} element(s) costs more natively than on the kernel path "
+                f"({pays}, docs/engine.md; sparkseq.path=native forces it)")
+    return None
 
 
 def _forced(plan: Plan, forced: Path, reason: str | None, stream_reason: str | None, split_rows: int,
@@ -489,6 +530,7 @@ __all__ = [
     "CHUNK_ROWS",
     "MIN_CHUNKS",
     "MIN_ROW_BYTES",
+    "NATIVE_AUTO_LENGTH",
     "SPLIT_ROWS",
     "STREAM_ROWS",
     "KeyStatistics",
@@ -497,6 +539,7 @@ __all__ = [
     "Path",
     "PathChoice",
     "choose_path",
+    "native_reason",
     "planned_path",
     "statistics_needed",
     "statistics_threshold",

@@ -21,6 +21,7 @@ from sql_rewrites.scope import ColumnScope
 from sql_rewrites.sql_types import order_kind
 from sql_rewrites.symbols import node_position
 from sql_rewrites.windows import window_length
+from udafs.plan import Strategy
 
 #: Measures that are not expectations of a sum over matches (not linear).
 NONLINEAR = {exp.Min: "MIN", exp.Max: "MAX", exp.Avg: "AVG"}
@@ -76,9 +77,10 @@ def _check_clauses(node: MatchAggregate, sql: str | None) -> None:
             "DOUBLE; remove COUNT TYPE or write COUNT TYPE DOUBLE",
             node_position(count_type, sql) or node_position(node.args["uncertain"], sql))
     strategy = node.args.get("strategy")
-    if strategy is not None and strategy.name.upper() != "SKIP TILL ANY MATCH":
+    if strategy is not None and Strategy.from_sql(strategy.name) is not Strategy.SKIP_TILL_ANY_MATCH:
         raise ImpreciseTimeError(
-            f"STRATEGY {strategy.name.upper()}: imprecise timestamps are evaluated under SKIP TILL ANY MATCH only "
+            f"STRATEGY {Strategy.from_sql(strategy.name).sql}: imprecise timestamps are evaluated under "
+            f"{Strategy.SKIP_TILL_ANY_MATCH.sql} only "
             "(as in SASE++: another strategy would pick different events in different possible worlds)",
             node_position(strategy, sql))
     for arg in ("cube", "patterns"):

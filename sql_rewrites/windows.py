@@ -9,11 +9,13 @@ refused.
 
 from __future__ import annotations
 
+import dataclasses
 from decimal import Decimal, InvalidOperation
 
 from sqlglot import exp
+from sqlglot.tokens import TokenType
 
-from sql_rewrites.dialect import SparkSeq
+from sql_rewrites.dialect import SparkSeq, parse_fragment
 from sql_rewrites.errors import (
     BadIntervalError,
     NonPositiveWindowError,
@@ -95,19 +97,18 @@ def window_length(value: exp.Expr, clause: str, order_column: str, kind: OrderKi
     return int(amount)
 
 
-def check_slide(within: exp.Expr | None, slide: exp.Expr | None, sql: str | None = None) -> None:
-    """SLIDE needs WITHIN.
+def interval_text_length(text: str, clause: str = "WITHIN") -> int:
+    """An interval literal such as ``'INTERVAL 10 MINUTES'`` (or ``'10 minutes'``) in µs.
+
+    >>> interval_text_length("1 hour 30 minutes")
+    5400000000
 
     Raises
     ------
-    SlideWithoutWithinError
+    SqlParseError, BadIntervalError, NonPositiveWindowError
     """
-    if slide is not None and within is None:
-        raise SlideWithoutWithinError(
-            "SLIDE needs WITHIN: windows are [k*slide, k*slide + within); add e.g. "
-            "WITHIN INTERVAL 10 MINUTES before SLIDE",
-            node_position(slide, sql),
-        )
+    value = parse_fragment(exp.Interval, text, 0, len(text), "an interval", lead=TokenType.INTERVAL)
+    return window_length(value, clause, "the event time", OrderKind.TIMESTAMP, text)
 
 
 #: Why SLIDE may not exceed WITHIN, in the words of Spark's own check.
@@ -115,21 +116,70 @@ SLIDE_RULE = ("as in Spark's window(), whose slide_duration must be <= window_du
               "[k*slide, k*slide + within) would leave gaps no window sees")
 
 
-def check_slide_length(within: int, slide: int, texts: tuple[str, str] | None = None,
-                       where: SourcePosition | None = None) -> None:
-    """SLIDE may not be longer than WITHIN (equal lengths give tumbling windows).
+@dataclasses.dataclass(frozen=True)
+class WindowSpec:
+    """WITHIN and SLIDE in engine units (None: absent), checked: both positive int64, SLIDE only
+    with WITHIN and at most as long (equal lengths give tumbling windows).
 
-    ``within`` and ``slide`` are engine units; ``texts`` the two values as written.
+    Build one with :meth:`checked` from engine lengths, or :meth:`of_clauses` from the
+    WITHIN / SLIDE expressions of a statement.
 
-    Raises
-    ------
-    SlideLongerThanWithinError
+    >>> WindowSpec.checked(600, 60)
+    WindowSpec(within=600, slide=60)
+    >>> WindowSpec.checked(None, 60)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    sql_rewrites.errors.SlideWithoutWithinError: SLIDE needs WITHIN: windows are [k*slide, k*slide + within); ...
     """
-    if slide > within:
-        shown = texts or (str(slide), str(within))
-        raise SlideLongerThanWithinError(
-            f"SLIDE {shown[0]} is longer than WITHIN {shown[1]}; the slide must be at most the window length, "
-            f"{SLIDE_RULE}", where)
+
+    within: int | None = None
+    slide: int | None = None
+
+    @classmethod
+    def checked(cls, within: int | None, slide: int | None, *, shown: tuple[str, str] | None = None,
+                where: SourcePosition | None = None) -> WindowSpec:
+        """The window of ``within`` / ``slide``; ``shown`` are the two as messages show them
+        (as written, or by :func:`describe_length`; default the numbers), ``where`` is the
+        position of SLIDE.
+
+        Raises
+        ------
+        NonPositiveWindowError, SlideWithoutWithinError, SlideLongerThanWithinError
+        """
+        for clause, value in (("WITHIN", within), ("SLIDE", slide)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not
+                                      0 < value <= INT64_MAX):
+                raise NonPositiveWindowError(
+                    f"{clause} must be a positive integer number of time units (at most 2**63 - 1), got {value!r}")
+        if slide is not None and within is None:
+            raise SlideWithoutWithinError(
+                "SLIDE needs WITHIN: windows are [k*slide, k*slide + within); add e.g. "
+                "WITHIN INTERVAL 10 MINUTES before SLIDE", where)
+        if slide is not None and within is not None and slide > within:
+            within_text, slide_text = shown or (str(within), str(slide))
+            raise SlideLongerThanWithinError(
+                f"SLIDE {slide_text} is longer than WITHIN {within_text}; the slide must be at most the "
+                f"window length, {SLIDE_RULE}", where)
+        return cls(within, slide)
+
+    @classmethod
+    def of_clauses(cls, within: exp.Expr | None, slide: exp.Expr | None, order_column: str, kind: OrderKind,
+                   sql: str | None = None) -> WindowSpec:
+        """The window of a statement's WITHIN / SLIDE expressions (None: absent), converted by
+        :func:`window_length` and checked; messages show the values as written.
+
+        Raises
+        ------
+        WindowTypeMismatchError, BadIntervalError, NonPositiveWindowError, SlideWithoutWithinError,
+        SlideLongerThanWithinError
+        """
+        where = node_position(slide, sql) if slide is not None else None
+        if slide is not None and within is None:
+            return cls.checked(None, 1, where=where)  # raises SlideWithoutWithinError
+        within_length = None if within is None else window_length(within, "WITHIN", order_column, kind, sql)
+        slide_length = None if slide is None else window_length(slide, "SLIDE", order_column, kind, sql)
+        shown = None if within is None or slide is None else (within.sql(dialect=SparkSeq), slide.sql(dialect=SparkSeq))
+        return cls.checked(within_length, slide_length, shown=shown, where=where)
 
 
 def _mismatch_message(clause: str, order_column: str, kind: OrderKind) -> str:

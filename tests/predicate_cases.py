@@ -22,9 +22,6 @@ from udafs.plan import CmpOp, IteratorPredicate, Plan, Strategy
 
 COLUMNS = ("i", "f", "s")
 SCHEMA = "g int, ts bigint, mask bigint, i bigint, f double, s double"
-STRATEGY_SQL = {Strategy.SKIP_TILL_ANY_MATCH: "SKIP TILL ANY MATCH",
-                Strategy.SKIP_TILL_NEXT_MATCH: "SKIP TILL NEXT MATCH",
-                Strategy.STRICT_CONTIGUITY: "STRICT CONTIGUITY", Strategy.PARTITION_CONTIGUITY: "PARTITION CONTIGUITY"}
 
 
 def unique_positions(plan: Plan) -> set[int]:
@@ -116,7 +113,7 @@ def match_aggregate(plan: Plan, source: str = "pcases", seed: int = 0, **options
     :func:`tests.sql_cases.match_aggregate`."""
     spelled = plan.strategy is not Strategy.SKIP_TILL_ANY_MATCH or seed % 2
     return sql_cases.match_aggregate(plan, source, where=where_sql(plan, seed), columns=COLUMNS,
-                                     strategy=STRATEGY_SQL[plan.strategy] if spelled else "", **options)
+                                     strategy=plan.strategy.sql if spelled else "", **options)
 
 
 def select_sql(plan: Plan, seed: int = 0) -> str:

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from tests import oracle
 from udafs.errors import CountOverflowError
 from udafs.kernels import GroupResult, evaluate_group
+from udafs.kernels.options import DEFAULT, KernelOptions
 from udafs.plan import CountType, Element, Measure, MeasureKind, Plan, ValueType
 
 COLUMNS = (ValueType.INT, ValueType.FLOAT)
@@ -134,9 +135,9 @@ def check_dtypes(plan: Plan, got: GroupResult) -> None:
             assert v.dtype == want
 
 
-def check(plan: Plan, ev: oracle.Events) -> None:
+def check(plan: Plan, ev: oracle.Events, options: KernelOptions = DEFAULT) -> None:
     ts, mask, cols = to_arrays(ev)
-    assert_same(plan, evaluate_group(plan, ts, mask, cols), oracle.evaluate(ev, plan))
+    assert_same(plan, evaluate_group(plan, ts, mask, cols, options=options), oracle.evaluate(ev, plan))
 
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -249,11 +250,8 @@ def test_fallback_number_systems(data: st.DataObject) -> None:
     """The exact / float fallbacks (with dead-match pruning) on every path, as if int64 overflowed."""
     import dataclasses
 
-    from tests.kernel_switches import exact_number_systems
-
     plan = data.draw(plans(edges=data.draw(st.booleans()), middle_negation=data.draw(st.booleans())))
     plan = dataclasses.replace(plan, count_type=data.draw(st.sampled_from([CountType.DECIMAL, CountType.DOUBLE])))
     ev = data.draw(events(plan))
     assume(oracle.cheap(plan, ev))
-    with exact_number_systems():
-        check(plan, ev)
+    check(plan, ev, KernelOptions(int64_first=False))

@@ -11,7 +11,6 @@ events use small value ranges so that equalities happen.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 
 import numpy as np
@@ -20,10 +19,10 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from tests import oracle
-from tests.kernel_switches import exact_number_systems, forced_state_dp
 from tests.test_kernel_oracle import as_rows, assert_same, plans
 from tests.test_kernel_oracle import to_arrays as oracle_arrays
-from udafs.kernels import GroupResult, evaluate_group, extended, predicates, predpass
+from udafs.kernels import GroupResult, evaluate_group, predicates
+from udafs.kernels.options import DEFAULT, KernelOptions, Method
 from udafs.plan import (
     CmpOp,
     CountType,
@@ -130,12 +129,12 @@ def to_arrays(ev: oracle.Events) -> tuple[np.ndarray, np.ndarray, list[tuple[np.
     return oracle_arrays(ev, COLUMNS3)
 
 
-def run_kernel(plan: Plan, ev: oracle.Events) -> GroupResult:
+def run_kernel(plan: Plan, ev: oracle.Events, options: KernelOptions = DEFAULT) -> GroupResult:
     """``evaluate_group`` on the events: seq (the stream rank) for STRICT_CONTIGUITY; for
     PARTITION_CONTIGUITY all rows (mask 0 included), the kernel derives the rank."""
     ts, mask, cols = to_arrays(ev)
     seq = np.array(ev.seq, dtype=np.int64) if plan.strategy is Strategy.STRICT_CONTIGUITY else None
-    return evaluate_group(plan, ts, mask, cols, seq=seq)
+    return evaluate_group(plan, ts, mask, cols, seq=seq, options=options)
 
 
 def vectorisable(plan: Plan) -> Plan:
@@ -158,8 +157,8 @@ SETTINGS = settings(max_examples=150, deadline=None,
 ANY = Strategy.SKIP_TILL_ANY_MATCH
 
 
-def check(plan: Plan, ev: oracle.Events) -> None:
-    assert_same(plan, run_kernel(plan, ev), oracle.evaluate(ev, plan))
+def check(plan: Plan, ev: oracle.Events, options: KernelOptions = DEFAULT) -> None:
+    assert_same(plan, run_kernel(plan, ev, options), oracle.evaluate(ev, plan))
 
 
 @pytest.mark.parametrize("window", ["none", "within", "slide"])
@@ -277,11 +276,11 @@ def test_nan_and_negative_zero() -> None:
 
 # -- the vectorised paths (condensed / sorted predicate steps, Fenwick chains) ------------
 
-@pytest.mark.parametrize("method", ["condensed", "sorted"])
+@pytest.mark.parametrize("method", [Method.CONDENSED, Method.SORTED], ids=lambda m: m.value)
 @pytest.mark.parametrize("window", ["none", "within", "slide"])
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(data=st.data())
-def test_vectorised_paths(method: str, window: str, data: st.DataObject) -> None:
+def test_vectorised_paths(method: Method, window: str, data: st.DataObject) -> None:
     """Both predicate-step methods, forced, on every window mode, with negation, edges, Kleene."""
     plan = data.draw(ext_plans(window=window, strategy=ANY, n_pred=2, need_pred=data.draw(st.integers(0, 3)) > 0,
                                adjacent=True, middle_negation=data.draw(st.booleans()),
@@ -291,12 +290,7 @@ def test_vectorised_paths(method: str, window: str, data: st.DataObject) -> None
     assert predicates.vectorised(plan) is None
     ev = data.draw(ext_events(plan))
     assume(oracle.cheap(plan, ev))
-    saved = predpass.FORCE_METHOD
-    predpass.FORCE_METHOD = method
-    try:
-        check(plan, ev)
-    finally:
-        predpass.FORCE_METHOD = saved
+    check(plan, ev, KernelOptions(predicate_method=method))
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
@@ -311,8 +305,7 @@ def test_vectorised_fallback_number_systems(data: st.DataObject) -> None:
     plan = dataclasses.replace(plan, count_type=data.draw(st.sampled_from([CountType.DECIMAL, CountType.DOUBLE])))
     ev = data.draw(ext_events(plan))
     assume(oracle.cheap(plan, ev))
-    with exact_number_systems():
-        check(plan, ev)
+    check(plan, ev, KernelOptions(int64_first=False))
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
@@ -326,8 +319,7 @@ def test_vectorised_equals_state_dp_on_larger_groups(data: st.DataObject) -> Non
     assume(plan.extended)
     ev = data.draw(ext_events(plan, max_rows=40, max_ts=30))
     fast = run_kernel(plan, ev)
-    with forced_state_dp():
-        slow = run_kernel(plan, ev)
+    slow = run_kernel(plan, ev, KernelOptions(state_dp=True))
     assert_same(plan, fast, as_rows(slow))
 
 
@@ -340,20 +332,20 @@ def test_choice_reports_condensation_degree() -> None:
     many = [(np.arange(100), np.ones(100, dtype=bool))]
     got = predicates.choose(plan, np.arange(100), mask, few)
     # A rows (even) hold 0, 2; G rows (odd) hold 1, 3, compared as G.price + 2: 3, 5 -> 4 keys / 100 rows
-    assert got.method == "condensed" and got.degree == pytest.approx(4 / 100)
+    assert got.method is Method.CONDENSED and got.degree == pytest.approx(4 / 100)
     got = predicates.choose(plan, np.arange(100), mask, many)
-    assert got.method == "sorted" and got.degree == 1.0
+    assert got.method is Method.SORTED and got.degree == 1.0
     # a non-adjacent predicate is enumerated by value (condensed): 50 values of A -> 50 passes
     far = Plan(symbols=("A", "G"), elements=(Element(0), Element(1), Element(0)), negations=(0, 0, 0, 0),
                columns=(ValueType.INT,), predicates=(Predicate(0, 0, CmpOp.GT, 2, 0),))
     got = predicates.choose(far, np.arange(100), mask, many)
-    assert got.method == "condensed" and got.degree == 1.0 and got.reason.startswith("50 enumerated")
+    assert got.method is Method.CONDENSED and got.degree == 1.0 and got.reason.startswith("50 enumerated")
     # two of them: 50 x 50 combinations > MAX_COMBOS -> the state DP
     two = Plan(**{**_fields(far), "predicates": far.predicates + (Predicate(2, 0, CmpOp.NE, 0, 0, 1),)})
-    assert predicates.choose(two, np.arange(100), mask, many).method == "state-dp"
+    assert predicates.choose(two, np.arange(100), mask, many).method is Method.STATE_DP
     s2 = Plan(**{**_fields(plan), "strategy": Strategy.SKIP_TILL_NEXT_MATCH})
     assert predicates.choose(s2, np.arange(100), mask, many) == (
-        "state-dp", None, "skip-till-next-match with predicates")
+        Method.STATE_DP, None, "skip-till-next-match with predicates")
 
 
 @pytest.mark.parametrize("state_dp", [False, True])
@@ -366,17 +358,14 @@ def test_exact_counts_never_wrap(state_dp: bool) -> None:
                 measures=(Measure(MeasureKind.COUNT_STAR, name="n"), Measure(MeasureKind.SUM, 0, 0, "s")))
     n = 70
     args = (np.arange(n), np.ones(n, dtype=np.int64), [(np.full(n, 3), np.ones(n, dtype=bool))])
-    extended.FORCE_STATE_DP = state_dp
-    try:
-        with pytest.raises(CountOverflowError):
-            evaluate_group(Plan(**base), *args)
-        res = evaluate_group(Plan(**base, count_type=CountType.DECIMAL), *args)
-        assert res.values[0][0] == 2**n - 1
-        assert res.values[1][0] == 3 * n * 2 ** (n - 1)  # each row lies in 2**(n-1) sets
-        res = evaluate_group(Plan(**base, count_type=CountType.DOUBLE), *args)
-        assert res.values[0][0] == float(2**n - 1)
-    finally:
-        extended.FORCE_STATE_DP = False
+    options = KernelOptions(state_dp=state_dp)
+    with pytest.raises(CountOverflowError):
+        evaluate_group(Plan(**base), *args, options=options)
+    res = evaluate_group(Plan(**base, count_type=CountType.DECIMAL), *args, options=options)
+    assert res.values[0][0] == 2**n - 1
+    assert res.values[1][0] == 3 * n * 2 ** (n - 1)  # each row lies in 2**(n-1) sets
+    res = evaluate_group(Plan(**base, count_type=CountType.DOUBLE), *args, options=options)
+    assert res.values[0][0] == float(2**n - 1)
 
 
 @settings(max_examples=200, deadline=None)
@@ -470,6 +459,5 @@ def test_decimal_measures_with_predicates_and_strategies(path: str, data: st.Dat
     ev = oracle.Events(ev.ts, ev.mask, (*ev.values, wide), seq=ev.seq)
     ts, mask, cols = oracle_arrays(ev, plan.columns)
     seq = np.array(ev.seq, dtype=np.int64) if plan.strategy is Strategy.STRICT_CONTIGUITY else None
-    forced = forced_state_dp() if path == "state-dp" else contextlib.nullcontext()
-    with forced:
-        assert_same(plan, evaluate_group(plan, ts, mask, cols, seq=seq), oracle.evaluate(ev, plan))
+    options = KernelOptions(state_dp=path == "state-dp")
+    assert_same(plan, evaluate_group(plan, ts, mask, cols, seq=seq, options=options), oracle.evaluate(ev, plan))

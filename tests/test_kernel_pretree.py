@@ -10,11 +10,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests import oracle
-from tests.kernel_switches import exact_number_systems
 from tests.test_kernel_oracle import as_rows, events, to_arrays
 from udafs.kernels import GroupResult
 from udafs.kernels.evaluate import with_fallback
 from udafs.kernels.measures import finalize
+from udafs.kernels.options import DEFAULT, KernelOptions
 from udafs.kernels.pretree import evaluate_shared, shape_of
 from udafs.plan import CountType, Element, Measure, MeasureKind, Plan
 
@@ -71,11 +71,11 @@ def families(draw: st.DrawFn, window: str, sql: bool = False) -> list[Plan]:
     return plans
 
 
-def check_family(plans: list[Plan], ev: oracle.Events) -> None:
+def check_family(plans: list[Plan], ev: oracle.Events, options: KernelOptions = DEFAULT) -> None:
     assert all(shape_of(p) is not None for p in plans)
     ts, mask, _ = to_arrays(ev)
     order = np.argsort(ts, kind="stable")
-    results = with_fallback(plans[0], lambda ar: evaluate_shared(plans, ts[order], mask[order], ar))
+    results = with_fallback(plans[0], lambda ar: evaluate_shared(plans, ts[order], mask[order], ar), options)
     for plan, (parts, starts) in zip(plans, results):
         values, valid = finalize(plan, parts)
         ends = None if starts is None else starts + plan.within
@@ -97,8 +97,7 @@ def test_shared_prefixes_equal_oracle(window: str, data: st.DataObject) -> None:
 def test_shared_prefixes_exact_number_systems(data: st.DataObject) -> None:
     """The fallback number systems (plain passes on the shared timeline) agree too."""
     plans = data.draw(families(data.draw(st.sampled_from(["none", "slide"]))))
-    with exact_number_systems():
-        check_family(plans, data.draw(events(plans[0])))
+    check_family(plans, data.draw(events(plans[0])), KernelOptions(int64_first=False))
 
 
 @pytest.mark.parametrize("window", ["none", "slide"])
@@ -217,23 +216,20 @@ def test_grouping_follows_the_symbol_row_estimate() -> None:
 
 
 @pytest.mark.parametrize("share", [True, False])
-@settings(max_examples=100, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
-def test_evaluate_many_with_and_without_prefix_sharing(share: bool, data: st.DataObject,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_evaluate_many_with_and_without_prefix_sharing(share: bool, data: st.DataObject) -> None:
     """``evaluate_many`` (which groups plans by ``pretree.groups``) equals the oracle,
-    and so does its one-by-one path (``SHARE_PREFIXES`` off)."""
+    and so does its one-by-one path (``share_prefixes`` off)."""
     from udafs.kernels import many
     from udafs.multiplan import MultiPlan
 
-    monkeypatch.setattr(many, "SHARE_PREFIXES", share)
     plans = data.draw(families(data.draw(st.sampled_from(["none", "slide"]))))
     ev = data.draw(events(plans[0]))
     mp = MultiPlan(tuple(plans), (plans[0].measures[0],), ((0,),) * len(plans), (None,) * len(plans),
                    (False,) * len(plans))
     ts, mask, _ = to_arrays(ev)
-    for plan, res in zip(plans, many.evaluate_many(mp, ts, mask, [])):
+    for plan, res in zip(plans, many.evaluate_many(mp, ts, mask, [], options=KernelOptions(share_prefixes=share))):
         want = oracle.evaluate(ev, plan)
         if plan.slide is None and not ((mask & plan.pattern_symbols_mask) != 0).any():
             want = []  # as its own statement: no row for a group without its symbols

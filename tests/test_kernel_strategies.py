@@ -15,11 +15,11 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from tests import oracle
-from tests.kernel_switches import forced_state_dp
 from tests.test_kernel_oracle import as_rows, assert_same, plans
 from tests.test_kernel_predicates import ext_events, ext_plans, run_kernel, vectorisable
 from udafs.errors import InputDataError, PlanError
 from udafs.kernels import evaluate_group
+from udafs.kernels.options import KernelOptions
 from udafs.kernels.streaming import StreamEvaluator
 from udafs.plan import CmpOp, CountType, Element, IteratorPredicate, Plan, Predicate, Strategy, ValueType
 
@@ -236,8 +236,7 @@ def test_vectorised_strategies_equal_state_dp(strategy: Strategy, data: st.DataO
     assume(predicates.vectorised(plan) is None)
     ev = data.draw(ext_events(plan, max_rows=40, max_ts=30))
     fast = run_kernel(plan, ev)
-    with forced_state_dp():
-        slow = run_kernel(plan, ev)
+    slow = run_kernel(plan, ev, KernelOptions(state_dp=True))
     assert_same(plan, fast, as_rows(slow))
 
 

@@ -9,21 +9,21 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-import udafs.kernels.evaluate as evaluate_mod
 from tests import oracle
 from tests.test_kernel_oracle import assert_same, events, plans, to_arrays
 from udafs.errors import CountOverflowError, InputDataError
 from udafs.kernels import GroupResult, evaluate_group
+from udafs.kernels.options import DEFAULT, KernelOptions
 from udafs.kernels.streaming import StreamEvaluator
 from udafs.plan import CountType, Element, Measure, MeasureKind, Plan
 
 
-def stream(plan: Plan, ev: oracle.Events, cuts: list[int]) -> GroupResult:
+def stream(plan: Plan, ev: oracle.Events, cuts: list[int], options: KernelOptions = DEFAULT) -> GroupResult:
     """Push the events sorted by time in chunks cut at ``cuts``; concatenate all results."""
     ts, mask, cols = to_arrays(ev)
     order = np.argsort(ts, kind="stable")
     ts, mask, cols = ts[order], mask[order], [(v[order], ok[order]) for v, ok in cols]
-    se = StreamEvaluator(plan)
+    se = StreamEvaluator(plan, options)
     outs = []
     bounds = [0, *sorted(c % (len(ts) + 1) for c in cuts), len(ts)]
     for a, b in zip(bounds[:-1], bounds[1:]):
@@ -54,14 +54,11 @@ def test_stream_equals_batch_and_oracle(data: st.DataObject) -> None:
     ev = data.draw(events(plan, max_rows=10))
     assume(oracle.cheap(plan, ev))
     cuts = data.draw(st.lists(st.integers(0, 20), max_size=5))
-    evaluate_mod.FAST_PATH = data.draw(st.sampled_from([True, True, False]))  # False: fallbacks
-    try:
-        got = stream(plan, ev, cuts)
-        assert_same(plan, got, oracle.evaluate(ev, plan))
-        ts, mask, cols = to_arrays(ev)
-        assert_results_close(got, evaluate_group(plan, ts, mask, cols))
-    finally:
-        evaluate_mod.FAST_PATH = True
+    options = KernelOptions(int64_first=data.draw(st.sampled_from([True, True, False])))  # False: fallbacks
+    got = stream(plan, ev, cuts, options)
+    assert_same(plan, got, oracle.evaluate(ev, plan))
+    ts, mask, cols = to_arrays(ev)
+    assert_results_close(got, evaluate_group(plan, ts, mask, cols, options=options))
 
 
 @SETTINGS

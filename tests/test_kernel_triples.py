@@ -16,10 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests import oracle
-from tests.kernel_switches import exact_number_systems, forced_within_path
 from tests.test_kernel_oracle import as_rows, assert_same
 from tests.test_kernel_predicates import COLUMNS3, SPECIAL, offsets, run_kernel
 from udafs.kernels import predicates, predpass, triples
+from udafs.kernels.options import KernelOptions, WithinPath
 from udafs.plan import CmpOp, CountType, Element, Measure, MeasureKind, Plan, Predicate, Strategy, ValueType
 
 
@@ -72,6 +72,9 @@ def triple_events(draw: st.DrawFn, plan: Plan, max_rows: int = 28) -> oracle.Eve
     return oracle.Events(ts, mask, (ints, floats, special), seq=list(range(n)))
 
 
+#: The triples path wherever it applies.
+TRIPLES = KernelOptions(within_path=WithinPath.TRIPLES)
+
 SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                               HealthCheck.filter_too_much])
 
@@ -81,8 +84,7 @@ SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[Heal
 def test_triples_equal_the_oracle(data: st.DataObject) -> None:
     plan = data.draw(triple_plans())
     ev = data.draw(triple_events(plan))
-    with forced_within_path("triples"):
-        assert_same(plan, run_kernel(plan, ev), oracle.evaluate(ev, plan))
+    assert_same(plan, run_kernel(plan, ev, TRIPLES), oracle.evaluate(ev, plan))
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
@@ -91,8 +93,8 @@ def test_triples_exact_number_systems(data: st.DataObject) -> None:
     """The exact / float fallbacks (as if int64 overflowed) take the same path."""
     plan = data.draw(triple_plans())
     ev = data.draw(triple_events(plan))
-    with forced_within_path("triples"), exact_number_systems():
-        assert_same(plan, run_kernel(plan, ev), oracle.evaluate(ev, plan))
+    options = dataclasses.replace(TRIPLES, int64_first=False)
+    assert_same(plan, run_kernel(plan, ev, options), oracle.evaluate(ev, plan))
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
@@ -101,10 +103,8 @@ def test_triples_equal_anchored_on_larger_groups(data: st.DataObject) -> None:
     """Beyond the oracle's reach (hundreds of rows, windows of dozens): both WITHIN paths agree."""
     plan = data.draw(triple_plans(max_within=60))
     ev = data.draw(triple_events(plan, max_rows=400))
-    with forced_within_path("triples"):
-        fast = run_kernel(plan, ev)
-    with forced_within_path("anchored"):
-        slow = run_kernel(plan, ev)
+    fast = run_kernel(plan, ev, TRIPLES)
+    slow = run_kernel(plan, ev, KernelOptions(within_path=WithinPath.ANCHORED))
     assert_same(plan, fast, as_rows(slow))
 
 
@@ -119,15 +119,17 @@ def test_path_choice_by_replication() -> None:
                 within=4, measures=(Measure(MeasureKind.COUNT_STAR, name="n"),), columns=(ValueType.INT,),
                 predicates=(Predicate(0, 0, CmpOp.GE, 1, 0, 2), Predicate(2, 0, CmpOp.LT, 1, 0, 0)))
     pp = predpass.PredPattern.of(plan, None)
-    assert predicates.within_path(plan, ts, mask, pp, False) == "anchored"
+    assert predicates.within_path(plan, ts, mask, pp, False) is WithinPath.ANCHORED
     wide = dataclasses.replace(plan, within=500)
-    assert predicates.within_path(wide, ts, mask, pp, False) == "triples"
-    assert predicates.within_path(wide, ts, mask, pp, True) == "anchored"  # SUM / MIN / ... need pairs
+    assert predicates.within_path(wide, ts, mask, pp, False) is WithinPath.TRIPLES
+    assert predicates.within_path(wide, ts, mask, pp, True) is WithinPath.ANCHORED  # SUM / MIN / ... need pairs
     kleene = dataclasses.replace(wide, elements=(Element(0), Element(1), Element(2, True)),
                                  predicates=wide.predicates[:1])
-    assert predicates.within_path(kleene, ts, mask, predpass.PredPattern.of(kleene, None), False) == "anchored"
+    assert predicates.within_path(kleene, ts, mask, predpass.PredPattern.of(kleene, None), False) \
+        is WithinPath.ANCHORED
     negated = dataclasses.replace(wide, negations=(0, 1, 0, 0))
-    assert predicates.within_path(negated, ts, mask, predpass.PredPattern.of(negated, None), False) == "anchored"
+    assert predicates.within_path(negated, ts, mask, predpass.PredPattern.of(negated, None), False) \
+        is WithinPath.ANCHORED
     other_column = dataclasses.replace(wide, columns=(ValueType.INT, ValueType.INT),
                                        predicates=(Predicate(0, 0, CmpOp.GE, 1, 0, 2),
                                                    Predicate(2, 0, CmpOp.LT, 1, 1, 0)))

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from pyspark.errors import PythonException
 from sqlglot import parse_one
 
-from sparkseq import functions as F
+from sql_rewrites.seq_functions import check_calls
 from tests import oracle
 from tests.test_kernel_oracle import COLUMNS, events, plans
 from udafs.plan import Measure, MeasureKind, Plan
@@ -180,9 +180,12 @@ def test_count_overflow(spark) -> None:
     ("seq_max(ts, t, 'SEQ(a)', NULL, 'a')", "FunctionArgumentError"),
     ("seq_count_windows(ts, t, 'SEQ(a)', INTERVAL 1 MINUTE)", "FunctionArgumentError"),
     ("seq_count_windows(ts, t, 'SEQ(a)', INTERVAL 1 MINUTE, INTERVAL 2 MINUTES)", "SlideLongerThanWithinError"),
+    ("seq_count(ts, t, 'SEQ(a, b) STRATEGY SKIP TILL SOME MATCH')", "SqlParseError"),
+    ("seq_count(ts, t, 'SEQ(a, b) STRATEGY STRICT CONTIGUITY')", "FunctionArgumentError"),
+    ("seq_count(ts, t, 'SEQ(a, b) HIERARCHY h STRATEGY SKIP TILL NEXT MATCH HIERARCHY g')", "SqlParseError"),
 ])
 def test_literal_arguments_are_checked_without_spark(call: str, error: str) -> None:
     with pytest.raises(Exception) as caught:
-        F.check_calls(parse_one(f"SELECT {call} FROM t", read="spark"))
+        check_calls(parse_one(f"SELECT {call} FROM t", read="spark"))
     assert type(caught.value).__name__ == error
-    F.check_calls(parse_one("SELECT seq_sum(ts, t, 'SEQ(a, !c, B)', INTERVAL 1 MINUTE, 'b', v) FROM t", read="spark"))
+    check_calls(parse_one("SELECT seq_sum(ts, t, 'SEQ(a, !c, B)', INTERVAL 1 MINUTE, 'b', v) FROM t", read="spark"))

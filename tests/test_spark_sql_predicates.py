@@ -144,6 +144,7 @@ def test_three_elements_within_wide_windows_equal_the_self_join(spark) -> None:
     import pandas as pd
 
     from udafs.kernels import predicates, predpass
+    from udafs.kernels.options import WithinPath
     from udafs.plan import CmpOp, Element, Measure, MeasureKind, Predicate, ValueType
     from udafs.plan import Plan as KernelPlan
 
@@ -174,4 +175,4 @@ def test_three_elements_within_wide_windows_equal_the_self_join(spark) -> None:
                       predicates=(Predicate(0, 0, CmpOp.GE, 1, 0, 2), Predicate(2, 0, CmpOp.LT, 1, 0, 0)))
     mask = np.where(goog, 2, 5).astype(np.int64)
     path = predicates.within_path(plan, part["ts"].to_numpy(), mask, predpass.PredPattern.of(plan, None), False)
-    assert path == "triples"
+    assert path is WithinPath.TRIPLES

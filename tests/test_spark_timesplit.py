@@ -97,8 +97,9 @@ def test_no_partition_by_and_timestamps(spark, events: str, small_thresholds: No
 
 
 def test_auto_path_splits_only_when_a_key_is_big(spark, events: str, small_thresholds: None) -> None:
+    # MAX keeps the statement off the native path (which needs no statistics)
     text = (f"SELECT * FROM {events} MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERN SEQ(A, B) TYPE BY type "
-            "MEASURES COUNT(*) AS n WITHIN 20) AS m ORDER BY ALL")
+            "MEASURES COUNT(*) AS n, MAX(B.v) AS mv WITHIN 20) AS m ORDER BY ALL")
     want, _ = run(spark, text, "grouped")
     got, auto_plan = run(spark, text, "auto")
     assert "_chunk" in auto_plan
@@ -149,7 +150,7 @@ def test_forcing_a_split_of_an_unsplittable_plan_is_an_error(spark, events: str,
 
 def test_explain_names_the_path(spark, events: str, small_thresholds: None) -> None:
     text = (f"SELECT * FROM {events} MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERN SEQ(A, B) TYPE BY type "
-            "MEASURES COUNT(*) AS n WITHIN 20) AS m")
+            "MEASURES COUNT(*) AS n, MAX(B.v) AS mv WITHIN 20) AS m")
     spark.conf.set(PATH_CONF, "time-split")
     assert "time-split (forced by sparkseq.path)" in sparkseq.explain(spark, text)
     spark.conf.set(PATH_CONF, "auto")
@@ -158,7 +159,9 @@ def test_explain_names_the_path(spark, events: str, small_thresholds: None) -> N
     assert "grouped (forced by sparkseq.path)" in sparkseq.explain(spark, text.replace("WITHIN 20", ""))
     spark.conf.set(PATH_CONF, "auto")
     strict = text.replace("MEASURES", "STRATEGY STRICT CONTIGUITY MEASURES")
-    assert "grouped (not splittable by time: contiguity" in sparkseq.explain(spark, strict)
+    assert "not splittable by time: contiguity" in sparkseq.explain(spark, strict)
+    spark.conf.set(PATH_CONF, "native")
+    assert "native (forced by sparkseq.path)" in sparkseq.explain(spark, text.replace(", MAX(B.v) AS mv", ""))
 
 
 def test_cluster_case_splits_and_equals_the_grouped_answer(spark) -> None:

@@ -483,3 +483,14 @@ def test_hierarchy_needs_type_by() -> None:
 def test_parse_errors_surface_from_analysis_entry_point() -> None:
     expect(E.SqlParseError, "SELECT * FROM clicks MATCH_AGGREGATE (ORDER BY ts PATTERN SEQ(A,))",
            "Expecting a symbol")
+
+
+def test_reads_table_names_only_a_table_source() -> None:
+    """An operator reads a table when its source is that table itself, not a subquery or an operator."""
+    assert one(FUNNEL).reads_table("CLICKS") and not one(FUNNEL).reads_table("orders")
+    inner, outer = analyze_sql(
+        "SELECT * FROM clicks MATCH_AGGREGATE (PARTITION BY customer_id ORDER BY ts PATTERN SEQ(A, B) "
+        "TYPE BY action MEASURES COUNT(*) AS n WITHIN INTERVAL 1 MINUTE SLIDE INTERVAL 1 MINUTE) AS m "
+        "MATCH_AGGREGATE (PARTITION BY customer_id ORDER BY window_start PATTERN SEQ(HOT) DEFINE HOT AS n > 3 "
+        "MEASURES COUNT(*) AS hot) AS h", SCHEMA)
+    assert inner.reads_table("clicks") and not outer.reads_table("clicks")

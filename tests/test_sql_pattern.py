@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from sql_rewrites import errors as E
-from sql_rewrites.pattern import compile_type_pattern, parse_pattern, window_micros
+from sql_rewrites.pattern import compile_type_pattern, parse_pattern
+from sql_rewrites.windows import interval_text_length
 from udafs.plan import CountType, Element
 
 
@@ -67,9 +68,9 @@ def test_pattern_parse_errors_are_position_accurate(text: str, message: str, col
         ("SEQ(!A, B)", {}, E.EdgeNegationWithoutWindowError, "leading negation"),
         ("SEQ(A, !B)", {}, E.EdgeNegationWithoutWindowError, "trailing negation"),
         ("SEQ(a, A)", {}, E.AmbiguousSymbolError, "'a' and 'A'"),
-        ("SEQ(A)", {"within": 0}, E.NonPositiveWindowError, "within must be a positive integer"),
+        ("SEQ(A)", {"within": 0}, E.NonPositiveWindowError, "WITHIN must be a positive integer"),
         ("SEQ(A)", {"within": 1.5}, E.NonPositiveWindowError, "got 1.5"),
-        ("SEQ(A)", {"slide": 5}, E.SlideWithoutWithinError, "slide needs within"),
+        ("SEQ(A)", {"slide": 5}, E.SlideWithoutWithinError, "SLIDE needs WITHIN"),
         ("SEQ(" + ", ".join(f"S{i}" for i in range(64)) + ")", {}, E.TooManySymbolsError, "at most 63"),
     ],
 )
@@ -89,8 +90,8 @@ def test_trailing_negation_is_fine_with_within_and_quoted_differs_from_name() ->
     [("INTERVAL 10 MINUTES", 600_000_000), ("10 minutes", 600_000_000), ("INTERVAL '1.5' SECONDS", 1_500_000),
      ("1 hour 30 minutes", 5_400_000_000), ("2 weeks", 1_209_600_000_000), ("7 microseconds", 7)],
 )
-def test_window_micros(text: str, micros: int) -> None:
-    assert window_micros(text) == micros
+def test_interval_text_length(text: str, micros: int) -> None:
+    assert interval_text_length(text) == micros
 
 
 @pytest.mark.parametrize(
@@ -102,6 +103,39 @@ def test_window_micros(text: str, micros: int) -> None:
         ("10 minutes)", E.SqlParseError),
     ],
 )
-def test_window_micros_errors(text: str, error: type[Exception]) -> None:
+def test_interval_text_length_errors(text: str, error: type[Exception]) -> None:
     with pytest.raises(error):
-        window_micros(text)
+        interval_text_length(text)
+
+
+@pytest.mark.parametrize(("text", "strategy", "hierarchy", "printed"), [
+    ("SEQ(a, b)", "SKIP_TILL_ANY_MATCH", None, "SEQ(a, b)"),
+    ("SEQ(a, b+) strategy skip  till next match", "SKIP_TILL_NEXT_MATCH", None,
+     "SEQ(a, b+) STRATEGY SKIP TILL NEXT MATCH"),
+    ("SEQ(a, !b, c) HIERARCHY h STRATEGY PARTITION CONTIGUITY", "PARTITION_CONTIGUITY", "h",
+     "SEQ(a, !b, c) STRATEGY PARTITION CONTIGUITY HIERARCHY h"),
+    ("SEQ('View Kindle', b) HIERARCHY `my h`", "SKIP_TILL_ANY_MATCH", "my h",
+     "SEQ('View Kindle', b) HIERARCHY `my h`"),
+])
+def test_seq_function_pattern_arguments_are_parsed_by_the_dialect(text: str, strategy: str, hierarchy: str | None,
+                                                                    printed: str) -> None:
+    from sql_rewrites.dialect import SparkSeq
+    from sql_rewrites.seq_functions import hierarchy_name, pattern_argument, strategy_of
+
+    node = pattern_argument(text)
+    assert (strategy_of(node).name, hierarchy_name(node)) == (strategy, hierarchy)
+    assert node.sql(dialect=SparkSeq) == printed
+    assert pattern_argument(printed).sql(dialect=SparkSeq) == printed
+
+
+@pytest.mark.parametrize(("text", "phrase"), [
+    ("SEQ(a, b) STRATEGY SOME MATCH", "after STRATEGY"),
+    ("SEQ(a, b) HIERARCHY", "hierarchy name after HIERARCHY"),
+    ("SEQ(a, b) STRATEGY STRICT CONTIGUITY STRATEGY STRICT CONTIGUITY", "STRATEGY"),
+])
+def test_seq_function_pattern_argument_errors_point_into_the_string(text: str, phrase: str) -> None:
+    from sql_rewrites.seq_functions import pattern_argument
+
+    with pytest.raises(E.SqlParseError) as info:
+        pattern_argument(text)
+    assert phrase in str(info.value) and info.value.line == 1

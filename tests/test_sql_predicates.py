@@ -64,6 +64,21 @@ def test_strategy_words_are_case_insensitive_and_checked() -> None:
     assert info.value.line == 1
 
 
+@pytest.mark.parametrize("strategy", list(Strategy), ids=lambda s: s.name)
+def test_each_strategy_is_parsed_from_its_sql_words(strategy: Strategy) -> None:
+    """The enum's SQL words are what the parser reads, and they name that strategy."""
+    assert q("SEQ(A, B)", strategy=strategy.sql.lower()).plan.strategy is strategy
+    assert Strategy.from_sql(f" {strategy.sql.title()} ") is strategy
+
+
+def test_unknown_strategy_words_list_the_strategies() -> None:
+    from udafs.errors import PlanError
+
+    with pytest.raises(PlanError, match="SKIP TILL ANY MATCH, SKIP TILL NEXT MATCH, STRICT CONTIGUITY, "
+                                        "PARTITION CONTIGUITY"):
+        Strategy.from_sql("skip till some match")
+
+
 def test_empty_where_is_a_parse_error() -> None:
     with pytest.raises(SqlParseError, match="WHERE"):
         q("SEQ(A, B)", where=" ")

@@ -24,10 +24,13 @@ from sql_rewrites.timesplit import (
     streaming_query,
     time_split_query,
 )
-from udafs.plan import Element, Plan, Strategy
+from udafs.plan import Element, Measure, MeasureKind, Plan, Strategy, ValueType
 
-PLAN = Plan(symbols=("A", "B"), elements=(Element(0), Element(1)), negations=(0, 0, 0), within=10)
-NO_WINDOW = Plan(symbols=("A", "B"), elements=(Element(0), Element(1)), negations=(0, 0, 0))
+#: A MAX measure keeps these plans off the native path (tests/test_sql_native.py), whose
+#: statements never need key statistics.
+KERNEL_ONLY = dict(measures=(Measure(MeasureKind.MAX, 1, 0, "x"),), columns=(ValueType.INT,))
+PLAN = Plan(symbols=("A", "B"), elements=(Element(0), Element(1)), negations=(0, 0, 0), within=10, **KERNEL_ONLY)
+NO_WINDOW = Plan(symbols=("A", "B"), elements=(Element(0), Element(1)), negations=(0, 0, 0), **KERNEL_ONLY)
 BIG = KeyStatistics(rows=SPLIT_ROWS + 1, first=0, last=10_000)
 CONTIGUOUS = Plan(symbols=("A", "B"), elements=(Element(0), Element(1)), negations=(0, 0, 0), within=10,
                   strategy=Strategy.STRICT_CONTIGUITY)

@@ -82,10 +82,6 @@ class MultiPlan:
         """Indices of the plans whose rows are output."""
         return tuple(i for i, h in enumerate(self.hidden) if not h)
 
-    def field_of(self, plan: int, measure: int) -> int:
-        """Output field of measure ``measure`` of plan ``plan``."""
-        return self.slots[plan][measure]
-
     def describe(self) -> str:
         """Every reported plan's pattern, one per line."""
         return "\n".join(self.plans[i].describe() for i in self.reported)

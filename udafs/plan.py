@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import enum
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from udafs.errors import PlanError
 
@@ -81,7 +81,16 @@ class ValueType(str, enum.Enum):
 
 
 class Strategy(str, enum.Enum):
-    """Event selection strategy (SASE++ section 2.1); see docs/predicates-and-strategies.md."""
+    """Event selection strategy (SASE++ section 2.1); see docs/predicates-and-strategies.md.
+
+    The value is the plan document's code; the SQL words (``STRATEGY <words>``) are the name
+    with spaces.
+
+    >>> Strategy.SKIP_TILL_NEXT_MATCH.sql
+    'SKIP TILL NEXT MATCH'
+    >>> Strategy.from_sql("strict   contiguity").name
+    'STRICT_CONTIGUITY'
+    """
 
     SKIP_TILL_ANY_MATCH = "any"
     SKIP_TILL_NEXT_MATCH = "next"
@@ -92,6 +101,30 @@ class Strategy(str, enum.Enum):
     def contiguous(self) -> bool:
         """True for the two contiguity strategies."""
         return self in (Strategy.STRICT_CONTIGUITY, Strategy.PARTITION_CONTIGUITY)
+
+    @property
+    def sql(self) -> str:
+        """The words after ``STRATEGY``, e.g. ``SKIP TILL ANY MATCH``."""
+        return self.name.replace("_", " ")
+
+    @classmethod
+    def sql_choices(cls) -> tuple[str, ...]:
+        """The SQL words of every strategy, default first."""
+        return tuple(s.sql for s in cls)
+
+    @classmethod
+    def from_sql(cls, words: str) -> Strategy:
+        """The strategy named by ``words`` (any case, any spacing).
+
+        Raises
+        ------
+        PlanError
+            For anything but the SQL words of a strategy; the message lists them.
+        """
+        try:
+            return cls["_".join(words.upper().split())]
+        except KeyError:
+            raise PlanError(f"unknown strategy {words!r}; expected one of {', '.join(cls.sql_choices())}") from None
 
 
 class CmpOp(str, enum.Enum):
@@ -211,14 +244,9 @@ class Plan:
     predicates: tuple[Predicate, ...] = ()
     iterator_predicates: tuple[IteratorPredicate, ...] = ()
     uncertain: int | None = None
-    positions_of: dict[int, tuple[int, ...]] = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         _validate(self)
-        positions: dict[int, list[int]] = {}
-        for i, el in enumerate(self.elements):
-            positions.setdefault(el.symbol, []).append(i)
-        object.__setattr__(self, "positions_of", {k: tuple(v) for k, v in positions.items()})
 
     @property
     def length(self) -> int:
@@ -266,7 +294,7 @@ class Plan:
         negated = 0
         for g in self.negations:
             negated |= g
-        return tuple(s for s in sorted(self.positions_of) if negated >> s & 1)
+        return tuple(s for s in sorted({e.symbol for e in self.elements}) if negated >> s & 1)
 
     def describe(self) -> str:
         """The pattern as text, e.g. ``SEQ(VK, BK, !REC, VC+)``."""

@@ -45,7 +45,6 @@ Column = tuple[np.ndarray, np.ndarray]
 # shared with the compiler; these names are kept for the Spark layer's callers.
 PARTITION_SLOT = contract.PARTITION_SLOT
 value_sql_type = contract.value_type
-measure_sql_type = contract.measure_type
 result_fields = contract.result_fields
 output_ddl = contract.result_type
 

@@ -46,13 +46,6 @@ class Candidate:
         """Ids of the queries using the candidate, in workload order."""
         return tuple(o.query for o in self.occurrences)
 
-    def start_in(self, query: str) -> int:
-        """Start of the pattern in ``query`` (KeyError when the query does not use it)."""
-        for o in self.occurrences:
-            if o.query == query:
-                return o.start
-        raise KeyError(query)
-
     def restricted(self, queries: Sequence[str] | frozenset[str]) -> Candidate:
         """The same pattern shared by a subset of its queries (Sharon VII, "options")."""
         keep = frozenset(queries)

@@ -147,14 +147,3 @@ class SharingPlan:
     classes: tuple[ClassReport, ...]
     timings: tuple[tuple[str, float], ...] = field(default=(), compare=False)
 
-    @property
-    def is_sharing(self) -> bool:
-        """True when at least one pattern is shared (PreTree aside)."""
-        return bool(self.shared)
-
-    def query_plan(self, query: str) -> QueryPlan:
-        """The decomposition of one query (KeyError if unknown)."""
-        for qp in self.queries:
-            if qp.query == query:
-                return qp
-        raise KeyError(query)

@@ -24,6 +24,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 
 from sql_rewrites.sharing.errors import SharingError
+from udafs.plan import Strategy
 
 
 @dataclass(frozen=True)
@@ -155,7 +156,7 @@ def query_from_plan(query_id: str, plan: object, type_keys: Sequence[str] | None
     sharable = [not el.kleene for el in elements]
     strategy = getattr(plan, "strategy", None)
     if getattr(plan, "predicates", ()) or getattr(plan, "iterator_predicates", ()) or (
-            strategy is not None and getattr(strategy, "value", strategy) != "any"):
+            strategy is not None and strategy is not Strategy.SKIP_TILL_ANY_MATCH):
         sharable = [False] * n  # Chop-Connect holds for skip-till-any-match without cross-event predicates
     for gap, mask in enumerate(negations):
         if mask:

@@ -26,44 +26,11 @@ from typing import NamedTuple
 import numpy as np
 
 from udafs.kernels.arith import EXACT_CAP, LIMIT, Arith, Kind, Overflow
+from udafs.kernels.channels import Channel
 from udafs.kernels.passes import tie_groups
 from udafs.kernels.pattern import Pattern
 from udafs.kernels.scan import affine_scan, seg_accumulate
 from udafs.kernels.timeline import Timeline
-
-
-class Channel(NamedTuple):
-    """One aggregate carried along partial matches: x(row) at positions of ``symbol``.
-
-    ``kind`` is "sum", "min" or "max"; ``x`` names the per-row value: "one", "nn"
-    (1 when column ``column`` is not NULL) or "val" (the column's value; NULL counts
-    as 0 in sums and is skipped by min/max). ``dtype`` is the array dtype: int64 for
-    min/max (float columns travel as order keys, see ``measures.float_key``), float64
-    for float sums, None for exact integers (in the count number system).
-    """
-
-    symbol: int
-    kind: str
-    x: str
-    column: int | None
-    dtype: np.dtype | None
-
-    @property
-    def identity(self) -> object:
-        """The value of an empty set of partial matches."""
-        if self.kind == "sum":
-            return 0 if self.dtype is None else 0.0
-        info = np.iinfo(self.dtype)  # min/max channels hold int64 (values or float keys)
-        return int(info.max) if self.kind == "min" else int(info.min)
-
-    @property
-    def ufunc(self) -> np.ufunc:
-        return {"sum": np.add, "min": np.minimum, "max": np.maximum}[self.kind]
-
-    @property
-    def signed(self) -> bool:
-        """Exact sums of column values may be negative."""
-        return self.x == "val"
 
 
 class Agg(NamedTuple):

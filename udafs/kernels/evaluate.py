@@ -10,6 +10,7 @@ from udafs.errors import CountOverflowError, InputDataError, PlanError
 from udafs.kernels import extended, paths, uncertain, within
 from udafs.kernels.arith import EXACT_CAP, Arith, Kind, Overflow, TooLarge
 from udafs.kernels.measures import Column, Partial, Tally, finalize, measure_symbols, partials
+from udafs.kernels.options import DEFAULT, KernelOptions
 from udafs.plan import CountType, MeasureKind, Plan, ValueType
 
 
@@ -29,7 +30,8 @@ class GroupResult(NamedTuple):
 
 def evaluate_group(plan: Plan, ts: np.ndarray, mask: np.ndarray,
                    columns: Sequence[Column] = (), seq: np.ndarray | None = None,
-                   bounds: tuple[np.ndarray, np.ndarray] | None = None) -> GroupResult:
+                   bounds: tuple[np.ndarray, np.ndarray] | None = None, *,
+                   options: KernelOptions = DEFAULT) -> GroupResult:
     """Exact aggregates over all matches of ``plan`` in one group of events.
 
     Parameters
@@ -55,6 +57,8 @@ def evaluate_group(plan: Plan, ts: np.ndarray, mask: np.ndarray,
         last possible time of each row (default: ``ts`` for both, point times).
         Measures are then expected values over the possible worlds
         (:mod:`udafs.kernels.uncertain`).
+    options : KernelOptions, optional
+        Which exact paths may run (:mod:`udafs.kernels.options`; default: chosen by cost).
 
     Returns
     -------
@@ -84,15 +88,15 @@ def evaluate_group(plan: Plan, ts: np.ndarray, mask: np.ndarray,
         values, valid = finalize(plan, parts)
         ends = None if starts is None else starts + plan.within
         return GroupResult(starts, ends, tuple(values), tuple(valid))
-    parts, starts = group_partials(plan, ts, mask, cols, seq=seq)
+    parts, starts = group_partials(plan, ts, mask, cols, seq=seq, options=options)
     values, valid = finalize(plan, parts)
     ends = None if starts is None else starts + plan.within
     return GroupResult(starts, ends, tuple(values), tuple(valid))
 
 
 def group_partials(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column],
-                   windows: tuple[int, int] | None = None, seq: np.ndarray | None = None
-                   ) -> tuple[list[Partial], np.ndarray | None]:
+                   windows: tuple[int, int] | None = None, seq: np.ndarray | None = None,
+                   options: KernelOptions = DEFAULT) -> tuple[list[Partial], np.ndarray | None]:
     """The partials of one group of validated rows (in any order) and, with SLIDE, the
     window starts they belong to (None without SLIDE: one output row).
 
@@ -103,7 +107,7 @@ def group_partials(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Colu
     contiguity rank (see :func:`evaluate_group`).
     """
     if plan.extended:  # strategies, cross-event and iterator predicates: their own window loop
-        parts, starts = extended.evaluate_extended(plan, ts, mask, cols, seq)
+        parts, starts = extended.evaluate_extended(plan, ts, mask, cols, seq, options)
         s = plan.slide
         if windows is None or starts is None or s is None:
             return parts, starts
@@ -116,7 +120,7 @@ def group_partials(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Colu
             return paths.sliding(plan, ts, mask, cols, ar, windows)
         return partials(plan, tally(plan, ts, mask, ar), cols, ar), None
 
-    return with_fallback(plan, attempt)
+    return with_fallback(plan, attempt, options)
 
 
 def _bounds(ts: np.ndarray, bounds: tuple[np.ndarray, np.ndarray] | None) -> tuple[np.ndarray, np.ndarray]:
@@ -132,15 +136,13 @@ def _bounds(ts: np.ndarray, bounds: tuple[np.ndarray, np.ndarray] | None) -> tup
 
 T = TypeVar("T")
 
-#: Tests switch this off to run the fallback number systems on every input.
-FAST_PATH = True
 
-
-def with_fallback(plan: Plan, attempt: Callable[[Arith], T]) -> T:
+def with_fallback(plan: Plan, attempt: Callable[[Arith], T], options: KernelOptions = DEFAULT) -> T:
     """Run ``attempt`` in checked int64; on overflow again in exact Python ints (or in
     float64 for ``count_type=DOUBLE``). Only final values are checked against the
-    count type, so huge intermediates with a small answer are fine."""
-    if FAST_PATH:
+    count type, so huge intermediates with a small answer are fine. Without
+    ``options.int64_first`` only the fallback runs."""
+    if options.int64_first:
         try:
             return attempt(Arith(Kind.INT))
         except Overflow:

@@ -21,12 +21,11 @@ import numpy as np
 from udafs.errors import InputDataError
 from udafs.kernels import predicates, statedp
 from udafs.kernels.arith import EXACT_CAP
+from udafs.kernels.channels import Channel, measure_channels
 from udafs.kernels.measures import Column, Partial, key_float
+from udafs.kernels.options import DEFAULT, KernelOptions
 from udafs.kernels.segments import sliding_windows
 from udafs.plan import CountType, MeasureKind, Plan, Strategy, ValueType
-
-#: Tests set this to evaluate every plan with the state DP (to cross-check the vectorised paths).
-FORCE_STATE_DP = False
 
 
 def contiguity_rank(plan: Plan, ts: np.ndarray, seq: np.ndarray | None) -> np.ndarray | None:
@@ -50,7 +49,8 @@ def contiguity_rank(plan: Plan, ts: np.ndarray, seq: np.ndarray | None) -> np.nd
 
 
 def evaluate_extended(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column],
-                      seq: np.ndarray | None = None) -> tuple[list[Partial], np.ndarray | None]:
+                      seq: np.ndarray | None = None,
+                      options: KernelOptions = DEFAULT) -> tuple[list[Partial], np.ndarray | None]:
     """Partials of an extended plan over one group (what ``evaluate_group`` finalises).
 
     Parameters
@@ -64,6 +64,8 @@ def evaluate_extended(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[C
         Validated value columns.
     seq : array of int64, optional
         Contiguity ranks (see :func:`contiguity_rank`).
+    options : KernelOptions, optional
+        ``state_dp`` forces the state DP; the rest is passed on to the vectorised paths.
 
     Returns
     -------
@@ -83,18 +85,19 @@ def evaluate_extended(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[C
     ts, mask = ts[keep][order], (mask[keep] & plan.pattern_symbols_mask)[order]
     cols = [(v[keep][order], ok[keep][order]) for v, ok in cols]
     rank = None if rank is None else rank[keep][order]
-    if predicates.vectorised(plan) is None and not FORCE_STATE_DP:
+    if predicates.vectorised(plan) is None and not options.state_dp:
         from udafs.kernels.evaluate import with_fallback  # evaluate imports this module
 
         try:
-            return with_fallback(plan, lambda ar: predicates.evaluate(plan, ts, mask, cols, ar, rank))
+            return with_fallback(plan, lambda ar: predicates.evaluate(plan, ts, mask, cols, ar, rank, options),
+                                 options)
         except predicates.NotVectorised:
             pass
-    chans = statedp.channels(plan)
+    chans = measure_channels(plan).channels
     if plan.slide is None:
         totals = [_state_dp(plan, ts, mask, cols, rank, 0, len(ts), chans, _group_edges(plan, ts, mask))]
-        return _partials(plan, chans, totals), None
-    w, s = plan.within, plan.slide
+        return _partials(plan, totals), None
+    w, s = plan.sliding
     k = sliding_windows(ts, w, s)
     los = np.searchsorted(ts, k * s, "left")
     his = np.searchsorted(ts, k * s + w, "left")
@@ -105,11 +108,11 @@ def evaluate_extended(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[C
         trail = [t for t, m in zip(seg_ts, seg_mask) if m & plan.negations[-1]]
         edges = statedp.Edges(None, lead, trail, True)
         totals.append(_state_dp(plan, ts, mask, cols, rank, lo, hi, chans, edges))
-    return _partials(plan, chans, totals), k * s
+    return _partials(plan, totals), k * s
 
 
 def _state_dp(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column], rank: np.ndarray | None,
-              lo: int, hi: int, chans: list[statedp.Channel], edges: statedp.Edges) -> list[object]:
+              lo: int, hi: int, chans: Sequence[Channel], edges: statedp.Edges) -> list[object]:
     """Aggregates of the matches among sorted rows ``lo..hi-1`` by the state DP."""
     g = statedp.make_group(ts[lo:hi], mask[lo:hi], [(v[lo:hi], ok[lo:hi]) for v, ok in cols],
                            None if rank is None else rank[lo:hi])
@@ -122,27 +125,29 @@ def _group_edges(plan: Plan, ts: np.ndarray, mask: np.ndarray) -> statedp.Edges:
     return statedp.Edges(plan.within, lead, trail, False)
 
 
-def _partials(plan: Plan, chans: list[statedp.Channel], totals: Sequence[list]) -> list[Partial]:
-    """Partials from per-output-row aggregates ``[count, channel...]``."""
+def _partials(plan: Plan, totals: Sequence[list]) -> list[Partial]:
+    """Partials from per-output-row aggregates ``[count, channel...]`` (channels of
+    :func:`~udafs.kernels.channels.measure_channels`)."""
     counts = _counts(plan, [t[0] for t in totals])
     out = []
-    for m in plan.measures:
-        if m.kind is MeasureKind.COUNT_STAR:
+    for m, (val, nn_slot) in zip(plan.measures, measure_channels(plan).slots):
+        if val is None or nn_slot is None:  # COUNT(*)
             out.append(Partial(counts, counts))
             continue
         if m.kind is MeasureKind.COUNT:
-            c = _counts(plan, [t[1 + chans.index(statedp.Channel("one", m.symbol, None))] for t in totals])
+            c = _counts(plan, [t[1 + val] for t in totals])
             out.append(Partial(c, c))
             continue
-        nn = _counts(plan, [t[1 + chans.index(statedp.Channel("nn", m.symbol, m.column))] for t in totals])
-        is_float = plan.columns[m.column] is ValueType.FLOAT
+        nn = _counts(plan, [t[1 + nn_slot] for t in totals])
+        assert m.column is not None  # a measure with a value channel reads a column
+        column_type = plan.columns[m.column]
+        is_float = column_type is ValueType.FLOAT
+        raw = [t[1 + val] for t in totals]
         if m.kind in (MeasureKind.SUM, MeasureKind.AVG):
-            raw = [t[1 + chans.index(statedp.Channel("val", m.symbol, m.column))] for t in totals]
             value = np.array(raw, dtype=np.float64) if is_float else _counts(plan, raw, signed=True)
             out.append(Partial(value, nn))
             continue
-        raw = [t[1 + chans.index(statedp.Channel(m.kind.value, m.symbol, m.column))] for t in totals]
-        wide = plan.columns[m.column] is ValueType.DECIMAL  # unscaled DECIMAL(38, s) integers: Python ints
+        wide = column_type is ValueType.DECIMAL  # unscaled DECIMAL(38, s) integers: Python ints
         keys = np.array([0 if v is None else v for v in raw] + [0], dtype=object if wide else np.int64)[:-1]
         out.append(Partial(key_float(keys) if is_float else keys, nn))
     return out

@@ -19,6 +19,7 @@ from udafs.kernels import extended, paths, pretree
 from udafs.kernels.arith import Arith
 from udafs.kernels.evaluate import GroupResult, sorted_instances, tally, validate, with_fallback
 from udafs.kernels.measures import Column, Partial, combine, finalize, partials
+from udafs.kernels.options import DEFAULT, KernelOptions
 from udafs.kernels.segments import sliding_windows
 from udafs.multiplan import MultiPlan
 from udafs.plan import Measure, Plan, ValueType
@@ -27,15 +28,16 @@ Evaluated = tuple[list[Partial], "np.ndarray | None"]
 
 
 def evaluate_many(mp: MultiPlan, ts: np.ndarray, mask: np.ndarray,
-                  columns: Sequence[Column] = ()) -> list[GroupResult | None]:
+                  columns: Sequence[Column] = (), *, options: KernelOptions = DEFAULT) -> list[GroupResult | None]:
     """Exact aggregates of every plan of ``mp`` over one group of events.
 
     Parameters
     ----------
     mp : MultiPlan
         The plans; they share symbols, value columns, count type and windows.
-    ts, mask, columns
-        As for :func:`udafs.kernels.evaluate_group`.
+    ts, mask, columns, options
+        As for :func:`udafs.kernels.evaluate_group`; ``options.share_prefixes`` off evaluates
+        every plan on its own.
 
     Returns
     -------
@@ -57,7 +59,7 @@ def evaluate_many(mp: MultiPlan, ts: np.ndarray, mask: np.ndarray,
         union |= p.pattern_symbols_mask
     ts, mask, cols = _sorted(ts, mask, cols, union)
     present = int(np.bitwise_or.reduce(mask)) if len(mask) else 0
-    done: dict[int, Evaluated] = _shared_prefixes(mp, ts, mask, present) if SHARE_PREFIXES else {}
+    done: dict[int, Evaluated] = _shared_prefixes(mp, ts, mask, present, options) if options.share_prefixes else {}
 
     def evaluated(i: int) -> Evaluated:
         if i not in done:
@@ -67,7 +69,7 @@ def evaluate_many(mp: MultiPlan, ts: np.ndarray, mask: np.ndarray,
             elif mp.hidden[i] and any(not present >> el.symbol & 1 for el in plan.elements):
                 done[i] = _no_match(plan, ts, mask)  # a part that cannot match: zeros, same windows
             else:
-                done[i] = _evaluate(plan, ts, mask, cols)
+                done[i] = _evaluate(plan, ts, mask, cols, options)
         return done[i]
 
     out: list[GroupResult | None] = []
@@ -85,11 +87,8 @@ def evaluate_many(mp: MultiPlan, ts: np.ndarray, mask: np.ndarray,
     return out
 
 
-#: Tests and profiling switch this off to compare shared-prefix and one-by-one evaluation.
-SHARE_PREFIXES = True
-
-
-def _shared_prefixes(mp: MultiPlan, ts: np.ndarray, mask: np.ndarray, present: int) -> dict[int, Evaluated]:
+def _shared_prefixes(mp: MultiPlan, ts: np.ndarray, mask: np.ndarray, present: int,
+                     options: KernelOptions) -> dict[int, Evaluated]:
     """Plans evaluated together on one timeline, prefixes shared
     (:mod:`udafs.kernels.pretree`): of the plans that would otherwise run one by one
     through :func:`_evaluate`, those :func:`pretree.groups` puts together."""
@@ -104,7 +103,9 @@ def _shared_prefixes(mp: MultiPlan, ts: np.ndarray, mask: np.ndarray, present: i
     for group in pretree.groups([mp.plans[i] for i in candidates], mask):
         members = [candidates[g] for g in group]
         plans = [mp.plans[i] for i in members]
-        done.update(zip(members, with_fallback(plans[0], lambda ar: pretree.evaluate_shared(plans, ts, mask, ar))))
+        suffixes = options.share_suffixes
+        shared = with_fallback(plans[0], lambda ar: pretree.evaluate_shared(plans, ts, mask, ar, suffixes), options)
+        done.update(zip(members, shared))
     return done
 
 
@@ -122,9 +123,9 @@ def _sorted(ts: np.ndarray, mask: np.ndarray, cols: list[Column],
     return ts, mask, cols
 
 
-def _evaluate(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column]) -> Evaluated:
+def _evaluate(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column], options: KernelOptions) -> Evaluated:
     if plan.extended:  # strategies and cross-event predicates (no contiguity sequence here)
-        return extended.evaluate_extended(plan, ts, mask, cols, None)
+        return extended.evaluate_extended(plan, ts, mask, cols, None, options)
     ts, mask, cols = sorted_instances(plan, ts, mask, cols)  # a filter: the rows are sorted already
 
     def attempt(ar: Arith) -> Evaluated:
@@ -132,7 +133,7 @@ def _evaluate(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column]) 
             return paths.sliding(plan, ts, mask, cols, ar)
         return partials(plan, tally(plan, ts, mask, ar), cols, ar), None
 
-    return with_fallback(plan, attempt)
+    return with_fallback(plan, attempt, options)
 
 
 def _no_rows(plan: Plan) -> GroupResult:

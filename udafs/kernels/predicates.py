@@ -36,6 +36,7 @@ import numpy as np
 from udafs.kernels import compare, predpass, triples
 from udafs.kernels.arith import LIMIT, Arith, Overflow
 from udafs.kernels.measures import Column, Partial, Tally, combine, measure_symbols, partials
+from udafs.kernels.options import DEFAULT, KernelOptions, Method, WithinPath
 from udafs.kernels.paths import add_pairs, new_acc
 from udafs.kernels.segments import batches, range_timeline, sliding_windows
 from udafs.kernels.timeline import Timeline
@@ -43,12 +44,11 @@ from udafs.plan import CmpOp, Plan, Predicate, Strategy
 
 
 class MethodChoice(NamedTuple):
-    """How a plan is evaluated: ``method`` in condensed / sorted / fenwick (iterator predicates
-    only) / prefix (a strategy alone: plain prefix counts) / state-dp; ``degree`` the
+    """How a plan is evaluated: ``method`` (:class:`~udafs.kernels.options.Method`); ``degree`` the
     condensation degree of the compared values (distinct values / rows, the largest over the
     plan's predicates; None without predicates)."""
 
-    method: str
+    method: Method
     degree: float | None
     reason: str
 
@@ -113,8 +113,8 @@ def choose(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: Sequence[Column])
     Returns
     -------
     MethodChoice
-        ``method``: ``condensed`` / ``sorted`` (predicate steps), ``fenwick`` (iterator
-        predicates only), ``prefix`` (a strategy alone) or ``state-dp``; ``degree``:
+        ``method``: ``CONDENSED`` / ``SORTED`` (predicate steps), ``FENWICK`` (iterator
+        predicates only), ``PREFIX`` (a strategy alone) or ``STATE_DP``; ``degree``:
         distinct compared values / rows (the condensed-composition paper's condensation degree, the largest over
         the predicates; None without predicates); ``reason``: one line for EXPLAIN.
 
@@ -125,11 +125,11 @@ def choose(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: Sequence[Column])
     ...             columns=(ValueType.INT,), predicates=(Predicate(0, 0, CmpOp.GE, 1, 0, 2),))
     >>> price = (np.array([5, 1, 5, 1]), np.ones(4, dtype=bool))
     >>> choose(plan, np.arange(4), np.array([1, 2, 1, 2]), [price])
-    MethodChoice(method='condensed', degree=0.5, reason='2 distinct compared values')
+    MethodChoice(method=<Method.CONDENSED: 'condensed'>, degree=0.5, reason='2 distinct compared values')
     """
     why = vectorised(plan)
     if why is not None:
-        return MethodChoice("state-dp", None, why)
+        return MethodChoice(Method.STATE_DP, None, why)
     stepped, enumerated = split_predicates(plan)
     if enumerated:
         combos = 1
@@ -139,13 +139,13 @@ def choose(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: Sequence[Column])
             combos *= max(len(values), 1)
             degree = max(degree, predpass.condensation_degree(len(values), rows))
         if combos > MAX_COMBOS:
-            return MethodChoice("state-dp", degree, f"{combos} combinations of enumerated predicate values")
-        return MethodChoice("condensed", degree,
+            return MethodChoice(Method.STATE_DP, degree, f"{combos} combinations of enumerated predicate values")
+        return MethodChoice(Method.CONDENSED, degree,
                             f"{combos} enumerated predicate values, {len(stepped)} predicate steps")
     if not plan.predicates:
         if plan.iterator_predicates:
-            return MethodChoice("fenwick", None, "iterator predicates only")
-        return MethodChoice("prefix", None, f"strategy {plan.strategy.name} without predicates")
+            return MethodChoice(Method.FENWICK, None, "iterator predicates only")
+        return MethodChoice(Method.PREFIX, None, f"strategy {plan.strategy.name} without predicates")
     worst = None
     for p in plan.predicates:
         n_values, n_rows = _distinct(plan, p, mask, cols)
@@ -237,10 +237,12 @@ def _combos(plan: Plan, enumerated: tuple, mask: np.ndarray, cols: Sequence[Colu
 
 
 def evaluate(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column], ar: Arith,
-             rank: np.ndarray | None = None) -> tuple[list[Partial], np.ndarray | None]:
+             rank: np.ndarray | None = None,
+             options: KernelOptions = DEFAULT) -> tuple[list[Partial], np.ndarray | None]:
     """Partials (and window starts with SLIDE) of a plan :func:`vectorised` accepts; rows sorted.
 
-    ``rank``: contiguity ranks of the rows (contiguity strategies only). Predicates beyond
+    ``rank``: contiguity ranks of the rows (contiguity strategies only); ``options``: forced
+    WITHIN path and predicate step method, if any. Predicates beyond
     one per adjacent pair are *enumerated*: for every combination of their (condensed)
     values the passes run with per-position row filters, and the disjoint match sets'
     partials combine. More than :data:`MAX_COMBOS` combinations: :class:`NotVectorised`.
@@ -249,36 +251,38 @@ def evaluate(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column], a
         check_ranks(ts, rank)
     stepped, enumerated = split_predicates(plan)
     if not enumerated:
-        return _evaluate_once(plan, ts, mask, cols, ar, rank, None)
-    if choose(plan, ts, mask, cols).method == "state-dp":
+        return _evaluate_once(plan, ts, mask, cols, ar, rank, None, options)
+    if choose(plan, ts, mask, cols).method is Method.STATE_DP:
         raise NotVectorised("too many combinations of enumerated predicate values")
     base = dataclasses.replace(plan, predicates=stepped)
-    batched = _batched_triples(plan, base, ts, mask, cols, ar, enumerated)
+    batched = _batched_triples(plan, base, ts, mask, cols, ar, enumerated, options)
     if batched is not None:
         return batched
     parts: list[Partial] | None = None
     starts = None
     for row_ok in _combos(plan, enumerated, mask, cols):
-        got, starts = _evaluate_once(base, ts, mask, cols, ar, rank, row_ok)
+        got, starts = _evaluate_once(base, ts, mask, cols, ar, rank, row_ok, options)
         parts = got if parts is None else combine(plan, parts, got)
     assert parts is not None  # at least one combination of enumerated values
     return parts, starts
 
 
 def _batched_triples(plan: Plan, base: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column], ar: Arith,
-                     enumerated: tuple) -> tuple[list[Partial], None] | None:
+                     enumerated: tuple, options: KernelOptions) -> tuple[list[Partial], None] | None:
     """COUNT-only plans on the triples path: all combinations of enumerated values in one pass.
 
     Each combination's rows (those that may fill a position under its filters) are laid
     end to end in time, ``gap`` apart (≥ two windows, a multiple of w), so that no match
     and no block pair spans two combinations; the matches of disjoint combinations add
-    up. None when the plan or the data does not qualify (then combination by combination).
+    up. None when the plan or the data does not qualify, or ``options`` force the anchored
+    path (then combination by combination).
     """
-    pp = predpass.PredPattern.of(base, None)
+    pp = predpass.PredPattern.of(base, None)._replace(method=options.predicate_method)
     if measure_symbols(plan) or not len(ts) or not triples.fits(base, pp, False):
         return None
     combos = list(_combos(plan, enumerated, mask, cols))
-    if FORCE_WITHIN == "anchored" or (FORCE_WITHIN is None and not _triples_pay(
+    forced = options.within_path
+    if forced is WithinPath.ANCHORED or (forced is None and not _triples_pay(
             sum(triples.replicated_rows(base, ts, mask, r) for r in combos), len(ts) * len(combos), base.window)):
         return None
     w, t0 = base.window, int(ts[0])
@@ -311,10 +315,11 @@ def _batched_triples(plan: Plan, base: Plan, ts: np.ndarray, mask: np.ndarray, c
 
 
 def _evaluate_once(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column], ar: Arith,
-                   rank: np.ndarray | None, row_ok: tuple | None) -> tuple[list[Partial], np.ndarray | None]:
+                   rank: np.ndarray | None, row_ok: tuple | None,
+                   options: KernelOptions) -> tuple[list[Partial], np.ndarray | None]:
     """One vectorised evaluation (row filters ``row_ok`` per position, or None)."""
     if plan.slide is not None:
-        return _sliding(plan, ts, mask, cols, ar, rank, row_ok)
+        return _sliding(plan, ts, mask, cols, ar, rank, row_ok, options.predicate_method)
     symbols = measure_symbols(plan)
     n = len(ts)
     acc = new_acc(symbols, n, ar)
@@ -324,10 +329,10 @@ def _evaluate_once(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Colu
     kleene = any(e.kleene for e in plan.elements)
     narrow = plan.length == 2 and not kleene and not plan.has_edge_negation
     if plan.within is not None and not narrow and (plan.length > 1 or kleene):
-        count = _within(plan, ts, mask, cols, ar, acc, rank, row_ok)
+        count = _within(plan, ts, mask, cols, ar, acc, rank, row_ok, options)
     else:
         within2 = plan.within if plan.within is not None and plan.length == 2 else None
-        pp = predpass.PredPattern.of(plan, within2, rank)._replace(row_ok=row_ok)
+        pp = predpass.PredPattern.of(plan, within2, rank)._replace(row_ok=row_ok, method=options.predicate_method)
         tl = Timeline(ts, mask, np.array([0, n]))
         start = None
         if plan.within is not None and plan.length == 1 and plan.has_edge_negation:
@@ -355,21 +360,21 @@ def _single_edges(plan: Plan, ts: np.ndarray, mask: np.ndarray, tl: Timeline) ->
     return ok
 
 
-#: Tests force the WITHIN path of three-element plans here ("triples" / "anchored"; None: by cost).
-FORCE_WITHIN: str | None = None
 #: Triples are chosen when anchoring would replicate more than this many rows per
 #: (row x trie level) of the triples path.
 TRIPLES_MIN_RATIO = 0.5
 
 
-def within_path(plan: Plan, ts: np.ndarray, mask: np.ndarray, pp: predpass.PredPattern, need_pairs: bool) -> str:
-    """``triples`` (no replication, :mod:`.triples`) or ``anchored`` for a WITHIN plan."""
+def within_path(plan: Plan, ts: np.ndarray, mask: np.ndarray, pp: predpass.PredPattern, need_pairs: bool,
+                forced: WithinPath | None = None) -> WithinPath:
+    """``TRIPLES`` (no replication, :mod:`.triples`) or ``ANCHORED`` for a WITHIN plan: ``forced``
+    where both apply, else by cost."""
     if not triples.fits(plan, pp, need_pairs):
-        return "anchored"
-    if FORCE_WITHIN is not None:
-        return FORCE_WITHIN
-    return "triples" if _triples_pay(triples.replicated_rows(plan, ts, mask, pp.row_ok), len(ts), plan.window) \
-        else "anchored"
+        return WithinPath.ANCHORED
+    if forced is not None:
+        return forced
+    pays = _triples_pay(triples.replicated_rows(plan, ts, mask, pp.row_ok), len(ts), plan.window)
+    return WithinPath.TRIPLES if pays else WithinPath.ANCHORED
 
 
 def _triples_pay(replicated: int, rows: int, w: int) -> bool:
@@ -379,11 +384,12 @@ def _triples_pay(replicated: int, rows: int, w: int) -> bool:
 
 
 def _within(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column], ar: Arith,
-            acc: dict[int, np.ndarray], rank: np.ndarray | None, row_ok: tuple | None) -> int | float:
+            acc: dict[int, np.ndarray], rank: np.ndarray | None, row_ok: tuple | None,
+            options: KernelOptions) -> int | float:
     """WITHIN (no SLIDE) beyond two plain elements: the triples path where it applies and
     pays, else first-row anchors."""
-    pp = predpass.PredPattern.of(plan, None, rank)._replace(row_ok=row_ok)
-    if within_path(plan, ts, mask, pp, bool(acc)) == "triples":
+    pp = predpass.PredPattern.of(plan, None, rank)._replace(row_ok=row_ok, method=options.predicate_method)
+    if within_path(plan, ts, mask, pp, bool(acc), options.within_path) is WithinPath.TRIPLES:
         try:
             return triples.count(plan, ts, mask, cols, ar, pp)
         except triples.NotTriple:
@@ -431,14 +437,15 @@ def _anchored(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column], 
 
 
 def _sliding(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column], ar: Arith,
-             rank: np.ndarray | None, row_ok: tuple | None) -> tuple[list[Partial], np.ndarray]:
+             rank: np.ndarray | None, row_ok: tuple | None,
+             method: Method | None) -> tuple[list[Partial], np.ndarray]:
     """SLIDE: every window holding a row is a segment of a replicated timeline (as paths.sliding)."""
     w, s = plan.sliding
     k = sliding_windows(ts, w, s)
     starts = np.searchsorted(ts, k * s, "left")
     ends = np.searchsorted(ts, k * s + w, "left")
     symbols = measure_symbols(plan)
-    pp = predpass.PredPattern.of(plan, None, rank)._replace(row_ok=row_ok)
+    pp = predpass.PredPattern.of(plan, None, rank)._replace(row_ok=row_ok, method=method)
     parts = []
     for a, b in batches(ends - starts):
         tl = range_timeline(ts, mask, starts[a:b], ends[a:b])

@@ -29,6 +29,7 @@ from udafs.kernels import compare
 from udafs.kernels.arith import LIMIT, Arith, Overflow
 from udafs.kernels.dominance import Dominance, equal_prefix
 from udafs.kernels.measures import Column
+from udafs.kernels.options import Method
 from udafs.kernels.passes import Run, kleene_sets, pairs_with
 from udafs.kernels.pattern import Pattern
 from udafs.kernels.scan import affine_scan
@@ -80,6 +81,7 @@ class PredPattern(NamedTuple):
     next_mask: tuple[int, ...] | None = None
     rank: np.ndarray | None = None
     row_ok: tuple[np.ndarray | None, ...] | None = None  # per position: bool per base row (enumerated keys)
+    method: Method | None = None  # every predicate step's method (None: by the condensation degree)
 
     @staticmethod
     def of(plan: Plan, within2: int | None, rank: np.ndarray | None = None) -> PredPattern:
@@ -115,7 +117,7 @@ class PredPattern(NamedTuple):
                            tuple(None if c is None else c.reversed() for c in self.chains[::-1]), self.within2,
                            None if self.next_mask is None else self.next_mask[::-1],
                            None if self.rank is None else -self.rank,
-                           None if self.row_ok is None else self.row_ok[::-1])
+                           None if self.row_ok is None else self.row_ok[::-1], self.method)
 
 
 def forward(tl: Timeline, pp: PredPattern, cols: Sequence[Column], ar: Arith,
@@ -149,7 +151,7 @@ def forward(tl: Timeline, pp: PredPattern, cols: Sequence[Column], ar: Arith,
                 cs = ar.excl_cumsum(out[-1])
                 entry = cs[hi] - cs[lo]
             else:
-                entry = predicate_step(tl, prev, sym, step, cols, out[-1], lo, hi, ar, base)
+                entry = predicate_step(tl, prev, sym, step, cols, out[-1], lo, hi, ar, base, pp.method)
         entry = tl.weigh(sym, entry, ar)  # weighted timelines (imprecise timestamps)
         ok = None if pp.row_ok is None else pp.row_ok[i]
         if ok is not None:  # fixed values of enumerated predicates
@@ -211,21 +213,19 @@ def condensation_degree(n_values: int, n_rows: int) -> float:
     return 1.0 if n_rows == 0 else n_values / n_rows
 
 
-def pick_method(op: CmpOp, n_values: int, n_rows: int) -> str:
-    """``condensed`` or ``sorted`` for one predicate step (both exact)."""
+def pick_method(op: CmpOp, n_values: int, n_rows: int) -> Method:
+    """``Method.CONDENSED`` or ``Method.SORTED`` for one predicate step (both exact)."""
     d = condensation_degree(n_values, n_rows)
     if d <= CONDENSE_MAX_DEGREE and (op in (CmpOp.EQ, CmpOp.NE) or n_values <= DENSE_MAX_VALUES):
-        return "condensed"
-    return "sorted"
-
-
-#: Tests force a method here (None: chosen by the condensation degree).
-FORCE_METHOD: str | None = None
+        return Method.CONDENSED
+    return Method.SORTED
 
 
 def predicate_step(tl: Timeline, prev: int, sym: int, step: Step, cols: Sequence[Column], f: np.ndarray,
-                   lo: np.ndarray, hi: np.ndarray, ar: Arith, base: np.ndarray) -> np.ndarray:
-    """Σ f[x] over x in [lo, hi) with key(x) OP key(y), for every ``sym`` row y."""
+                   lo: np.ndarray, hi: np.ndarray, ar: Arith, base: np.ndarray,
+                   forced: Method | None = None) -> np.ndarray:
+    """Σ f[x] over x in [lo, hi) with key(x) OP key(y), for every ``sym`` row y (by the
+    ``forced`` method, else the one :func:`pick_method` picks)."""
     x_rows, y_rows = tl.rows(prev), tl.rows(sym)
     kx, okx = _keys(base, x_rows, step.prev, cols)
     ky, oky = _keys(base, y_rows, step.nxt, cols)
@@ -233,9 +233,9 @@ def predicate_step(tl: Timeline, prev: int, sym: int, step: Step, cols: Sequence
         return ar.zeros(len(y_rows))
     rx, ry, n_r = dense_ranks(kx, okx, ky, oky)
     w = ar.asarray(np.where(okx, f, 0))
-    method = FORCE_METHOD or pick_method(step.op, n_r, int(okx.sum() + oky.sum()))
+    method = forced or pick_method(step.op, n_r, int(okx.sum() + oky.sum()))
     op = step.op
-    if method == "condensed" and op in (CmpOp.EQ, CmpOp.NE):
+    if method is Method.CONDENSED and op in (CmpOp.EQ, CmpOp.NE):
         eq = equal_prefix(rx, w, ar)
         same = eq(hi, ry) - eq(lo, ry)
         if op is CmpOp.EQ:
@@ -245,7 +245,7 @@ def predicate_step(tl: Timeline, prev: int, sym: int, step: Step, cols: Sequence
             out = (cs[hi] - cs[lo]) - same
     else:
         a, b = rank_range(op, ry, n_r)
-        if method == "condensed":
+        if method is Method.CONDENSED:
             out = _dense_box(rx, w, n_r, lo, hi, a, b, ar)
         else:
             dom = Dominance(rx, w, n_r, ar, max_range=int((hi - lo).max()) if len(lo) else 1)

@@ -122,9 +122,11 @@ def _worth_one_timeline(plans: Sequence[Plan], mask: np.ndarray, rows: dict[int,
 UNION_FACTOR = 1.5
 
 
-def evaluate_shared(plans: Sequence[Plan], ts: np.ndarray, mask: np.ndarray, ar: Arith) -> list[Evaluated]:
+def evaluate_shared(plans: Sequence[Plan], ts: np.ndarray, mask: np.ndarray, ar: Arith,
+                    share_suffixes: bool = True) -> list[Evaluated]:
     """Partials (and window starts with SLIDE) of every plan, exactly what the plan's
-    own evaluation gives on its own rows; ``ts`` sorted, plans of one :class:`Shape`."""
+    own evaluation gives on its own rows; ``ts`` sorted, plans of one :class:`Shape`;
+    without ``share_suffixes`` only prefixes are shared (no plan is cut)."""
     shape = shape_of(plans[0])
     assert shape is not None and all(shape_of(p) == shape for p in plans)
     union = 0
@@ -133,7 +135,8 @@ def evaluate_shared(plans: Sequence[Plan], ts: np.ndarray, mask: np.ndarray, ar:
     keep = (mask & union) != 0
     ts, mask = ts[keep], mask[keep]
     if shape.slide is None:
-        totals = _totals(plans, Timeline(ts, mask, np.array([0, len(ts)])), ar) if len(ts) else None
+        tl = Timeline(ts, mask, np.array([0, len(ts)]))
+        totals = _totals(plans, tl, ar, share_suffixes) if len(ts) else None
         return [(_count_partials(p, ar.zeros(1) if totals is None else totals[i], ar), None)
                 for i, p in enumerate(plans)]
     w, s = shape.within, shape.slide
@@ -141,7 +144,7 @@ def evaluate_shared(plans: Sequence[Plan], ts: np.ndarray, mask: np.ndarray, ar:
     k = sliding_windows(ts, w, s)
     starts = np.searchsorted(ts, k * s, "left")
     ends = np.searchsorted(ts, k * s + w, "left")
-    per_batch = [_totals(plans, range_timeline(ts, mask, starts[a:b], ends[a:b]), ar)
+    per_batch = [_totals(plans, range_timeline(ts, mask, starts[a:b], ends[a:b]), ar, share_suffixes)
                  for a, b in batches(ends - starts)]
     out: list[Evaluated] = []
     for i, p in enumerate(plans):
@@ -151,7 +154,7 @@ def evaluate_shared(plans: Sequence[Plan], ts: np.ndarray, mask: np.ndarray, ar:
     return out
 
 
-def _totals(plans: Sequence[Plan], tl: Timeline, ar: Arith) -> list[np.ndarray]:
+def _totals(plans: Sequence[Plan], tl: Timeline, ar: Arith, share_suffixes: bool) -> list[np.ndarray]:
     """Matches per segment of ``tl``, plan by plan, each prefix and suffix counted once.
 
     Every plan is cut at a split k (:func:`splits`): its matches per segment are
@@ -166,7 +169,7 @@ def _totals(plans: Sequence[Plan], tl: Timeline, ar: Arith) -> list[np.ndarray]:
     """
     if ar.prune:  # fallback number systems: the plain pass (it prunes dead partial matches)
         return [_plain(p, tl, ar) for p in plans]
-    cut = splits(plans)
+    cut = splits(plans) if share_suffixes else [p.length - 1 for p in plans]
     suffixes = _suffix_counts(plans, cut, tl, ar)
     steps = [_steps(p) for p in plans]
     out: list[np.ndarray] = [ar.zeros(0)] * len(plans)
@@ -245,15 +248,9 @@ def _rev_steps(plan: Plan) -> tuple:
     return first + tuple((negs[j + 1], els[j].symbol, els[j].kleene) for j in range(n - 2, -1, -1))
 
 
-#: Tests and bench/sharing.py --kernel switch suffix sharing (Chop-Connect) off here.
-SHARE_SUFFIXES = True
-
-
 def splits(plans: Sequence[Plan]) -> list[int]:
     """Per plan, the element after which it is cut (see :func:`_splits`); cached, since every
     partition and batch of a group asks for the same plans."""
-    if not SHARE_SUFFIXES:
-        return [p.length - 1 for p in plans]
     return list(_splits(tuple(plans)))
 
 

@@ -8,8 +8,8 @@ compared value of the bound side. Every partial match of one state has exactly t
 same completions, so the state keeps only aggregates over them:
 
 * the number of partial matches (exact Python int),
-* per measure channel a linear sum (Σ x over rows bound to the measured symbol) or an
-  extreme (min / max of the value), like the streaming carry (``carry.py``).
+* per measure channel (:mod:`.channels`) a linear sum (Σ x over rows bound to the
+  measured symbol) or an extreme (min / max of the value), like the streaming carry.
 
 Grouping partial matches by the *values* the predicates test, not by their rows, is
 the condensed-composition paper's method: the number of states is rows × distinct open
@@ -30,33 +30,9 @@ from typing import NamedTuple, Sequence
 import numpy as np
 
 from udafs.kernels import compare
+from udafs.kernels.channels import Channel
 from udafs.kernels.measures import Column, float_key
-from udafs.plan import MeasureKind, Plan, Strategy, ValueType
-
-
-class Channel(NamedTuple):
-    """One aggregate carried by every state: ``kind`` in one / val / nn / min / max of ``column``
-    over rows bound to ``symbol``."""
-
-    kind: str
-    symbol: int
-    column: int | None
-
-
-def channels(plan: Plan) -> list[Channel]:
-    """Channels the plan's measures need (deduplicated, stable order)."""
-    out: list[Channel] = []
-    for m in plan.measures:
-        if m.kind is MeasureKind.COUNT_STAR:
-            continue
-        if m.kind is MeasureKind.COUNT:
-            want = [Channel("one", m.symbol, None)]
-        elif m.kind in (MeasureKind.SUM, MeasureKind.AVG):
-            want = [Channel("val", m.symbol, m.column), Channel("nn", m.symbol, m.column)]
-        else:
-            want = [Channel(m.kind.value, m.symbol, m.column), Channel("nn", m.symbol, m.column)]
-        out += [c for c in want if c not in out]
-    return out
+from udafs.plan import Plan, Strategy, ValueType
 
 
 class Group(NamedTuple):
@@ -89,7 +65,7 @@ class _Compiled(NamedTuple):
     chan_x: list[list[object]]  # per channel: per-row contribution (None: nothing)
 
 
-def _compile(plan: Plan, g: Group, chans: list[Channel]) -> _Compiled:
+def _compile(plan: Plan, g: Group, chans: Sequence[Channel]) -> _Compiled:
     lkey, rkey, span = [], [], []
     for p in plan.predicates:
         fl = compare.is_float(plan, (p.offset, p.left_offset), p.left_column, p.right_column)
@@ -104,13 +80,13 @@ def _compile(plan: Plan, g: Group, chans: list[Channel]) -> _Compiled:
         prev.append([compare.shifted(v, q.offset, fl) for v in g.values[q.column]])
     chan_x = []
     for c in chans:
-        if c.kind == "one":
+        if c.x == "one":
             chan_x.append([1] * len(g.ts))
             continue
         vals = g.values[c.column]
-        if c.kind == "nn":
+        if c.x == "nn":
             chan_x.append([None if v is None else 1 for v in vals])
-        elif c.kind == "val":
+        elif c.kind == "sum":
             chan_x.append(vals)
         elif plan.columns[c.column] is ValueType.FLOAT:  # min / max in Spark's double order
             keys = float_key(np.array([0.0 if v is None else v for v in vals], dtype=np.float64)).tolist()
@@ -142,7 +118,7 @@ def _exists(times: list[int], lo: float, hi: float) -> bool:
     return k < len(times) and times[k] < hi
 
 
-def evaluate_segment(plan: Plan, g: Group, lo: int, hi: int, edges: Edges, chans: list[Channel],
+def evaluate_segment(plan: Plan, g: Group, lo: int, hi: int, edges: Edges, chans: Sequence[Channel],
                      comp: _Compiled | None = None) -> list[object]:
     """Aggregates ``[count, channel...]`` over all matches among rows ``lo..hi-1`` of ``g``.
 
@@ -172,7 +148,7 @@ def evaluate_segment(plan: Plan, g: Group, lo: int, hi: int, edges: Edges, chans
             x = comp.chan_x[j][row]
             if c.symbol != sym or x is None:
                 continue
-            if c.kind in ("one", "val", "nn"):
+            if c.kind == "sum":
                 out[j + 1] = out[j + 1] + acc[0] * x
             elif out[j + 1] is None or (x < out[j + 1] if c.kind == "min" else x > out[j + 1]):
                 out[j + 1] = x
@@ -269,14 +245,15 @@ def _side_key(plan: Plan, comp: _Compiled, k: int, row: int) -> object:
 
 
 def _identity(c: Channel) -> object:
-    return None if c.kind in ("min", "max") else (0.0 if c.kind == "val" and c.column is None else 0)
+    """No rows bound: an empty sum (exact 0), no extreme yet (None)."""
+    return 0 if c.kind == "sum" else None
 
 
-def _merge(a: list, b: list, chans: list[Channel]) -> list:
+def _merge(a: list, b: list, chans: Sequence[Channel]) -> list:
     out = [a[0] + b[0]]
     for j, c in enumerate(chans):
         x, y = a[j + 1], b[j + 1]
-        if c.kind in ("min", "max"):
+        if c.kind != "sum":
             out.append(y if x is None else x if y is None else (min(x, y) if c.kind == "min" else max(x, y)))
         else:
             out.append(x + y)

@@ -23,11 +23,13 @@ from typing import NamedTuple, Sequence
 import numpy as np
 
 from udafs.errors import InputDataError, PlanError
-from udafs.kernels import evaluate, paths, within
+from udafs.kernels import paths, within
 from udafs.kernels.arith import EXACT_CAP, Arith, Kind, Overflow
-from udafs.kernels.carry import Agg, Carry, Channel, Chunk, Numbers, empty_agg, merge, run_chunk, saturate
+from udafs.kernels.carry import Agg, Carry, Chunk, Numbers, empty_agg, merge, run_chunk, saturate
+from udafs.kernels.channels import Channel, measure_channels
 from udafs.kernels.evaluate import GroupResult, evaluate_group, too_large, validate, with_fallback
 from udafs.kernels.measures import Column, Partial, combine, finalize, float_key, key_float, measure_symbols, partials
+from udafs.kernels.options import DEFAULT, KernelOptions
 from udafs.kernels.pattern import Pattern
 from udafs.kernels.timeline import Timeline
 from udafs.plan import CountType, MeasureKind, Plan, ValueType, streamable
@@ -89,7 +91,8 @@ class RowBuffer:
 
 
 class StreamEvaluator:
-    """Evaluate one group pushed in time-ordered chunks (see module docstring).
+    """Evaluate one group pushed in time-ordered chunks (see module docstring); ``options``
+    as for :func:`evaluate_group`.
 
     Examples
     --------
@@ -102,7 +105,7 @@ class StreamEvaluator:
     3
     """
 
-    def __init__(self, plan: Plan) -> None:
+    def __init__(self, plan: Plan, options: KernelOptions = DEFAULT) -> None:
         reason = streamable(plan)
         if reason is not None:
             raise PlanError(reason)
@@ -111,8 +114,8 @@ class StreamEvaluator:
         self._held = RowBuffer(plan.columns)  # rows of the latest timestamp
         self._empty = evaluate_group(plan, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64),
                                      [(np.zeros(0, dtype=_dtype(c)), np.zeros(0, dtype=bool)) for c in plan.columns])
-        self._mode = CarryMode(plan) if plan.within is None else (
-            WithinMode(plan) if plan.slide is None else SlideMode(plan))
+        self._mode = CarryMode(plan, options) if plan.within is None else (
+            WithinMode(plan, options) if plan.slide is None else SlideMode(plan, options))
         self._finished = False
 
     def push(self, ts: np.ndarray, mask: np.ndarray, columns: Sequence[Column] = ()) -> GroupResult:
@@ -184,8 +187,9 @@ class DueWindows(NamedTuple):
 class SlideMode:
     """SLIDE: evaluate each window once rows are complete up to its end."""
 
-    def __init__(self, plan: Plan) -> None:
+    def __init__(self, plan: Plan, options: KernelOptions = DEFAULT) -> None:
         self.plan = plan
+        self.options = options
         self.buf = RowBuffer(plan.columns)
         self.k_next = _TS_MIN  # windows before this one were returned already
 
@@ -204,7 +208,8 @@ class SlideMode:
         if due is None:
             return None
         plan = self.plan
-        parts = with_fallback(plan, lambda ar: paths.window_partials(plan, *due.rows, ar, due.starts, due.ends))
+        parts = with_fallback(plan, lambda ar: paths.window_partials(plan, *due.rows, ar, due.starts, due.ends),
+                              self.options)
         self.done(due)
         return group_result(plan, parts, due.k * plan.slide) if len(due.k) else None
 
@@ -237,8 +242,9 @@ class SlideMode:
 class WithinMode:
     """WITHIN without SLIDE: fold in matches by their first row once they are final."""
 
-    def __init__(self, plan: Plan) -> None:
+    def __init__(self, plan: Plan, options: KernelOptions = DEFAULT) -> None:
         self.plan = plan
+        self.options = options
         self.buf = RowBuffer(plan.columns)
         self.first_lo: int | None = None  # matches starting before this are folded in
         self.parts: list[Partial] | None = None
@@ -276,7 +282,7 @@ class WithinMode:
         def attempt(ar: Arith) -> list[Partial]:
             return partials(plan, within.within_blocks(plan, ts, mask, ar, symbols, first), cols, ar)
 
-        return with_fallback(plan, attempt)
+        return with_fallback(plan, attempt, self.options)
 
     def to_state(self) -> dict[str, object]:
         parts = None if self.parts is None else [[p.value, p.nn] for p in self.parts]
@@ -291,10 +297,11 @@ class WithinMode:
 class CarryMode:
     """No WITHIN: forward-only chunks with an O(pattern length) carried state."""
 
-    def __init__(self, plan: Plan) -> None:
+    def __init__(self, plan: Plan, options: KernelOptions = DEFAULT) -> None:
         self.plan = plan
+        self.options = options
         self.pat = Pattern.of(plan)
-        self.channels, self.slots = _channels(plan)
+        self.channels, self.slots = measure_channels(plan)
         self.carry = Carry.start(self.pat, self.channels)
         self.ended = empty_agg(self.channels)
 
@@ -326,7 +333,7 @@ class CarryMode:
         chunk = Chunk(Timeline(ts, mask, np.array([0, len(ts)])), tuple(_xs(c, cols, len(ts)) for c in self.channels))
         real = Arith(Kind.FLOAT)
         try:
-            if not evaluate.FAST_PATH:
+            if not self.options.int64_first:
                 raise Overflow
             res = run_chunk(chunk, self.pat, self.channels, Numbers(Arith(Kind.INT), real), self.carry)
         except Overflow:
@@ -364,33 +371,6 @@ def _scalar(v: object, dtype: np.dtype | None) -> np.ndarray:
     if dtype is not None:
         return np.array([v], dtype=dtype)
     return np.array([v], dtype=np.float64 if isinstance(v, float) else object)
-
-
-def _channels(plan: Plan) -> tuple[tuple[Channel, ...], list[tuple[int | None, int | None]]]:
-    """Channels the measures need, and per measure the (value, non-NULL count) channel."""
-    chans: list[Channel] = []
-
-    def slot(c: Channel) -> int:
-        if c not in chans:
-            chans.append(c)
-        return chans.index(c)
-
-    slots: list[tuple[int | None, int | None]] = []
-    for m in plan.measures:
-        if m.kind is MeasureKind.COUNT_STAR:
-            slots.append((None, None))
-        elif m.kind is MeasureKind.COUNT:
-            k = slot(Channel(m.symbol, "sum", "one", None, None))
-            slots.append((k, k))
-        else:
-            vt = plan.columns[m.column]
-            nn = slot(Channel(m.symbol, "sum", "nn", m.column, None))
-            if m.kind in (MeasureKind.MIN, MeasureKind.MAX):  # floats as order keys (measures.float_key)
-                val = Channel(m.symbol, m.kind.value, "val", m.column, np.dtype(np.int64))
-            else:
-                val = Channel(m.symbol, "sum", "val", m.column, None if vt is ValueType.INT else np.dtype(np.float64))
-            slots.append((slot(val), nn))
-    return tuple(chans), slots
 
 
 def _xs(c: Channel, cols: list[Column], n: int) -> np.ndarray:

@@ -1,0 +1,291 @@
+"""The ``seq_*`` functions as the compiler sees them: signatures, pattern arguments, checks.
+
+A ``seq_*`` call's pattern argument (``'SEQ(A, B+) STRATEGY SKIP TILL NEXT MATCH
+HIERARCHY h'``) is parsed by the dialect's own parser into a :class:`PatternArgument`
+and compiled into an engine plan plus the type values each symbol covers
+(:func:`compile_call`); :func:`check_calls` checks the literal arguments of a parsed
+statement before any Spark job, with the errors the functions raise when they run.
+The functions themselves (Arrow in, Arrow out) are :mod:`sparkseq.functions`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+from sql_rewrites.dialect import SparkSeq, parse_into
+from sql_rewrites.errors import NegatedMeasureError, UnknownHierarchyError, UnknownSymbolError
+from sql_rewrites.expressions import MatchPattern, PatternArgument
+from sql_rewrites.hierarchy import ConceptHierarchy
+from sql_rewrites.pattern import compile_type_pattern
+from sql_rewrites.sql_types import OrderKind
+from sql_rewrites.symbols import compile_pattern
+from sql_rewrites.windows import WindowSpec, describe_length, window_length
+from udafs.errors import SparkSeqError
+from udafs.plan import CountType, Measure, MeasureKind, Plan, Strategy, ValueType
+
+
+class FunctionArgumentError(SparkSeqError, ValueError):
+    """A BI function was called with unusable arguments (named in the message)."""
+
+
+@dataclass(frozen=True)
+class Signature:
+    """One ``seq_*`` function: its measure and whether it returns sliding windows."""
+
+    kind: MeasureKind
+    windows: bool = False
+
+    @property
+    def measure(self) -> str:
+        """``count``, ``sum``, ``avg``, ``min`` or ``max``: the result's name."""
+        return "count" if self.kind is MeasureKind.COUNT_STAR else self.kind.value
+
+    @property
+    def name(self) -> str:
+        """The SQL function name, e.g. ``seq_sum_windows``."""
+        return f"seq_{self.measure}" + ("_windows" if self.windows else "")
+
+    @property
+    def params(self) -> tuple[str, ...]:
+        """Parameter names, in order."""
+        names = ("ts", "type", "pattern", "within") + (("slide",) if self.windows else ())
+        return names if self.kind is MeasureKind.COUNT_STAR else names + ("symbol", "value")
+
+    @property
+    def usage(self) -> str:
+        """``seq_sum(ts, type, pattern, within, symbol, value)``."""
+        return f"{self.name}({', '.join(self.params)})"
+
+    @property
+    def value_type(self) -> str:
+        """SQL type of the measure."""
+        return "bigint" if self.kind is MeasureKind.COUNT_STAR else "double"
+
+    @property
+    def return_type(self) -> str:
+        """The function's SQL return type (DDL)."""
+        if not self.windows:
+            return self.value_type
+        return f"array<struct<window_start:timestamp,window_end:timestamp,`{self.measure}`:{self.value_type}>>"
+
+    def bind(self, args: Sequence[Any]) -> dict[str, Any]:
+        """Arguments by parameter name; ``within`` of ``seq_count`` may be left out."""
+        optional = self.kind is MeasureKind.COUNT_STAR and not self.windows
+        if len(args) != len(self.params) and not (optional and len(args) == len(self.params) - 1):
+            raise FunctionArgumentError(f"{self.usage} takes {len(self.params)} arguments"
+                                        f"{' (within is optional)' if optional else ''}, got {len(args)}")
+        return dict(zip(self.params, list(args) + [None]))
+
+
+COUNT, SUM, AVG, MIN, MAX = (Signature(k) for k in (MeasureKind.COUNT_STAR, MeasureKind.SUM, MeasureKind.AVG,
+                                                     MeasureKind.MIN, MeasureKind.MAX))
+#: Every ``seq_*`` function: the five measures, then their window variants.
+SIGNATURES: tuple[Signature, ...] = (COUNT, SUM, AVG, MIN, MAX,
+                                     *(dataclasses.replace(s, windows=True) for s in (COUNT, SUM, AVG, MIN, MAX)))
+BY_NAME: dict[str, Signature] = {sig.name: sig for sig in SIGNATURES}
+
+
+# --- the compiled pattern of a call ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """A plan plus what turns a type column into the plan's symbol mask: a row whose type is
+    ``values[i]`` is an instance of the symbols in the bitmask ``bits[i]``."""
+
+    plan: Plan
+    values: tuple[str, ...]  # distinct type values of the pattern
+    bits: np.ndarray  # bits[i]: OR of the symbols whose type value is values[i]
+
+
+#: The session's concept hierarchies as bound into the registered functions:
+#: ``((casefolded name, ((child, parent), ...)), ...)`` (hashable, picklable).
+Hierarchies = tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
+
+
+def pattern_argument(text: str) -> PatternArgument:
+    """``'SEQ(A, B) STRATEGY SKIP TILL NEXT MATCH HIERARCHY h'`` parsed by the dialect's parser
+    (the two suffixes optional, in either order).
+
+    >>> node = pattern_argument("SEQ(A, B+) hierarchy h strategy skip till next match")
+    >>> strategy_of(node).name, hierarchy_name(node)
+    ('SKIP_TILL_NEXT_MATCH', 'h')
+
+    Raises
+    ------
+    SqlParseError
+        With line, column (within ``text``) and the underlined offending text.
+    """
+    return parse_into(PatternArgument, text)  # type: ignore[return-value]
+
+
+def strategy_of(node: PatternArgument) -> Strategy:
+    """The pattern argument's ``STRATEGY`` (default skip-till-any-match)."""
+    words = node.args.get("strategy")
+    return Strategy.SKIP_TILL_ANY_MATCH if words is None else Strategy.from_sql(words.name)
+
+
+def hierarchy_name(node: PatternArgument) -> str | None:
+    """The pattern argument's ``HIERARCHY`` name, or None."""
+    name = node.args.get("hierarchy")
+    return None if name is None else str(name.name)
+
+
+def hierarchy_of(sig: Signature, name: str, hierarchies: Hierarchies) -> ConceptHierarchy:
+    """The bound hierarchy ``name`` (case-insensitive).
+
+    Raises
+    ------
+    UnknownHierarchyError
+    """
+    for known, pairs in hierarchies:
+        if known == name.casefold():
+            return ConceptHierarchy.build(name, pairs)
+    names = ", ".join(n for n, _ in hierarchies) or "none"
+    raise UnknownHierarchyError(f"{sig.name}: unknown concept hierarchy {name} (this session's: {names}); register "
+                                "it with CREATE CONCEPT HIERARCHY or sparkseq.register_hierarchy")
+
+
+@functools.lru_cache(maxsize=512)
+def compile_call(sig: Signature, pattern: str, within: int | None, slide: int | None,
+                 symbol: str | None, value_type: ValueType | None, hierarchies: Hierarchies = ()) -> Compiled:
+    """Parse and check ``pattern`` (the compiler's errors, positions within the string).
+
+    A ``HIERARCHY name`` suffix makes every symbol a node of that bound hierarchy: it
+    matches rows whose type is the node or any node below it. A ``STRATEGY ...`` suffix
+    sets the event selection strategy; STRICT CONTIGUITY is refused (it needs the rank
+    of each row in the whole input, which a grouped function cannot see).
+    """
+    node = pattern_argument(pattern)
+    strategy = strategy_of(node)
+    if strategy is Strategy.STRICT_CONTIGUITY:
+        raise FunctionArgumentError(
+            f"{sig.name}: STRATEGY STRICT CONTIGUITY needs each event's rank in the whole input, which a grouped "
+            "function sees only for its own group; use PARTITION CONTIGUITY (contiguity within the group) or "
+            "MATCH_AGGREGATE (... STRATEGY STRICT CONTIGUITY)")
+    name = hierarchy_name(node)
+    hierarchy = hierarchy_of(sig, name, hierarchies) if name else None
+    typed = compile_type_pattern(pattern, within=within, slide=slide, parsed=node.this)
+    plan = dataclasses.replace(typed.plan, strategy=strategy)
+    if sig.kind is MeasureKind.COUNT_STAR:
+        plan = dataclasses.replace(plan, measures=(Measure(MeasureKind.COUNT_STAR, name="count"),))
+    else:
+        assert symbol is not None and value_type is not None
+        index = measured_symbol(sig, typed.pattern, pattern, symbol)
+        plan = dataclasses.replace(
+            plan, measures=(Measure(sig.kind, index, 0, sig.measure),), columns=(value_type,),
+            count_type=CountType.DECIMAL,  # exact sums of any size; rounded once to DOUBLE
+        )
+    covers: list[tuple[str, ...]] = [(v,) for v in typed.type_values]
+    if hierarchy is not None:
+        covers = [hierarchy.descendants_or_self(v) for v in typed.type_values]
+    values = tuple(dict.fromkeys(v for cover in covers for v in cover))
+    bits = np.array([sum(1 << k for k, cover in enumerate(covers) if value in cover) for value in values],
+                    dtype=np.int64)
+    return Compiled(plan, values, bits)
+
+
+def measured_symbol(sig: Signature, parsed: MatchPattern, pattern: str, symbol: str) -> int:
+    """The symbol index a measure's ``symbol`` argument names: its exact type value first,
+    else a case-insensitive match of a symbol written as a name."""
+    symbols = compile_pattern(parsed, pattern).symbols
+    found = [s for s in symbols if s.name == symbol] or [
+        s for s in symbols if not s.quoted and s.name.casefold() == symbol.casefold()]
+    if len(found) != 1:
+        names = ", ".join(s.name for s in symbols)
+        why = "names several symbols" if found else "is not a symbol of the pattern"
+        raise UnknownSymbolError(f"{sig.name}: symbol {symbol!r} {why} {pattern!r} (symbols: {names})")
+    if not found[0].positive:
+        raise NegatedMeasureError(
+            f"{sig.name}: symbol {symbol} appears only negated (!{symbol}) in {pattern!r}; a measure needs a "
+            "symbol that is bound to rows of the match")
+    return found[0].index
+
+
+# --- checks before any Spark job ---------------------------------------------------------
+
+PLACEHOLDER_LENGTH = 1  # stands for a given WITHIN / SLIDE whose unit depends on ts's type
+SEQ_CALL = re.compile(r"\bseq_\w+\s*\(", re.IGNORECASE)  # a call of a BI function (not sparkseq_agg_ names)
+
+
+def check_statement_calls(spark_sql: str, resolve: Callable[[str], ConceptHierarchy] | None = None) -> None:
+    """:func:`check_calls` on one statement of Spark SQL text; text sqlglot cannot parse is
+    left to the functions, which check themselves when they run."""
+    if not SEQ_CALL.search(spark_sql):
+        return
+    try:
+        tree = sqlglot.parse_one(spark_sql, read=SparkSeq)
+    except SqlglotError:
+        return
+    check_calls(tree, resolve)
+
+
+def check_calls(tree: exp.Expr, resolve: Callable[[str], ConceptHierarchy] | None = None) -> None:
+    """Check the ``seq_*`` calls of a parsed statement whose arguments are literals.
+
+    Catches wrong argument counts, pattern syntax, edge negations without ``within``
+    and unknown or negated measure symbols while parsing — before any Spark job —
+    with the same errors the functions raise at run time; ``resolve(name)`` looks up a
+    pattern's ``HIERARCHY name`` (raising for unknown ones; without ``resolve``, a call
+    naming a hierarchy is left to the function, which knows its session's). Window
+    values are checked at run time, where the type of ``ts`` is known.
+    """
+    for call in tree.find_all(exp.Anonymous):
+        sig = BY_NAME.get(str(call.name).lower())
+        if sig is None:
+            continue
+        bound = sig.bind(call.expressions)
+        pattern = _literal_text(bound["pattern"])
+        if pattern is None:
+            continue
+        within = None if _is_null(bound["within"]) else PLACEHOLDER_LENGTH
+        slide = None if _is_null(bound.get("slide")) else PLACEHOLDER_LENGTH
+        within_us, slide_us = (_interval_micros(bound.get(name)) for name in ("within", "slide"))
+        if within_us is not None and slide_us is not None:  # both written as intervals: the event time is a timestamp
+            WindowSpec.checked(within_us, slide_us,
+                               shown=(describe_length(within_us, True), describe_length(slide_us, True)))
+        symbol = _literal_text(bound.get("symbol")) if sig.kind is not MeasureKind.COUNT_STAR else None
+        node = pattern_argument(pattern)
+        name = hierarchy_name(node)
+        hierarchies: Hierarchies = ()
+        if name:
+            if resolve is None:
+                continue
+            hierarchies = ((name.casefold(), tuple(sorted(resolve(name).parent_of.items()))),)
+        if sig.kind is not MeasureKind.COUNT_STAR and symbol is None:
+            compile_type_pattern(pattern, within=within, slide=slide, parsed=node.this)  # symbol not a literal
+            if name:
+                hierarchy_of(sig, name, hierarchies)
+        else:
+            compile_call(sig, pattern, within, slide, symbol, ValueType.FLOAT if symbol is not None else None,
+                         hierarchies)
+
+
+def _interval_micros(node: exp.Expr | None) -> int | None:
+    """An ``INTERVAL ...`` literal argument in microseconds; None for anything else."""
+    if not isinstance(node, exp.Interval):
+        return None
+    return window_length(node, "within", "ts", OrderKind.TIMESTAMP)
+
+
+def _literal_text(node: exp.Expr | None) -> str | None:
+    return node.name if isinstance(node, exp.Literal) and node.is_string else None
+
+
+def _is_null(node: exp.Expr | None) -> bool:
+    return node is None or isinstance(node, exp.Null)
+
+
+__all__ = ["BY_NAME", "COUNT", "SUM", "AVG", "MIN", "MAX", "SIGNATURES", "Compiled", "FunctionArgumentError",
+           "Hierarchies", "Signature", "check_calls", "check_statement_calls", "compile_call", "hierarchy_name",
+           "hierarchy_of", "measured_symbol", "pattern_argument", "strategy_of"]
