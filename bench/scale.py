@@ -6,7 +6,10 @@ three symbols), read as one key (``k = 0``) and as 1,000 keys. The statement is
 SEQ(S0, S1, S2) WITHIN 10 minutes, COUNT(*). Runs, each timed around ``collect()``:
 
 * ``1 key grouped``: ``sparkseq.path = grouped`` (one task, the whole key in one worker),
-* ``1 key split``: ``sparkseq.path = time-split`` (chunks of ~1.5 M rows),
+* ``1 key split``: ``sparkseq.path = time-split`` (chunks of ~1.5 M rows; the query
+  finds the big keys itself),
+* ``1 key auto``: the default path choice (statistics job included; a key over 4 M rows
+  is split, its chunks passed from the statistics to the query),
 * ``1000 keys auto``: the default path choice (statistics job included).
 
 For each run: wall time, peak RSS of one Python worker process and busy cores (CPU
@@ -141,7 +144,7 @@ def main() -> None:
         spark.read.parquet(path).selectExpr("k1000 AS k", "ts", "s").createOrReplaceTempView("thousand_keys")
         # the single-task run last: Python workers are reused and keep some of what it grew to
         runs = [("1000 keys grouped", "thousand_keys", "grouped"), ("1000 keys auto", "thousand_keys", "auto"),
-                ("1 key split", "one_key", "time-split")]
+                ("1 key split", "one_key", "time-split"), ("1 key auto", "one_key", "auto")]
         if n <= args.skip_grouped_above:
             runs.append(("1 key grouped", "one_key", "grouped"))
         if n == args.sizes[0]:  # warm up, untimed: JIT, Python workers and their imports, functions registered

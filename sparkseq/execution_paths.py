@@ -1,6 +1,6 @@
 """Choosing a statement's execution path from the data: grouped UDAF, time split or streaming.
 
-For every MATCH_AGGREGATE that could run time-split (:func:`udafs.kernels.timesplit.splittable`)
+For every MATCH_AGGREGATE that could run time-split (:func:`udafs.plan.splittable`)
 :func:`replacer` asks Spark's size estimate of the source (no job); when that leaves
 room for a key over the split threshold, one statistics job counts the rows of the
 keys above it (``GROUP BY keys HAVING COUNT(*) > T``), and
@@ -30,6 +30,7 @@ from sql_rewrites.native import native_query
 from sql_rewrites.rewriter import Replacement
 from sql_rewrites.timesplit import (
     CHUNK_ROWS,
+    MAX_SPLIT_LITERALS,
     SPLIT_ROWS,
     STREAM_ROWS,
     KeyStatistics,
@@ -51,8 +52,9 @@ NATIVE_NAME = "native"
 SPLIT_ROWS_CONF = "sparkseq.timeSplit.splitRows"
 CHUNK_ROWS_CONF = "sparkseq.timeSplit.chunkRows"
 STREAM_ROWS_CONF = "sparkseq.streaming.rows"
-#: At most this many big keys are fetched by the statistics job (the largest first).
-MAX_KEYS_REPORTED = 100
+#: At most this many big keys are fetched by the statistics job (the largest first): one
+#: more than the time-split query takes as literals, so that it knows when there are more.
+MAX_KEYS_REPORTED = MAX_SPLIT_LITERALS + 1
 
 
 def forced_path(spark: SparkSession) -> Path | None:
@@ -108,26 +110,32 @@ def decide(spark: SparkSession | None, query: MatchAggregateQuery, *, run_statis
     if forced is not None or not run_statistics or native_reason(plan, ansi) is None:
         return planned_path(plan, forced, split_rows, chunk_rows, stream_rows, ansi=ansi)
     threshold = statistics_threshold(plan, split_rows, stream_rows)
-    if threshold is None or not statistics_needed(plan, source_bytes(spark, query), split_rows, stream_rows):
+    size, rows = source_size(spark, query)
+    if threshold is None or not statistics_needed(plan, size, split_rows, stream_rows, rows):
         return choose_path(plan, [], None, split_rows, chunk_rows, stream_rows, ansi=ansi)
     try:
         keys = big_keys(spark, query, threshold)
     except Exception as exc:  # e.g. a source with parameter markers: it runs, only unmeasured
         return PathChoice(Path.GROUPED, f"statistics unavailable ({type(exc).__name__}): grouped")
-    return choose_path(plan, keys, None, split_rows, chunk_rows, stream_rows, ansi=ansi)
+    return choose_path(plan, keys, None, split_rows, chunk_rows, stream_rows, ansi=ansi,
+                       chunk_multiple=shuffle_partitions(spark))
 
 
-def source_bytes(spark: SparkSession, query: MatchAggregateQuery) -> int | None:
-    """Spark's size estimate of the operator's source in bytes (no job); None when unknown."""
+def source_size(spark: SparkSession, query: MatchAggregateQuery) -> tuple[int | None, int | None]:
+    """Spark's estimate of the operator's source (no job): (bytes, rows); None where unknown
+    (rows are known for analysed tables, in-memory data and ranges)."""
     try:
         frame = spark.sql(in_scope(exp.select("*").from_(query.node.this.copy()), query).sql(dialect=SparkSeq))
-        return int(str(frame._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))  # a Scala BigInt
+        stats = frame._jdf.queryExecution().optimizedPlan().stats()
     except Exception:  # Spark Connect has no JVM handle; an estimate is an optimisation only
-        return None
+        return None, None
+    rows = stats.rowCount()
+    return int(str(stats.sizeInBytes())), int(str(rows.get())) if rows.isDefined() else None  # Scala BigInts
 
 
 def big_keys(spark: SparkSession, query: MatchAggregateQuery, threshold: int) -> list[KeyStatistics]:
-    """Row count and time range of the keys with more than ``threshold`` rows (one job).
+    """Row count, time range and key hash (``xxhash64`` of the key values, as the
+    time-split query computes it) of the keys with more than ``threshold`` rows (one job).
 
     Counts every source row of a key, not only the instances of a pattern symbol: an
     upper bound that needs no DEFINE condition evaluated and reads only the key and time
@@ -141,11 +149,15 @@ def big_keys(spark: SparkSession, query: MatchAggregateQuery, threshold: int) ->
               .from_(query.node.this.copy()))
     if spec.keys:
         select = select.group_by(*(e.copy() for _, e in spec.keys))
+        # the hash of the key values as the events select projects them (same expressions)
+        key_hash = exp.Anonymous(this="xxhash64", expressions=[e.copy() for _, e in spec.keys])
+        select = select.select(exp.alias_(exp.Max(this=key_hash), "h"))
     select = select.having(exp.GT(this=count, expression=exp.Literal.number(threshold)))
     select = select.order_by(exp.Ordered(this=exp.column("n"), desc=True)).limit(MAX_KEYS_REPORTED)
     sanitize(select)
     rows = spark.sql(in_scope(select, query).sql(dialect=SparkSeq)).collect()
-    return [KeyStatistics(int(r["n"]), int(r["t0"]), int(r["t1"])) for r in rows if r["t0"] is not None]
+    return [KeyStatistics(int(r["n"]), int(r["t0"]), int(r["t1"]), int(r["h"]) if spec.keys else None)
+            for r in rows if r["t0"] is not None]
 
 
 def key_types(spark: SparkSession, query: MatchAggregateQuery) -> list[str]:
@@ -164,14 +176,38 @@ def key_types(spark: SparkSession, query: MatchAggregateQuery) -> list[str]:
 TASKS_PER_PARTITION = 4
 
 
+def shuffle_partitions(spark: SparkSession) -> int:
+    """The session's shuffle partitions (sparkseq sizes them to twice the cores, :mod:`sparkseq.session`)."""
+    try:
+        return max(1, int(spark.conf.get("spark.sql.shuffle.partitions", "4")))
+    except ValueError:
+        return 4
+
+
 def chunk_tasks(spark: SparkSession) -> int:
     """Tasks the chunks of a time-split statement are spread over: a multiple of the
-    session's shuffle partitions (sparkseq sizes them to twice the cores, :mod:`sparkseq.session`)."""
+    session's shuffle partitions."""
+    return TASKS_PER_PARTITION * shuffle_partitions(spark)
+
+
+#: Spark's hash partitioning: ``pmod(Murmur3(value, seed 42), n)`` (``HashPartitioning``).
+_HASH_SEED = 42
+
+
+def task_keys(spark: SparkSession, tasks: int) -> list[int] | None:
+    """For each task ``p < tasks`` the smallest BIGINT that Spark's hash partitioning into
+    ``tasks`` partitions sends to ``p``, from Spark's own Murmur3 (no job); None when there
+    is no JVM to ask (Spark Connect): the chunks are then hashed to tasks."""
     try:
-        partitions = max(1, int(spark.conf.get("spark.sql.shuffle.partitions", "4")))
-    except ValueError:
-        partitions = 4
-    return TASKS_PER_PARTITION * partitions
+        murmur = spark._jvm.org.apache.spark.unsafe.hash.Murmur3_x86_32(_HASH_SEED)  # type: ignore[union-attr]
+        found: dict[int, int] = {}
+        for value in range(64 * tasks):  # about tasks·ln(tasks) tries
+            found.setdefault(murmur.hashLong(value) % tasks, value)
+            if len(found) == tasks:
+                return [found[p] for p in range(tasks)]
+    except Exception:  # no JVM handle; placement is an optimisation only
+        return None
+    return None
 
 
 def native_replacement(query: MatchAggregateQuery) -> tuple[exp.Expr, str]:
@@ -216,8 +252,12 @@ class PathReplacer:
         if choice.path is not Path.TIME_SPLIT:
             return None
         chunk, combine = time_split_functions(self.spark, query.plan)
+        tasks, placed = chunk_tasks(self.spark), None
+        if choice.split_keys is not None:  # one task per chunk, as many tasks as chunks
+            placed = task_keys(self.spark, max(tasks, sum(k.chunks for k in choice.split_keys)))
         output = time_split_query(engine_input(query), chunk, combine, query.node.this.copy(),
-                                  choice.split_rows, choice.chunk_rows, chunk_tasks(self.spark))
+                                  choice.split_rows, choice.chunk_rows, None if placed else tasks,
+                                  choice.split_keys, placed)
         return aliased(query, output), chunk
 
 
@@ -236,6 +276,6 @@ __all__ = [
     "key_types",
     "native_replacement",
     "planned_replacer",
-    "source_bytes",
+    "source_size",
     "thresholds",
 ]

@@ -17,7 +17,7 @@
 A key with more than ``split_rows`` rows is cut into chunks of about ``chunk_rows`` rows
 each (equal time lengths, at least ``2 * WITHIN``); every other key is one chunk whose
 ``__lo`` is NULL (evaluated whole). A row goes to its own chunk and to the neighbours
-whose context needs it (:func:`udafs.kernels.timesplit.chunk_regions`): the next
+whose context needs it (``chunk_regions`` in :mod:`udafs.kernels.timesplit`): the next
 chunk when it lies within ``w`` (``2w`` with a leading negation) of that chunk's
 start, the previous one when it lies within ``w`` of its own chunk's start (trailing
 negation, or SLIDE: windows starting there reach it). Chunks are at least ``2w`` long,
@@ -29,7 +29,9 @@ so no row reaches further.
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from sqlglot import exp
 
@@ -45,8 +47,7 @@ from sql_rewrites.generate import (
 )
 from sql_rewrites.native import native_shape
 from sql_rewrites.sql_types import DType
-from udafs.kernels.timesplit import splittable
-from udafs.plan import Plan
+from udafs.plan import Plan, splittable, streamable
 
 #: A key with more rows than this is split by time. Chosen for memory, not speed
 #: (bench/scale.py, quiet 2-core VM): one task's Python worker peaked at 1.09 GB for
@@ -58,9 +59,16 @@ SPLIT_ROWS = 4_000_000
 #: and 5.3 GB at 20 M (~160-265 bytes per row; bench/scale.py: 4.0 GB at 20 M); 1.5 M rows keep a chunk's
 #: worker near 400 MB, well under 1 GB, and still give a 20 M key 14 tasks.
 CHUNK_ROWS = 1_500_000
-#: Spark's size estimate of the source (bytes) under which no key can exceed
-#: SPLIT_ROWS: an engine row carries at least its time and mask (16 bytes).
+#: Spark's size estimate of the source (bytes) under which no statistics job runs, for a
+#: source whose row count Spark does not know: an engine row carries its time and mask
+#: (16 bytes). Not a proof for compressed files: Spark estimates a parquet file by its
+#: size on disk, 9.5 bytes per row for bench/scale.py's events (47.6 MB for 5 M rows), so
+#: keys up to ~6.7 M rows of such a file run grouped without statistics.
 MIN_ROW_BYTES = 16
+#: At most this many keys to cut are passed to the time-split query as literals (their
+#: hash, first time and chunk length: one small broadcast table); with more big keys the
+#: query finds them itself (a second read of the source).
+MAX_SPLIT_LITERALS = 100
 #: A split key needs at least this many chunks of length 2 * WITHIN in its time span;
 #: with fewer, replicated edge rows would dominate (the window is too long for the span).
 MIN_CHUNKS = 4
@@ -84,11 +92,36 @@ class Path(str, enum.Enum):
 
 @dataclass(frozen=True)
 class KeyStatistics:
-    """A partition key's row count and time range (engine time units)."""
+    """A partition key's row count and time range (engine time units), and ``xxhash64``
+    of its key values (None without PARTITION BY, or when not collected)."""
 
     rows: int
     first: int
     last: int
+    key_hash: int | None = None
+
+
+@dataclass(frozen=True)
+class SplitKey:
+    """A key to cut, as the statistics job measured it: chunk ``c`` (``0 <= c < chunks``) of
+    the key whose values hash to ``key_hash`` (None: the one partition of a statement
+    without PARTITION BY) is ``[first + c·length, first + (c+1)·length)``."""
+
+    key_hash: int | None
+    first: int
+    length: int
+    chunks: int
+
+    @staticmethod
+    def of(key: KeyStatistics, within: int, chunk_rows: int, multiple: int = 1) -> SplitKey:
+        """Chunks of about ``chunk_rows`` rows of equal time length, at least ``2 * within``
+        (what the generated SQL computes for keys without literal bounds), their number
+        rounded up to a multiple of ``multiple`` (the tasks that run at once: with 15
+        equal chunks on 2 cores one core idles for the last one)."""
+        n_chunks = -(-key.rows // chunk_rows)
+        n_chunks = -(-n_chunks // multiple) * multiple
+        length = max((key.last - key.first) // n_chunks + 1, 2 * within)
+        return SplitKey(key.key_hash, key.first, length, (key.last - key.first) // length + 1)
 
 
 @dataclass(frozen=True)
@@ -99,6 +132,9 @@ class PathChoice:
     reason: str
     split_rows: int = SPLIT_ROWS
     chunk_rows: int = CHUNK_ROWS
+    #: The keys to cut and their chunks, from the statistics job (None: the generated SQL
+    #: finds the keys over ``split_rows`` and sizes their chunks itself, reading the source twice).
+    split_keys: tuple[SplitKey, ...] | None = None
 
 
 def statistics_threshold(plan: Plan, split_rows: int = SPLIT_ROWS, stream_rows: int = STREAM_ROWS) -> int | None:
@@ -110,37 +146,38 @@ def statistics_threshold(plan: Plan, split_rows: int = SPLIT_ROWS, stream_rows: 
 
 
 def statistics_needed(plan: Plan, source_bytes: int | None, split_rows: int = SPLIT_ROWS,
-                      stream_rows: int = STREAM_ROWS) -> bool:
+                      stream_rows: int = STREAM_ROWS, source_rows: int | None = None) -> bool:
     """Whether a statistics job is worth running: some key size would change the path and
-    Spark's size estimate of the source (None: unknown) leaves room for such a key."""
+    Spark's estimate of the source leaves room for such a key.
+
+    ``source_rows`` (Spark's row count; None: unknown) decides when known: no key holds
+    more rows than the whole source, so a source of at most the threshold's rows needs
+    no job. Spark reports it for a bare ``range`` and, with ``spark.sql.cbo.enabled`` or
+    ``spark.sql.cbo.planStats.enabled``, for analysed tables (``ANALYZE TABLE ...
+    COMPUTE STATISTICS``): exact for a table, the cost model's estimate for a filtered
+    one. A wrong guess costs speed or memory, never exactness: every path is exact.
+    Otherwise ``source_bytes`` (None: unknown) does, at :data:`MIN_ROW_BYTES` per row: a
+    heuristic, not a proof, for compressed files, whose estimate is their size on disk.
+    """
     threshold = statistics_threshold(plan, split_rows, stream_rows)
     if threshold is None:
         return False
+    if source_rows is not None:
+        return source_rows > threshold
     return source_bytes is None or source_bytes > threshold * MIN_ROW_BYTES
-
-
-def streamable(plan: Plan) -> str | None:
-    """None when the streaming evaluator takes ``plan``, else its reason for refusing it."""
-    from udafs.errors import PlanError
-    from udafs.kernels.streaming import StreamEvaluator
-
-    try:
-        StreamEvaluator(plan)
-    except PlanError as exc:
-        return str(exc)
-    return None
 
 
 def choose_path(plan: Plan, big_keys: list[KeyStatistics] | None, forced: Path | None = None,
                 split_rows: int = SPLIT_ROWS, chunk_rows: int = CHUNK_ROWS,
-                stream_rows: int = STREAM_ROWS, *, ansi: bool = True) -> PathChoice:
+                stream_rows: int = STREAM_ROWS, *, ansi: bool = True, chunk_multiple: int = 1) -> PathChoice:
     """The path of one statement from the statistics of its keys over
     :func:`statistics_threshold` rows.
 
     Native whenever :func:`native_reason` allows it (``ansi``: Spark's ANSI arithmetic is
     on, so that an overflow raises); otherwise time split when a key exceeds ``split_rows``
     and its span holds :data:`MIN_CHUNKS` chunks of twice the window; otherwise streaming
-    when a key exceeds ``stream_rows`` (too big for one worker's memory); otherwise grouped. ``big_keys`` None means no
+    when a key exceeds ``stream_rows`` (too big for one worker's memory); otherwise grouped.
+    A split key's chunk count is rounded up to a multiple of ``chunk_multiple``. ``big_keys`` None means no
     statistics were collected (none needed). ``forced`` picks the path for tests and
     benchmarks; forcing a path the plan cannot take raises ValueError.
     """
@@ -155,14 +192,17 @@ def choose_path(plan: Plan, big_keys: list[KeyStatistics] | None, forced: Path |
     if native is None:
         return PathChoice(Path.NATIVE, NATIVE_REASON, split_rows, chunk_rows)
     keys = big_keys or []
-    if reason is None:
+    if reason is None and plan.within is not None:  # splittable: it has a window
         min_span = MIN_CHUNKS * 2 * plan.within
         usable = [k for k in keys if k.rows > split_rows and min_span <= k.last - k.first < 2**62]
         if usable:
             top = max(usable, key=lambda k: k.rows)
+            literal = len(keys) <= MAX_SPLIT_LITERALS and all(k.key_hash is not None or len(keys) == 1 for k in usable)
             return PathChoice(Path.TIME_SPLIT, f"{len(usable)} partition key(s) over {split_rows:,} rows (largest "
                                                f"{top.rows:,}): cut into time chunks of about {chunk_rows:,} rows",
-                              split_rows, chunk_rows)
+                              split_rows, chunk_rows,
+                              tuple(SplitKey.of(k, plan.within, chunk_rows, chunk_multiple) for k in usable) if literal
+                              else None)
         if any(k.rows > split_rows for k in keys):
             reason = f"the keys over {split_rows:,} rows span less than {MIN_CHUNKS} chunks of twice the WITHIN window"
     huge = [k for k in keys if k.rows > stream_rows]
@@ -231,7 +271,8 @@ def _forced(plan: Plan, forced: Path, reason: str | None, stream_reason: str | N
 
 def time_split_query(spec: EngineInput, chunk_function: str, combine_function: str, source: exp.Expr,
                      split_rows: int = SPLIT_ROWS, chunk_rows: int = CHUNK_ROWS,
-                     partitions: int | None = None) -> exp.Select:
+                     partitions: int | None = None, split_keys: Sequence[SplitKey] | None = None,
+                     task_keys: Sequence[int] | None = None) -> exp.Select:
     """The time-split query of ``spec`` over ``source`` (module docstring); every identifier
     quoted. ``split_rows`` and ``chunk_rows`` must be positive integers.
 
@@ -242,11 +283,26 @@ def time_split_query(spec: EngineInput, chunk_function: str, combine_function: s
     (measured, bench/scale.py). Keys that are not split get a hash of the key as their
     chunk number, so they spread too.
 
+    ``split_keys``: the keys to cut and their chunks as the statistics job measured them
+    (:attr:`PathChoice.split_keys`), joined as literals by the hash of the key values;
+    then ``split_rows`` and ``chunk_rows`` are not used and the source is read once.
+    Another key whose values hash the same (about one in 2**64 / 100) is cut at the same
+    boundaries, which is still exact: any cut is.
+
+    ``task_keys`` (with ``split_keys``; instead of ``partitions``): ``task_keys[p]`` is a
+    BIGINT that Spark's hash partitioning into ``len(task_keys)`` partitions sends to
+    partition ``p``. The chunks of the split keys are numbered one after the other and
+    chunk ``i`` goes to task ``i mod len(task_keys)``: no two chunks share a task while
+    there are enough (hashing the chunk numbers put two or three chunks into some tasks
+    and left others empty).
+
     Raises
     ------
     ValueError
-        When the plan cannot be split, a function name is not an identifier, or a
-        threshold is not a positive integer.
+        When the plan cannot be split, a function name is not an identifier, a
+        threshold is not a positive integer, or ``split_keys`` is empty, names a key
+        without a hash in a statement with PARTITION BY, or has a chunk shorter than
+        ``2 * WITHIN``.
     """
     plan = spec.plan
     if not isinstance(plan, Plan) or splittable(plan) is not None or spec.instances is not None:
@@ -256,6 +312,11 @@ def time_split_query(spec: EngineInput, chunk_function: str, combine_function: s
             raise ValueError(f"split_rows, chunk_rows and partitions must be positive integers, got {value!r}")
     if 2 * plan.within > _INT64_MAX:
         raise ValueError("the WITHIN window is too long to split by time")
+    if split_keys is not None and plan.within is not None:  # splittable: it has a window
+        _check_split_keys(split_keys, plan.within, bool(spec.keys))
+    if task_keys is not None and (split_keys is None or partitions is not None or not task_keys or not all(
+            isinstance(t, int) and not isinstance(t, bool) and -2**63 <= t < 2**63 for t in task_keys)):
+        raise ValueError("task_keys must be BIGINTs, given with split_keys and without partitions")
     roles = engine_roles(spec)
     names = _SplitNames(roles)
     keys = [name for name, _ in spec.keys] or [roles.all_rows]
@@ -263,10 +324,16 @@ def time_split_query(spec: EngineInput, chunk_function: str, combine_function: s
     events = exp.select("*").from_(events.subquery(roles.events)).where(exp.and_(
         exp.NEQ(this=exp.column(roles.mask), expression=exp.Literal.number(0)),
         exp.column(roles.ts).is_(exp.null()).not_()))
-    chunked = _chunked(plan, events, keys, roles, names, split_rows, chunk_rows, bool(spec.keys))
-    if partitions is not None:
-        spread = exp.Anonymous(this="REPARTITION", expressions=[exp.Literal.number(partitions),
-                                                                 exp.column(names.chunk)])
+    sizes = (_measured_sizes(split_keys, keys, roles, names) if split_keys is not None
+             else _sizes(plan, events, keys, roles, names, split_rows, chunk_rows))
+    chunked = _chunked(plan, events, keys, roles, names, sizes, bool(spec.keys))
+    chunk_keys = [exp.column(names.chunk)]
+    if task_keys is not None:
+        chunked = _placed(chunked, task_keys, names)
+        chunk_keys.append(exp.column(names.task))  # a function of the chunk: the same groups
+    if partitions is not None or task_keys is not None:
+        n = len(task_keys) if task_keys is not None else partitions
+        spread = exp.Anonymous(this="REPARTITION", expressions=[exp.Literal.number(n), chunk_keys[-1].copy()])
         chunked.set("hint", exp.Hint(expressions=[spread]))
     arguments = [exp.column(roles.ts), exp.column(roles.mask), *(exp.column(v) for v in roles.values),
                  exp.column(names.lo), exp.column(names.hi)]
@@ -274,7 +341,7 @@ def time_split_query(spec: EngineInput, chunk_function: str, combine_function: s
                          exp.alias_(exp.Anonymous(this=check_function_name(chunk_function), expressions=arguments),
                                     names.state))
               .from_(chunked.subquery(names.chunks))
-              .group_by(*(exp.column(k) for k in keys), exp.column(names.chunk)))
+              .group_by(*(exp.column(k) for k in keys), *chunk_keys))
     combine = exp.Anonymous(this=check_function_name(combine_function), expressions=[exp.column(names.state)])
     groups = (exp.select(*(exp.column(k) for k in keys), exp.alias_(combine, roles.result))
               .from_(chunks.subquery(names.states))
@@ -320,23 +387,30 @@ def streaming_query(spec: EngineInput, stream_function: str, source: exp.Expr) -
 class _SplitNames:
     def __init__(self, roles: Roles) -> None:
         self.names = roles.fresh
-        for role in ("chunk", "lo", "hi", "t0", "len", "state", "chunks", "states", "sizes", "own", "exploded"):
+        for role in ("chunk", "lo", "hi", "t0", "len", "hash", "first_task", "task", "state", "chunks", "states",
+                     "sizes", "own", "exploded"):
             setattr(self, role, self.names(f"split_{role}"))
 
 
-def _chunked(plan: Plan, events: exp.Select, keys: list[str], roles: Roles, names: _SplitNames,
-             split_rows: int, chunk_rows: int, spec_keys: bool) -> exp.Select:
-    """Every row once per chunk that needs it, with the chunk's ``[lo, hi)`` (NULL: whole key)."""
-    w = plan.within
+class _Sizes(NamedTuple):
+    """The keys to cut with their first time and chunk length, and how rows find them."""
+
+    table: exp.Expr  # one row per key to cut: (keys or key hash, t0, len[, first task])
+    on: exp.Expr | None  # the join condition; None: every row (one partition)
+    numbered: bool = False  # the table numbers the keys' chunks one after the other (first task)
+
+
+def _sizes(plan: Plan, events: exp.Select, keys: list[str], roles: Roles, names: _SplitNames,
+           split_rows: int, chunk_rows: int) -> _Sizes:
+    """The keys over ``split_rows`` rows found by a subquery over the events (a second read)."""
     ts = exp.column(roles.ts)
-    t0, length = exp.column(names.t0, table=names.sizes), exp.column(names.len, table=names.sizes)
     count = exp.Count(this=exp.Star())
     n_chunks = exp.cast(exp.Ceil(this=exp.Div(this=exp.cast(count.copy(), DType.DOUBLE),
                                               expression=exp.Literal.number(chunk_rows))), DType.BIGINT)
     span = exp.paren(exp.Sub(this=exp.Max(this=ts.copy()), expression=exp.Min(this=ts.copy())))
     chunk_length = exp.Greatest(this=exp.Add(this=exp.IntDiv(this=span, expression=n_chunks),
                                              expression=exp.Literal.number(1)),
-                                expressions=[exp.Literal.number(2 * w)])
+                                expressions=[exp.Literal.number(2 * plan.within)])
     sizes = (exp.select(*(exp.column(k) for k in keys), exp.alias_(exp.Min(this=ts.copy()), names.t0),
                         exp.alias_(chunk_length, names.len))
              .from_(events.copy().subquery(names.sizes + "_events"))
@@ -344,7 +418,64 @@ def _chunked(plan: Plan, events: exp.Select, keys: list[str], roles: Roles, name
              .having(exp.GT(this=count.copy(), expression=exp.Literal.number(split_rows))))
     on = exp.and_(*(exp.NullSafeEQ(this=exp.column(k, table=roles.events), expression=exp.column(k, table=names.sizes))
                     for k in keys))
-    own = exp.IntDiv(this=exp.paren(exp.Sub(this=ts.copy(), expression=t0.copy())), expression=length.copy())
+    return _Sizes(sizes.subquery(names.sizes), on)
+
+
+def _measured_sizes(split_keys: Sequence[SplitKey], keys: list[str], roles: Roles, names: _SplitNames) -> _Sizes:
+    """The keys the statistics job measured, as an inline table of literals joined by key hash."""
+    def bigint(value: int) -> exp.Expr:
+        return exp.cast(exp.Literal.number(value), DType.BIGINT)
+
+    firsts = [sum(k.chunks for k in split_keys[:i]) for i in range(len(split_keys))]  # chunks numbered in a row
+    rows = [exp.Tuple(expressions=[bigint(k.key_hash or 0), bigint(k.first), bigint(k.length), bigint(first)])
+            for k, first in zip(split_keys, firsts)]
+    columns = (names.hash, names.t0, names.len, names.first_task)
+    table = exp.Values(expressions=rows, alias=exp.TableAlias(
+        this=exp.to_identifier(names.sizes), columns=[exp.to_identifier(c) for c in columns]))
+    if split_keys[0].key_hash is None:  # no PARTITION BY: the one partition is cut
+        return _Sizes(table, None, True)
+    key_hash = exp.Anonymous(this="xxhash64", expressions=[exp.column(k, table=roles.events) for k in keys])
+    return _Sizes(table, exp.EQ(this=key_hash, expression=exp.column(names.hash, table=names.sizes)), True)
+
+
+def _check_split_keys(split_keys: Sequence[SplitKey], within: int, keyed: bool) -> None:
+    if not split_keys:
+        raise ValueError("split_keys must name at least one key to cut")
+    for k in split_keys:
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (k.first, k.length)) or \
+                (k.key_hash is not None and not isinstance(k.key_hash, int)):
+            raise ValueError(f"a key to cut needs integer bounds, got {k!r}")
+        if keyed == (k.key_hash is None) or (not keyed and len(split_keys) > 1):
+            raise ValueError("with PARTITION BY every key to cut needs its key hash; without it, one key and no hash")
+        if not isinstance(k.chunks, int) or k.chunks <= 0:
+            raise ValueError(f"a key to cut needs a positive number of chunks, got {k!r}")
+        if k.length < 2 * within or not -2**63 <= k.first < 2**63:
+            raise ValueError(f"a key's chunks must be at least twice the WITHIN window, got {k!r}")
+
+
+def _placed(chunked: exp.Select, task_keys: Sequence[int], names: _SplitNames) -> exp.Select:
+    """``chunked`` with the task key of each row's chunk: task ``(first task of its key +
+    chunk) mod n`` for split keys, a hash of the key for the others (their chunk number)."""
+    n = len(task_keys)
+    index = exp.Anonymous(this="pmod", expressions=[
+        exp.Add(this=exp.column(names.chunk), expression=exp.Coalesce(
+            this=exp.column(names.first_task), expressions=[exp.Literal.number(0)])), exp.Literal.number(n)])
+    keys = exp.Array(expressions=[exp.cast(exp.Literal.number(t), DType.BIGINT) for t in task_keys])
+    position = exp.cast(exp.Add(this=index, expression=exp.Literal.number(1)), DType.INT)
+    task = exp.Anonymous(this="element_at", expressions=[keys, position])
+    return exp.select("*", exp.alias_(task, names.task)).from_(chunked.subquery(names.chunks + "_z"))
+
+
+def _chunked(plan: Plan, events: exp.Select, keys: list[str], roles: Roles, names: _SplitNames,
+             sizes: _Sizes, spec_keys: bool) -> exp.Select:
+    """Every row once per chunk that needs it, with the chunk's ``[lo, hi)`` (NULL: whole key)."""
+    w = plan.within
+    ts = exp.column(roles.ts)
+    t0, length = exp.column(names.t0, table=names.sizes), exp.column(names.len, table=names.sizes)
+    since = exp.paren(exp.Sub(this=ts.copy(), expression=t0.copy()))
+    # floor((ts - t0) / len), exact also below t0 (a key whose hash collides with a cut key's)
+    own = exp.IntDiv(this=exp.paren(exp.Sub(this=since.copy(), expression=exp.Anonymous(
+        this="pmod", expressions=[since.copy(), length.copy()]))), expression=length.copy())
 
     def start(chunk: exp.Expr) -> exp.Expr:
         return exp.Add(this=t0.copy(), expression=exp.Mul(this=exp.paren(chunk), expression=length.copy()))
@@ -367,8 +498,13 @@ def _chunked(plan: Plan, events: exp.Select, keys: list[str], roles: Roles, name
     with_own = (exp.select(exp.Column(this=exp.Star(), table=exp.to_identifier(roles.events)),
                            exp.alias_(t0.copy(), names.t0), exp.alias_(length.copy(), names.len),
                            exp.alias_(own, names.own))
-                .from_(events.subquery(roles.events))
-                .join(sizes.subquery(names.sizes), on=on, join_type="left"))
+                .from_(events.subquery(roles.events)))
+    if sizes.numbered:
+        with_own = with_own.select(exp.alias_(exp.column(names.first_task, table=names.sizes), names.first_task))
+    if sizes.on is None:
+        with_own = with_own.join(sizes.table, join_type="cross")
+    else:
+        with_own = with_own.join(sizes.table, on=sizes.on, join_type="left")
     with_own.set("hint", exp.Hint(expressions=[exp.Anonymous(this="BROADCAST", expressions=[
         exp.to_identifier(names.sizes)])]))  # one row per big key: never shuffle the events for it
     bare_len, bare_t0 = exp.column(names.len), exp.column(names.t0)
@@ -398,6 +534,8 @@ __all__ = [
     "SPLIT_ROWS",
     "STREAM_ROWS",
     "KeyStatistics",
+    "MAX_SPLIT_LITERALS",
+    "SplitKey",
     "Path",
     "PathChoice",
     "choose_path",

@@ -20,13 +20,13 @@ from udafs.kernels.timesplit import (
     decode_chunk,
     encode_chunk,
     evaluate_chunk,
-    splittable,
 )
 from udafs.plan import (
     CountType,
     Element,
     Plan,
     Strategy,
+    splittable,
 )
 
 SETTINGS = settings(max_examples=300, deadline=None,

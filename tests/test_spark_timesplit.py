@@ -185,3 +185,48 @@ def test_spark_sql_through_the_parser_extension_chooses_the_path_too(spark, even
     frame = spark.sql(text)
     assert "_chunk" in frame._jdf.queryExecution().analyzed().toString()
     assert_same_rows(want, frame.collect())
+
+
+@pytest.mark.parametrize("keys", ["PARTITION BY k", "PARTITION BY k, even", ""])
+def test_auto_split_takes_its_chunks_from_the_statistics(spark, events: str, small_thresholds: None,
+                                                         keys: str) -> None:
+    """The automatic path passes the big keys' chunks as literals (joined by key hash; the
+    source is read once): the grouped path's rows, with one key, two keys (both over 50
+    rows) or none."""
+    text = (f"SELECT * FROM (SELECT *, ts % 2 = 0 AS even FROM {events}) MATCH_AGGREGATE ({keys} ORDER BY ts "
+            f"PATTERN SEQ(!N, A, B, !N, C) TYPE BY type MEASURES {MEASURES} WITHIN 40) AS m ORDER BY ALL")
+    want, _ = run(spark, text, "grouped")
+    got, auto_plan = run(spark, text, "auto")
+    assert "_split_hash" in auto_plan and "_split_sizes_events" not in auto_plan  # no second read
+    assert sum(r["n"] for r in want) > 0
+    assert_same_rows(want, got)
+
+
+def test_task_keys_land_in_their_tasks(spark) -> None:
+    """Spark's hash partitioning into n tasks sends ``task_keys(spark, n)[p]`` to task p."""
+    from sparkseq.execution_paths import task_keys
+
+    keys = task_keys(spark, 7)
+    assert keys is not None and len(set(keys)) == 7
+    spark.createDataFrame([(k,) for k in keys], "t bigint").createOrReplaceTempView("split_task_keys")
+    rows = spark.sql("SELECT t, spark_partition_id() AS p FROM (SELECT /*+ REPARTITION(7, t) */ * "
+                     "FROM split_task_keys)").collect()
+    assert sorted((r["p"], r["t"]) for r in rows) == list(enumerate(keys))
+
+
+@pytest.mark.parametrize("path", ["time-split", "auto"])
+def test_split_over_a_concept_hierarchy_equals_grouped(spark, events: str, small_thresholds: None,
+                                                       isolated_hierarchies: None, path: str) -> None:
+    """Symbols that are inner nodes of a hierarchy: a row is an instance of several symbols
+    (an N row of N and of CN, negated in one role and bound in the other) and the chunks
+    still add up to the grouped path's rows."""
+    sparkseq.register_hierarchy(spark, "split_kinds", [("A", "AB"), ("B", "AB"), ("C", "CN"), ("N", "CN"),
+                                                       ("AB", "ALL"), ("CN", "ALL")])
+    text = (f"SELECT * FROM {events} MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERN SEQ(!C, AB, !N, CN, !A) "
+            "TYPE BY type HIERARCHY split_kinds MEASURES COUNT(*) AS n, SUM(AB.v) AS sv, MAX(CN.f) AS mx, "
+            "COUNT(CN) AS nc WITHIN 35) AS m ORDER BY ALL")
+    want, _ = run(spark, text, "grouped")
+    got, split_plan = run(spark, text, path)
+    assert "_chunk" in split_plan
+    assert sum(r["n"] for r in want) > 0
+    assert_same_rows(want, got)

@@ -10,12 +10,14 @@ from sql_rewrites.analysis import analyze_sql
 from sql_rewrites.generate import engine_input
 from sql_rewrites.timesplit import (
     CHUNK_ROWS,
+    MAX_SPLIT_LITERALS,
     MIN_CHUNKS,
     MIN_ROW_BYTES,
     SPLIT_ROWS,
     STREAM_ROWS,
     KeyStatistics,
     Path,
+    SplitKey,
     choose_path,
     statistics_needed,
     statistics_threshold,
@@ -68,6 +70,10 @@ def test_statistics_only_when_a_big_key_is_possible() -> None:
     assert not statistics_needed(NO_WINDOW, STREAM_ROWS * MIN_ROW_BYTES)
     assert statistics_needed(NO_WINDOW, None)
     assert statistics_threshold(CONTIGUOUS) is None and not statistics_needed(CONTIGUOUS, None)
+    # a known row count decides: no key holds more rows than the source
+    assert not statistics_needed(PLAN, None, source_rows=SPLIT_ROWS)
+    assert not statistics_needed(PLAN, 10**12, source_rows=SPLIT_ROWS)
+    assert statistics_needed(PLAN, 1, source_rows=SPLIT_ROWS + 1)
 
 
 def test_a_huge_key_of_an_unsplittable_plan_streams() -> None:
@@ -137,3 +143,47 @@ def test_streaming_query_quotes_keys_and_passes_the_plan_as_a_literal() -> None:
     assert NASTY in {c.name for c in tree.find_all(exp.Column)}
     assert "DISTRIBUTE BY" in sql and "SORT BY" in sql and "f_stream(TABLE(" in sql.replace("F_STREAM", "f_stream")
     assert not list(tree.find_all(exp.Drop))
+
+
+def test_the_statistics_bound_the_chunks_as_literals() -> None:
+    """The keys the statistics job measured reach the query as literals: no second read."""
+    hashed = KeyStatistics(rows=3 * CHUNK_ROWS + 1, first=-50, last=10_000, key_hash=-7)
+    choice = choose_path(PLAN, [hashed, KeyStatistics(SPLIT_ROWS + 1, 0, 10, key_hash=3)])
+    assert choice.split_keys == (SplitKey(-7, -50, 10_050 // 4 + 1, 4),)  # the short key stays whole
+    assert choose_path(PLAN, [BIG]).split_keys == (SplitKey(None, 0, 10_000 // 3 + 1, 3),)  # no PARTITION BY
+    assert choose_path(PLAN, [BIG], chunk_multiple=4).split_keys == (SplitKey(None, 0, 10_000 // 4 + 1, 4),)
+    many = [KeyStatistics(SPLIT_ROWS + 1, 0, 10_000, key_hash=h) for h in range(MAX_SPLIT_LITERALS + 1)]
+    assert choose_path(PLAN, many).split_keys is None  # more big keys than literals: the query finds them
+    assert choose_path(PLAN, None, Path.TIME_SPLIT).split_keys is None
+    [query] = analyze_sql(TEXT, SCHEMA)
+    sql = time_split_query(engine_input(query), "f_chunk", "f_combine", query.node.this.copy(),
+                           split_keys=[SplitKey(-2**63, -5, 40, 3)]).sql(dialect="spark")
+    assert "HAVING" not in sql and "CAST(-9223372036854775808 AS BIGINT), CAST(-5 AS BIGINT)" in sql
+    assert f"ON XXHASH64(`__sparkseq_events`.`{NASTY.replace('`', '``')}`) = " in sql
+
+
+@pytest.mark.parametrize("keys, message", [
+    ([], "at least one"),
+    ([SplitKey(None, 0, 40, 1)], "key hash"),
+    ([SplitKey(1, 0, 19, 1)], "twice the WITHIN"),
+    ([SplitKey(1, 0, 40, 0)], "positive number of chunks"),
+    ([SplitKey("1; DROP", 0, 40, 1)], "integer"),  # type: ignore[arg-type]
+])
+def test_bad_split_keys_are_refused(keys: list, message: str) -> None:
+    [query] = analyze_sql(TEXT, SCHEMA)
+    with pytest.raises(ValueError, match=message):
+        time_split_query(engine_input(query), "f_chunk", "f_combine", query.node.this.copy(), split_keys=keys)
+
+
+def test_chunks_are_placed_one_per_task_by_task_keys() -> None:
+    """With task keys the split keys' chunks are numbered one after the other (the second
+    key's first task is the first key's chunk count) and spread by ``pmod`` over them."""
+    [query] = analyze_sql(TEXT, SCHEMA)
+    sql = time_split_query(engine_input(query), "f_chunk", "f_combine", query.node.this.copy(),
+                           split_keys=[SplitKey(1, 0, 40, 3), SplitKey(2, 0, 40, 5)],
+                           task_keys=[11, -12, 13]).sql(dialect="spark")
+    assert "CAST(0 AS BIGINT)), (CAST(2 AS BIGINT), CAST(0 AS BIGINT), CAST(40 AS BIGINT), CAST(3 AS BIGINT)" in sql
+    assert "ELEMENT_AT(ARRAY(CAST(11 AS BIGINT), CAST(-12 AS BIGINT), CAST(13 AS BIGINT)), CAST(PMOD(" in sql
+    assert "/*+ REPARTITION(3, `__sparkseq_split_task`) */" in sql
+    with pytest.raises(ValueError, match="task_keys"):
+        time_split_query(engine_input(query), "f_chunk", "f_combine", query.node.this.copy(), task_keys=[1])

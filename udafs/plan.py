@@ -288,6 +288,14 @@ class Plan:
             m |= g
         return m
 
+    @property
+    def positive_and_negated(self) -> tuple[int, ...]:
+        """Symbols that are a positive element and also negated in some gap (``SEQ(B, A, !A)``)."""
+        negated = 0
+        for g in self.negations:
+            negated |= g
+        return tuple(s for s in sorted({e.symbol for e in self.elements}) if negated >> s & 1)
+
     def describe(self) -> str:
         """The pattern as text, e.g. ``SEQ(VK, BK, !REC, VC+)``."""
         parts: list[str] = []
@@ -380,6 +388,39 @@ class Plan:
         if version == PLAN_VERSION_EXTENDED and (not plan.extended or plan.uncertain is not None):
             raise PlanError("plan version 2 without a strategy, predicate or iterator predicate; write version 1")
         return plan
+
+
+def splittable(plan: Plan) -> str | None:
+    """None when ``plan`` can be evaluated by time split (:mod:`udafs.kernels.timesplit`),
+    else the reason it cannot (docs/engine.md, "What stays single-task, and why")."""
+    if plan.within is None:
+        return "the pattern has no WITHIN window: a match may span the whole partition"
+    if plan.strategy.contiguous:
+        return "contiguity strategies rank rows over the whole partition"
+    if plan.uncertain is not None:
+        return "imprecise timestamps spread a row over a range of possible times"
+    if len(plan.symbols) + len(plan.positive_and_negated) > MAX_SYMBOLS:  # each needs a shadow bit
+        return f"the pattern needs more than {MAX_SYMBOLS} symbol bits with its negated symbols doubled"
+    return None
+
+
+def streamable(plan: Plan) -> str | None:
+    """None when the streaming evaluator (:mod:`udafs.kernels.streaming`) takes ``plan``,
+    else the reason it refuses it."""
+    if plan.uncertain is not None:
+        return "imprecise timestamps (expected aggregates) are not supported on the streaming path; " \
+               "use the batch path (evaluate_group)"
+    if plan.extended:
+        used = [name for name, on in (("a selection strategy other than skip-till-any-match",
+                                       plan.strategy is not Strategy.SKIP_TILL_ANY_MATCH),
+                                      ("cross-event predicates", bool(plan.predicates)),
+                                      ("Kleene iterator predicates", bool(plan.iterator_predicates))) if on]
+        return (f"{' and '.join(used)} {'is' if len(used) == 1 else 'are'} not supported on the "
+                "streaming path; use the batch path (evaluate_group)")
+    if ValueType.DECIMAL in plan.columns:
+        return ("DECIMAL value columns are not supported on the streaming path; carry them as INT "
+                "(unscaled, up to 18 digits) or FLOAT, or use the batch path (evaluate_group)")
+    return None
 
 
 def _iterator_entry(q: IteratorPredicate) -> list:

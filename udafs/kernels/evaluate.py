@@ -88,22 +88,39 @@ def evaluate_group(plan: Plan, ts: np.ndarray, mask: np.ndarray,
         values, valid = finalize(plan, parts)
         ends = None if starts is None else starts + plan.within
         return GroupResult(starts, ends, tuple(values), tuple(valid))
-    if plan.extended:  # strategies, cross-event and iterator predicates
+    parts, starts = group_partials(plan, ts, mask, cols, seq=seq, options=options)
+    values, valid = finalize(plan, parts)
+    ends = None if starts is None else starts + plan.within
+    return GroupResult(starts, ends, tuple(values), tuple(valid))
+
+
+def group_partials(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column],
+                   windows: tuple[int, int] | None = None, seq: np.ndarray | None = None,
+                   options: KernelOptions = DEFAULT) -> tuple[list[Partial], np.ndarray | None]:
+    """The partials of one group of validated rows (in any order) and, with SLIDE, the
+    window starts they belong to (None without SLIDE: one output row).
+
+    The engine's one dispatch for plans with precise timestamps: extended plans
+    (strategies, predicates) by :func:`extended.evaluate_extended`, the others sorted
+    once and tallied in checked int64 with the exact fallback. ``windows = (k0, k1)``
+    keeps only the SLIDE windows ``k·s`` with ``k0 <= k < k1``; ``seq`` is the
+    contiguity rank (see :func:`evaluate_group`).
+    """
+    if plan.extended:  # strategies, cross-event and iterator predicates: their own window loop
         parts, starts = extended.evaluate_extended(plan, ts, mask, cols, seq, options)
-        values, valid = finalize(plan, parts)
-        ends = None if starts is None else starts + plan.within
-        return GroupResult(starts, ends, tuple(values), tuple(valid))
+        s = plan.slide
+        if windows is None or starts is None or s is None:
+            return parts, starts
+        owned = (starts >= windows[0] * s) & (starts < windows[1] * s)
+        return [Partial(p.value[owned], p.nn[owned]) for p in parts], starts[owned]
     ts, mask, cols = sorted_instances(plan, ts, mask, cols)
 
     def attempt(ar: Arith) -> tuple[list[Partial], np.ndarray | None]:
         if plan.slide is not None:
-            return paths.sliding(plan, ts, mask, cols, ar)
+            return paths.sliding(plan, ts, mask, cols, ar, windows)
         return partials(plan, tally(plan, ts, mask, ar), cols, ar), None
 
-    parts, starts = with_fallback(plan, attempt, options)
-    values, valid = finalize(plan, parts)
-    ends = None if starts is None else starts + plan.within
-    return GroupResult(starts, ends, tuple(values), tuple(valid))
+    return with_fallback(plan, attempt, options)
 
 
 def _bounds(ts: np.ndarray, bounds: tuple[np.ndarray, np.ndarray] | None) -> tuple[np.ndarray, np.ndarray]:

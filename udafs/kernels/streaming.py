@@ -32,7 +32,7 @@ from udafs.kernels.measures import Column, Partial, combine, finalize, float_key
 from udafs.kernels.options import DEFAULT, KernelOptions
 from udafs.kernels.pattern import Pattern
 from udafs.kernels.timeline import Timeline
-from udafs.plan import CountType, MeasureKind, Plan, Strategy, ValueType
+from udafs.plan import CountType, MeasureKind, Plan, ValueType, streamable
 
 _TS_MIN = int(np.iinfo(np.int64).min)
 _TS_MAX = int(np.iinfo(np.int64).max)
@@ -106,19 +106,9 @@ class StreamEvaluator:
     """
 
     def __init__(self, plan: Plan, options: KernelOptions = DEFAULT) -> None:
-        if plan.uncertain is not None:
-            raise PlanError("imprecise timestamps (expected aggregates) are not supported on the streaming path; "
-                            "use the batch path (evaluate_group)")
-        if plan.extended:
-            used = [name for name, on in (("a selection strategy other than skip-till-any-match",
-                                           plan.strategy is not Strategy.SKIP_TILL_ANY_MATCH),
-                                          ("cross-event predicates", bool(plan.predicates)),
-                                          ("Kleene iterator predicates", bool(plan.iterator_predicates))) if on]
-            raise PlanError(f"{' and '.join(used)} {'is' if len(used) == 1 else 'are'} not supported on the "
-                            "streaming path; use the batch path (evaluate_group)")
-        if ValueType.DECIMAL in plan.columns:
-            raise PlanError("DECIMAL value columns are not supported on the streaming path; carry them as INT "
-                            "(unscaled, up to 18 digits) or FLOAT, or use the batch path (evaluate_group)")
+        reason = streamable(plan)
+        if reason is not None:
+            raise PlanError(reason)
         self.plan = plan
         self._last = _TS_MIN
         self._held = RowBuffer(plan.columns)  # rows of the latest timestamp

@@ -27,7 +27,7 @@ separate *shadow* bit for its negated role, so that negation-only rows cannot bi
 whose start lies in ``[lo, hi)`` on rows ``[lo, hi + w)``.
 
 Plans without WITHIN, with a contiguity strategy or with imprecise timestamps are not
-split (:func:`splittable`).
+split (:func:`udafs.plan.splittable`).
 """
 
 from __future__ import annotations
@@ -39,17 +39,9 @@ import numpy as np
 
 from udafs import state_codec
 from udafs.errors import PlanError
-from udafs.kernels import extended, paths
-from udafs.kernels.arith import Arith
-from udafs.kernels.evaluate import (
-    GroupResult,
-    sorted_instances,
-    tally,
-    validate,
-    with_fallback,
-)
-from udafs.kernels.measures import Column, Partial, combine, finalize, partials
-from udafs.plan import MAX_SYMBOLS, MeasureKind, Plan
+from udafs.kernels.evaluate import GroupResult, group_partials, validate
+from udafs.kernels.measures import Column, Partial, combine, finalize
+from udafs.plan import MeasureKind, Plan, splittable
 
 
 class ChunkPartial(NamedTuple):
@@ -58,19 +50,6 @@ class ChunkPartial(NamedTuple):
 
     starts: np.ndarray | None
     parts: list[Partial]
-
-
-def splittable(plan: Plan) -> str | None:
-    """None when ``plan`` can be evaluated by time split, else the reason it cannot."""
-    if plan.within is None:
-        return "the pattern has no WITHIN window: a match may span the whole partition"
-    if plan.strategy.contiguous:
-        return "contiguity strategies rank rows over the whole partition"
-    if plan.uncertain is not None:
-        return "imprecise timestamps spread a row over a range of possible times"
-    if _shadowed(plan) is None:
-        return f"the pattern needs more than {MAX_SYMBOLS} symbol bits with its negated symbols doubled"
-    return None
 
 
 def chunk_regions(plan: Plan, ts: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
@@ -109,23 +88,18 @@ def evaluate_chunk(plan: Plan, ts: np.ndarray, mask: np.ndarray, columns: Sequen
     if reason is not None:
         raise PlanError(f"this plan cannot be evaluated by time split: {reason}")
     ts, mask, cols = validate(plan, ts, mask, columns)
-    if lo is None:
-        return _whole(plan, ts, mask, cols)
+    if lo is None:  # the whole partition as one chunk: its partials as evaluate_group computes them
+        parts, starts = group_partials(plan, *_select(plan, ts, mask, cols, np.ones(len(ts), dtype=bool)))
+        return ChunkPartial(starts, parts)
     if hi is None or not lo < hi:
         raise PlanError(f"a time chunk needs lo < hi, got [{lo}, {hi})")
     if plan.slide is not None:
         keep = (ts >= lo) & (ts < hi + plan.within)
         s = plan.slide
-        k_range = (-(-lo // s), -(-hi // s))  # windows k·s in [lo, hi)
-        t, m, c = _select(plan, ts, mask, cols, keep)
-        if plan.extended:  # its own window loop: keep the windows the chunk owns
-            parts, starts = extended.evaluate_extended(plan, t, m, c)
-            owned = (starts >= lo) & (starts < hi)
-            return ChunkPartial(starts[owned], [Partial(p.value[owned], p.nn[owned]) for p in parts])
-        t, m, c = sorted_instances(plan, t, m, c)
-        parts, starts = with_fallback(plan, lambda ar: paths.sliding(plan, t, m, c, ar, k_range))
+        windows = (-(-lo // s), -(-hi // s))  # windows k·s in [lo, hi)
+        parts, starts = group_partials(plan, *_select(plan, ts, mask, cols, keep), windows)
         return ChunkPartial(starts, parts)
-    split, shadow = _shadowed(plan)  # type: ignore[misc]
+    split, shadow = _shadowed(plan)
     w = plan.within
     neg_bits = _neg_bits(split)
     lead = (ts >= lo - 2 * w) & (ts < lo - w) if plan.negations[0] else np.zeros(len(ts), dtype=bool)
@@ -185,31 +159,9 @@ def chunk_of_state(doc: object) -> ChunkPartial:
     return ChunkPartial(doc["starts"], [Partial(v, n) for v, n in zip(doc["value"], doc["nn"])])
 
 
-def _whole(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column]) -> ChunkPartial:
-    """A whole partition as one chunk: its partials as ``evaluate_group`` computes them."""
-    everything = np.ones(len(ts), dtype=bool)
-    if plan.slide is None:
-        return ChunkPartial(None, _partials(plan, ts, mask, cols, everything))
-    t, m, c = _select(plan, ts, mask, cols, everything)
-    if plan.extended:
-        parts, starts = extended.evaluate_extended(plan, t, m, c)
-        return ChunkPartial(starts, parts)
-    t, m, c = sorted_instances(plan, t, m, c)
-    parts, starts = with_fallback(plan, lambda ar: paths.sliding(plan, t, m, c, ar))
-    return ChunkPartial(starts, parts)
-
-
 def _partials(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column], keep: np.ndarray) -> list[Partial]:
     """Partials over all matches among the ``keep`` rows (one output row, no SLIDE)."""
-    t, m, c = _select(plan, ts, mask, cols, keep)
-    if plan.extended:
-        return extended.evaluate_extended(plan, t, m, c)[0]
-    t, m, c = sorted_instances(plan, t, m, c)
-
-    def attempt(ar: Arith) -> list[Partial]:
-        return partials(plan, tally(plan, t, m, ar), c, ar)
-
-    return with_fallback(plan, attempt)
+    return group_partials(plan, *_select(plan, ts, mask, cols, keep))[0]
 
 
 def _select(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column],
@@ -236,16 +188,11 @@ def _exact(v: np.ndarray) -> np.ndarray:
     return v if v.dtype.kind in "fO" else v.astype(object)
 
 
-def _shadowed(plan: Plan) -> tuple[Plan, dict[int, int]] | None:
+def _shadowed(plan: Plan) -> tuple[Plan, dict[int, int]]:
     """``plan`` with every symbol that is both positive and negated given a separate bit
-    for its negated role, and the map symbol -> shadow symbol; None when the bits run out."""
-    positive = {e.symbol for e in plan.elements}
-    negated = 0
-    for g in plan.negations:
-        negated |= g
-    both = [s for s in range(len(plan.symbols)) if negated >> s & 1 and s in positive]
-    if len(plan.symbols) + len(both) > MAX_SYMBOLS:
-        return None
+    for its negated role, and the map symbol -> shadow symbol (:func:`splittable` checked
+    that the bits suffice)."""
+    both = plan.positive_and_negated
     if not both:
         return plan, {}
     shadow = {s: len(plan.symbols) + j for j, s in enumerate(both)}
@@ -304,5 +251,4 @@ __all__ = [
     "decode_chunk",
     "encode_chunk",
     "evaluate_chunk",
-    "splittable",
 ]
