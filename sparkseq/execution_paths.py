@@ -21,9 +21,7 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 from sqlglot import exp
 
-from sparkseq.live import in_scope
 from sparkseq.registration import stream_function, time_split_functions
-from sql_rewrites.dialect import SparkSeq
 from sql_rewrites.generate import aliased, engine_input, sanitize
 from sql_rewrites.logical import MatchAggregateQuery
 from sql_rewrites.native import native_query
@@ -125,7 +123,7 @@ def source_size(spark: SparkSession, query: MatchAggregateQuery) -> tuple[int | 
     """Spark's estimate of the operator's source (no job): (bytes, rows); None where unknown
     (rows are known for analysed tables, in-memory data and ranges)."""
     try:
-        frame = spark.sql(in_scope(exp.select("*").from_(query.node.this.copy()), query).sql(dialect=SparkSeq))
+        frame = spark.sql(query.scoped_sql())
         stats = frame._jdf.queryExecution().optimizedPlan().stats()
     except Exception:  # Spark Connect has no JVM handle; an estimate is an optimisation only
         return None, None
@@ -155,7 +153,7 @@ def big_keys(spark: SparkSession, query: MatchAggregateQuery, threshold: int) ->
     select = select.having(exp.GT(this=count, expression=exp.Literal.number(threshold)))
     select = select.order_by(exp.Ordered(this=exp.column("n"), desc=True)).limit(MAX_KEYS_REPORTED)
     sanitize(select)
-    rows = spark.sql(in_scope(select, query).sql(dialect=SparkSeq)).collect()
+    rows = spark.sql(query.scoped_sql(select)).collect()
     return [KeyStatistics(int(r["n"]), int(r["t0"]), int(r["t1"]), int(r["h"]) if spec.keys else None)
             for r in rows if r["t0"] is not None]
 
@@ -167,7 +165,7 @@ def key_types(spark: SparkSession, query: MatchAggregateQuery) -> list[str]:
         return []
     select = exp.select(*(exp.alias_(e.copy(), n) for n, e in spec.keys)).from_(query.node.this.copy())
     sanitize(select)
-    schema = spark.sql(in_scope(select, query).sql(dialect=SparkSeq)).schema
+    schema = spark.sql(query.scoped_sql(select)).schema
     return [f.dataType.simpleString() for f in schema]
 
 

@@ -31,7 +31,6 @@ Spark and counted in ``numRowsDroppedByWatermark`` of the query's progress
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
 from typing import Any
 
 from pyspark.errors import AnalysisException
@@ -39,14 +38,13 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.streaming.state import GroupStateTimeout
-from sqlglot import exp
 
 from sparkseq.explaining import LIVE_VIEW_PREFIX
 from sql_rewrites.dialect import SparkSeq
 from sql_rewrites.errors import StreamingError
 from sql_rewrites.live import LiveQuery, live_query
 from sql_rewrites.logical import MatchAggregateQuery
-from sql_rewrites.sources import visible_ctes
+from sql_rewrites.rewriter import Replaced, Replacement
 from sql_rewrites.symbols import node_position
 from udafs import spark_live, spark_udfs
 from udafs.plan import ValueType
@@ -62,20 +60,17 @@ _FLOATING = (T.FloatType, T.DoubleType)
 _AS_TEXT = (T.BooleanType, T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.DecimalType, T.DateType,
             T.TimestampNTZType, *_FLOATING)
 
-Replacement = Callable[[int, MatchAggregateQuery], "tuple[exp.Expr, str] | None"]
-
-
 def replacer(spark: SparkSession, sql: str, *, register: bool = True) -> Replacement:
     """The ``replace`` hook of :func:`sql_rewrites.rewriter.explain_statement` that turns
     operators over streaming sources into live operators (module docstring). With
     ``register=False`` it only checks them (nothing is registered in the session)."""
-    def replace(ordinal: int, query: MatchAggregateQuery) -> tuple[exp.Expr, str] | None:
+    def replace(ordinal: int, query: MatchAggregateQuery) -> Replaced | None:
         source = source_frame(spark, query)
         if source is None or not source.isStreaming:
             return None
         live = live_query(query, sql)
         check_watermark(live, source, sql)
-        events = spark.sql(in_scope(live.events, query).sql(dialect=SparkSeq))
+        events = spark.sql(query.scoped_sql(live.events))
         check_keys(live, events, sql)
         view = view_name(live)
         if register:
@@ -88,26 +83,10 @@ def replacer(spark: SparkSession, sql: str, *, register: bool = True) -> Replace
 def source_frame(spark: SparkSession, query: MatchAggregateQuery) -> DataFrame | None:
     """The operator's source as a DataFrame (an analysis, no job), with the CTEs of the
     statement in scope; None when Spark cannot analyse it on its own."""
-    select = in_scope(exp.select("*").from_(query.node.this.copy()), query)
     try:
-        return spark.sql(select.sql(dialect=SparkSeq))
+        return spark.sql(query.scoped_sql())
     except AnalysisException:
         return None
-
-
-def in_scope(select: exp.Select, query: MatchAggregateQuery) -> exp.Select:
-    """``select`` (over the operator's source) with the CTEs visible at the operator, so
-    that Spark can analyse it on its own: outer WITH clauses first (an inner CTE may
-    read an outer one), each in its order of definition."""
-    levels: dict[int, list[exp.CTE]] = {}
-    for cte in visible_ctes(query.node).values():  # innermost WITH first
-        levels.setdefault(id(cte.parent), []).append(cte)
-    ctes = [cte.copy() for level in reversed(list(levels.values())) for cte in level]
-    if not ctes:
-        return select
-    scoped = select.copy()
-    scoped.set("with_", exp.With(expressions=ctes))
-    return scoped
 
 
 def check_watermark(live: LiveQuery, source: DataFrame, sql: str | None) -> None:
@@ -277,6 +256,6 @@ def progress(last: dict | None) -> dict[str, Any] | None:
     }
 
 
-__all__ = ["replacer", "source_frame", "in_scope", "engine_value", "check_watermark", "check_keys", "frame",
+__all__ = ["replacer", "source_frame", "engine_value", "check_watermark", "check_keys", "frame",
            "view_name", "encode_key", "decode_key", "progress", "bucket_count", "check_checkpoint", "BUCKETS_CONF",
            "DEFAULT_BUCKETS"]

@@ -15,9 +15,11 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from sql_rewrites.cube import CubeSpec
+from sql_rewrites.dialect import SparkSeq
 from sql_rewrites.errors import DuplicateOutputColumnError, SourcePosition
 from sql_rewrites.expressions import MatchAggregate
 from sql_rewrites.schema import ColumnSchema, RelationSchema
+from sql_rewrites.sources import in_scope
 from sql_rewrites.sql_types import OrderKind, type_text
 from udafs.multiplan import MultiPlan
 from udafs.plan import MeasureKind, Plan, ValueType
@@ -157,6 +159,12 @@ class MatchAggregateQuery:
         not a subquery or join."""
         source = self.node.this
         return isinstance(source, exp.Table) and source.name.casefold() == name.casefold()
+
+    def scoped_sql(self, select: exp.Select | None = None) -> str:
+        """``select`` over the operator's source (default ``SELECT *`` of it) as Spark SQL,
+        with the statement's CTEs visible at the operator: Spark analyses it on its own."""
+        query = exp.select("*").from_(self.node.this.copy()) if select is None else select
+        return in_scope(query, self.node).sql(dialect=SparkSeq)
 
     @property
     def single_plan(self) -> Plan:

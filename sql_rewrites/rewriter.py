@@ -46,8 +46,10 @@ from udafs.plan import Plan
 EngineFunction = Callable[[Union[Plan, MultiPlan]], str]  # an E-Cube's plan is a MultiPlan
 #: Lower-case name -> the grouped-aggregate Python functions of the session (``seq_*``).
 PythonAggregates = Mapping[str, PythonAggregate]
+#: An operator's replacement: the expression in its place and the name of what computes it.
+Replaced = tuple[exp.Expr, str]
 #: ``(ordinal, query) -> (replacement, name) | None`` (see :func:`explain_statement`).
-Replacement = Callable[[int, MatchAggregateQuery], "tuple[exp.Expr, str] | None"]
+Replacement = Callable[[int, MatchAggregateQuery], "Replaced | None"]
 EXPLAIN_MODES = ("EXTENDED", "CODEGEN", "COST", "FORMATTED")
 #: First tokens of statements that are queries (``WITH ... INSERT`` and ``FROM ... INSERT``
 #: write rows, but change no relation's columns either).
@@ -377,4 +379,6 @@ __all__ = [
     "Statement",
     "StatementExplanation",
     "OperatorExplanation",
+    "Replaced",
+    "Replacement",
 ]

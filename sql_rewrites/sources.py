@@ -161,6 +161,21 @@ def visible_ctes(node: exp.Expr) -> dict[str, exp.CTE]:
     return visible
 
 
+def in_scope(select: exp.Select, node: exp.Expr) -> exp.Select:
+    """``select`` with the CTEs visible at ``node`` (:func:`visible_ctes`), so that Spark
+    can analyse it on its own: outer WITH clauses first (an inner CTE may read an outer
+    one), each in its order of definition."""
+    levels: dict[int, list[exp.CTE]] = {}
+    for cte in visible_ctes(node).values():  # innermost WITH first
+        levels.setdefault(id(cte.parent), []).append(cte)
+    ctes = [cte.copy() for level in reversed(list(levels.values())) for cte in level]
+    if not ctes:
+        return select
+    scoped = select.copy()
+    scoped.set("with_", exp.With(expressions=ctes))
+    return scoped
+
+
 def _ancestors(node: exp.Expr) -> list[exp.Expr]:
     result = []
     parent = node.parent
