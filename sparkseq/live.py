@@ -60,6 +60,7 @@ _FLOATING = (T.FloatType, T.DoubleType)
 _AS_TEXT = (T.BooleanType, T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.DecimalType, T.DateType,
             T.TimestampNTZType, *_FLOATING)
 
+
 def replacer(spark: SparkSession, sql: str, *, register: bool = True) -> Replacement:
     """The ``replace`` hook of :func:`sql_rewrites.rewriter.explain_statement` that turns
     operators over streaming sources into live operators (module docstring). With
