@@ -326,7 +326,7 @@ def time_split_query(spec: EngineInput, chunk_function: str, combine_function: s
         exp.column(roles.ts).is_(exp.null()).not_()))
     sizes = (_measured_sizes(split_keys, names) if split_keys is not None
              else _sizes(plan, events, keys, roles, names, split_rows, chunk_rows))
-    chunked = _chunked(plan, events, keys, roles, names, sizes, bool(spec.keys))
+    chunked, (lo, hi) = _chunked(plan, events, keys, roles, names, sizes, bool(spec.keys))
     chunk_keys = [exp.column(names.chunk)]
     if task_keys is not None:
         chunked = _placed(chunked, task_keys, names)
@@ -335,8 +335,7 @@ def time_split_query(spec: EngineInput, chunk_function: str, combine_function: s
         n = len(task_keys) if task_keys is not None else partitions
         spread = exp.Anonymous(this="REPARTITION", expressions=[exp.Literal.number(n), chunk_keys[-1].copy()])
         chunked.set("hint", exp.Hint(expressions=[spread]))
-    arguments = [exp.column(roles.ts), exp.column(roles.mask), *(exp.column(v) for v in roles.values),
-                 exp.column(names.lo), exp.column(names.hi)]
+    arguments = [exp.column(roles.ts), exp.column(roles.mask), *(exp.column(v) for v in roles.values), lo, hi]
     chunks = (exp.select(*(exp.column(k) for k in keys),
                          exp.alias_(exp.Anonymous(this=check_function_name(chunk_function), expressions=arguments),
                                     names.state))
@@ -472,8 +471,10 @@ def _placed(chunked: exp.Select, task_keys: Sequence[int], names: _SplitNames) -
 
 
 def _chunked(plan: Plan, events: exp.Select, keys: list[str], roles: Roles, names: _SplitNames,
-             sizes: _Sizes, spec_keys: bool) -> exp.Select:
-    """Every row once per chunk that needs it, with the chunk's ``[lo, hi)`` (NULL: whole key).
+             sizes: _Sizes, spec_keys: bool) -> tuple[exp.Select, tuple[exp.Expr, exp.Expr]]:
+    """Every row once per chunk that needs it, and the expressions of the chunk's ``[lo, hi)``
+    (NULL: whole key) that the chunk function takes: columns of the rows for bounds from a
+    join, computed from the chunk and the key after the shuffle for literal bounds.
 
     Arithmetic on the row's key bounds only: its own chunk, and an array of one chunk for
     every row but those within reach of a neighbour (no join with literal bounds, no NULL
@@ -529,11 +530,27 @@ def _chunked(plan: Plan, events: exp.Select, keys: list[str], roles: Roles, name
     chunk_list = chunk_list.else_(exp.Array(expressions=[o.copy()]))
     exploded = exp.select("*", exp.alias_(exp.Explode(this=chunk_list), names.chunk)) \
         .from_(with_own.subquery(names.exploded))
+    if sizes.literals is not None:  # [lo, hi) from the chunk and the key after the shuffle: 2 columns fewer
+        t0_of_key, length_of_key = (_with_hash(e, key_hash) for e in sizes.literals[:2])
+        return exploded, _bounds(t0_of_key, length_of_key, exp.column(names.chunk))
+    lo, hi = _bounds(t0, length, exp.column(names.chunk))
+    with_lo = exp.select("*", exp.alias_(lo, names.lo), exp.alias_(hi, names.hi))
+    return with_lo.from_(exploded.subquery(names.chunks + "_x")), (exp.column(names.lo), exp.column(names.hi))
+
+
+def _bounds(t0: exp.Expr, length: exp.Expr, chunk: exp.Expr) -> tuple[exp.Expr, exp.Expr]:
+    """``[lo, hi)`` of chunk ``chunk`` of a key cut at ``t0 + i·length``; NULL for a key not cut."""
     lo = exp.If(this=length.copy().is_(exp.null()), true=exp.null(), false=exp.Add(
-        this=t0.copy(), expression=exp.Mul(this=exp.column(names.chunk), expression=length.copy())))
-    hi = exp.Add(this=exp.column(names.lo), expression=length.copy())
-    with_lo = exp.select("*", exp.alias_(lo, names.lo)).from_(exploded.subquery(names.chunks + "_x"))
-    return exp.select("*", exp.alias_(hi, names.hi)).from_(with_lo.subquery(names.chunks + "_y"))
+        this=t0.copy(), expression=exp.Mul(this=chunk.copy(), expression=length.copy())))
+    return lo, exp.Add(this=lo.copy(), expression=length.copy())
+
+
+def _with_hash(tree: exp.Expr, key_hash: exp.Expr) -> exp.Expr:
+    """``tree`` (a bound chosen by the key hash column) over the key hash expression itself."""
+    tree = tree.copy()
+    if isinstance(tree, exp.Case) and isinstance(tree.this, exp.Column):
+        tree.set("this", key_hash.copy())
+    return tree
 
 
 def _subsets(n: int) -> list[tuple[int, ...]]:
