@@ -106,7 +106,8 @@ def decide(spark: SparkSession | None, query: MatchAggregateQuery, *, run_statis
     Spark beyond its settings (none without a session): the path as EXPLAIN shows it."""
     plan = query.plan
     if query.cube is not None or not hasattr(plan, "within"):
-        return PathChoice(Path.GROUPED, "E-Cube statements run grouped")
+        return PathChoice(Path.GROUPED, "E-Cube statements run grouped, one task per key: neither time split "
+                                        "nor streaming takes several plans in one call (docs/engine.md)")
     if spark is None:
         return planned_path(plan)
     forced, ansi = forced_path(spark), ansi_mode(spark)
