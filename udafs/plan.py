@@ -33,7 +33,9 @@ version 2 as well (one number per plan: 3 if imprecise, else 2 if extended, else
 from __future__ import annotations
 
 import enum
+import functools
 import json
+import operator
 from dataclasses import dataclass
 
 from udafs.errors import PlanError
@@ -281,20 +283,23 @@ class Plan:
     @property
     def pattern_symbols_mask(self) -> int:
         """Bitmask of every symbol the pattern mentions, positive or negated."""
-        m = 0
-        for el in self.elements:
-            m |= 1 << el.symbol
-        for g in self.negations:
-            m |= g
-        return m
+        return self.positive_mask | self.negated_mask
+
+    @property
+    def positive_mask(self) -> int:
+        """Bitmask of the symbols at positive positions."""
+        return functools.reduce(operator.or_, (1 << el.symbol for el in self.elements), 0)
+
+    @property
+    def negated_mask(self) -> int:
+        """Bitmask of the symbols negated in any gap."""
+        return functools.reduce(operator.or_, self.negations, 0)
 
     @property
     def positive_and_negated(self) -> tuple[int, ...]:
         """Symbols that are a positive element and also negated in some gap (``SEQ(B, A, !A)``)."""
-        negated = 0
-        for g in self.negations:
-            negated |= g
-        return tuple(s for s in sorted({e.symbol for e in self.elements}) if negated >> s & 1)
+        both = self.positive_mask & self.negated_mask
+        return tuple(s for s in range(len(self.symbols)) if both >> s & 1)
 
     def describe(self) -> str:
         """The pattern as text, e.g. ``SEQ(VK, BK, !REC, VC+)``."""
