@@ -45,7 +45,9 @@ from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame
 
 from sparkseq import hierarchies as registry
+from sparkseq import live
 from sparkseq.catalog import SessionSchemas
+from sparkseq.execution_paths import PathReplacer
 from sparkseq.probes import locate
 from sparkseq.registration import engine_function
 from sparkseq.scratch import scratch_session
@@ -127,7 +129,8 @@ def _run(spark: Any, statement: OperatorStatement, view: str, hierarchies: Hiera
     resolver = registry.resolver(spark, hierarchies)
     try:
         sql, operators = rewrite_tree(tree, document.text, SessionSchemas(spark),
-                                      lambda plan: engine_function(spark, plan), hierarchies=resolver)
+                                      lambda plan: engine_function(spark, plan), hierarchies=resolver,
+                                      replace=PathReplacer(spark, live.replacer(spark, document.text)))
     except SqlRewriteError as exc:
         raise document.relocate(exc, view) from None
     try:

@@ -51,7 +51,7 @@ class Located:
 
     start: int
     end: int
-    error: BaseException
+    error: PySparkException
     context: str = ""
 
 

@@ -37,6 +37,7 @@ import functools
 import json
 import operator
 from dataclasses import dataclass
+from typing import SupportsInt, TypeGuard
 
 from udafs.errors import PlanError
 
@@ -435,7 +436,7 @@ def _iterator_entry(q: IteratorPredicate) -> list:
     return [q.element, q.column, q.op.value, q.offset, *tail]
 
 
-def _iterator_predicate(e: object, c: object, op: str, off: object, *tail: object) -> IteratorPredicate:
+def _iterator_predicate(e: SupportsInt, c: SupportsInt, op: str, off: object, *tail: object) -> IteratorPredicate:
     """Inverse of :func:`_iterator_entry`."""
     if len(tail) == 2 and (isinstance(tail[1], bool) or tail[1] != 1):
         raise PlanError(f"malformed plan field: iterator predicate {[e, c, op, off, *tail]!r} ends with "
@@ -577,7 +578,7 @@ def _validate_uncertain(p: Plan) -> None:
                         "timestamps")
 
 
-def _is_int(x: object) -> bool:
+def _is_int(x: object) -> TypeGuard[int]:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
