@@ -23,6 +23,11 @@ start, the previous one when it lies within ``w`` of its own chunk's start (trai
 negation, or SLIDE: windows starting there reach it). Chunks are at least ``2w`` long,
 so no row reaches further.
 
+With the big keys measured by the statistics job (``split_keys``) there is no ``LEFT
+JOIN``: a ``CASE`` on ``xxhash64`` of the keys gives each row its key's ``t0``,
+``len`` and first task as literals, and ``[lo, hi)`` is computed from the chunk number
+after the shuffle.
+
 :func:`choose_path` decides from statistics whether a statement takes this path.
 """
 
