@@ -12,35 +12,30 @@ from __future__ import annotations
 from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
-from sqlglot import exp
 
 from sql_rewrites.errors import SchemaProviderError
-from sql_rewrites.sql_types import parse_type
+from sql_rewrites.schema import ResolvedColumns
+from sql_rewrites.sql_types import column_type
 
-UNKNOWN = exp.DataType(this=exp.DType.UNKNOWN)
 NOT_FOUND = ("TABLE_OR_VIEW_NOT_FOUND", "SCHEMA_NOT_FOUND", "PARSE_SYNTAX_ERROR", "INVALID_IDENTIFIER")
 
 
-def column_type(data_type: T.DataType) -> exp.DataType:
-    """A Spark data type as the compiler's (sqlglot) type.
+def type_text(data_type: T.DataType) -> str | None:
+    """A Spark data type as the type text the compiler reads, None where it would misread it.
 
-    Types the compiler cannot read, or would misread, become UNKNOWN: analysis then
-    refuses them only where a type matters (ORDER BY, PARTITION BY, a measure).
-    sqlglot reads Spark's ``TIME`` as a timestamp, so TIME is UNKNOWN too.
+    sqlglot reads Spark's ``TIME`` as a timestamp, so TIME (like user-defined and NULL
+    types) has no text: the compiler sees it as UNKNOWN.
     """
     if isinstance(data_type, T.StringType):  # any collation: 'string collate UTF8_LCASE'
-        return parse_type("string")
+        return "string"
     if isinstance(data_type, (T.TimeType, T.UserDefinedType, T.NullType)):
-        return UNKNOWN
-    try:
-        return parse_type(data_type.simpleString())
-    except ValueError:
-        return UNKNOWN
+        return None
+    return data_type.simpleString()
 
 
-def schema_types(schema: T.StructType) -> dict[str, exp.DataType]:
-    """``{column: type}`` of a Spark schema, in column order."""
-    return {field.name: column_type(field.dataType) for field in schema.fields}
+def schema_types(schema: T.StructType) -> ResolvedColumns:
+    """``{column: type}`` of a Spark schema, in column order, as the compiler's types."""
+    return {field.name: column_type(type_text(field.dataType)) for field in schema.fields}
 
 
 def quote_name(name: str) -> str:
@@ -70,13 +65,13 @@ class SessionSchemas:
     """
 
     def __init__(self, spark: SparkSession, pending: set[str] | None = None,
-                 cache: dict[str, dict[str, exp.DataType] | None] | None = None) -> None:
+                 cache: dict[str, ResolvedColumns | None] | None = None) -> None:
         self.spark = spark
         self.pending = pending or set()
         self.missing: list[str] = []
-        self._cache: dict[str, dict[str, exp.DataType] | None] = {} if cache is None else cache
+        self._cache: dict[str, ResolvedColumns | None] = {} if cache is None else cache
 
-    def __call__(self, name: str) -> dict[str, exp.DataType] | None:
+    def __call__(self, name: str) -> ResolvedColumns | None:
         if name.casefold() in self.pending:
             raise PendingRelation(name)
         if name not in self._cache:
@@ -85,7 +80,7 @@ class SessionSchemas:
             self.missing.append(name)
         return self._cache[name]
 
-    def _lookup(self, name: str) -> dict[str, exp.DataType] | None:
+    def _lookup(self, name: str) -> ResolvedColumns | None:
         for written in dict.fromkeys((quote_name(name), "`" + name.replace("`", "``") + "`")):
             try:
                 return schema_types(self.spark.table(written).schema)
@@ -111,4 +106,4 @@ class PendingRelation(Exception):
         super().__init__(name)
 
 
-__all__ = ["SessionSchemas", "PendingRelation", "column_type", "schema_types", "quote_name"]
+__all__ = ["SessionSchemas", "PendingRelation", "schema_types", "quote_name", "type_text"]

@@ -93,7 +93,7 @@ def main(args: argparse.Namespace) -> int:
     """Run the server until SIGTERM or Ctrl-C; the process exit code (see :func:`sparkseq.servers.run`)."""
     return servers.run(args, session=lambda: _server_session(args.master, args.host, args.port),
                        start=lambda spark: start(spark, args.host, args.port),
-                       announce=_announce)  # type: ignore[arg-type]
+                       announce=_announce)
 
 
 def _server_session(master: str | None, host: str, port: int) -> SparkSession:

@@ -4,7 +4,9 @@ For every MATCH_AGGREGATE that could run time-split (:func:`udafs.plan.splittabl
 :func:`replacer` asks Spark's size estimate of the source (no job); when that leaves
 room for a key over the split threshold, one statistics job counts the rows of the
 keys above it (``GROUP BY keys HAVING COUNT(*) > T``), and
-:func:`sql_rewrites.timesplit.choose_path` decides. Session settings:
+:func:`sql_rewrites.timesplit.choose_path` decides. A workload's sharing group takes the
+same decision per member from one such job (:func:`decide_group`,
+:mod:`sql_rewrites.workload_paths`). Session settings:
 
 * ``sparkseq.path``: ``auto`` (default), ``native``, ``grouped`` (the kernel path), ``time-split`` or
   ``streaming`` (tests, benchmarks). ``auto`` runs natively (:mod:`sql_rewrites.native`)
@@ -17,6 +19,8 @@ keys above it (``GROUP BY keys HAVING COUNT(*) > T``), and
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from pyspark.sql import SparkSession
 from sqlglot import exp
@@ -42,6 +46,8 @@ from sql_rewrites.timesplit import (
     streaming_query,
     time_split_query,
 )
+from sql_rewrites.workload_paths import GroupPaths, group_paths, group_threshold
+from udafs.plan import Plan
 
 PATH_CONF = "sparkseq.path"
 ANSI_CONF = "spark.sql.ansi.enabled"
@@ -100,7 +106,8 @@ def decide(spark: SparkSession | None, query: MatchAggregateQuery, *, run_statis
     Spark beyond its settings (none without a session): the path as EXPLAIN shows it."""
     plan = query.plan
     if query.cube is not None or not hasattr(plan, "within"):
-        return PathChoice(Path.GROUPED, "E-Cube statements run grouped")
+        return PathChoice(Path.GROUPED, "E-Cube statements run grouped, one task per key: neither time split "
+                                        "nor streaming takes several plans in one call (docs/engine.md)")
     if spark is None:
         return planned_path(plan)
     forced, ansi = forced_path(spark), ansi_mode(spark)
@@ -242,21 +249,51 @@ class PathReplacer:
                 return earlier
         choice = decide(self.spark, query)
         self.choices[ordinal] = choice
-        if choice.path is Path.NATIVE:
-            return native_replacement(query)
-        if choice.path is Path.STREAMING:
-            function = stream_function(self.spark, query.plan, key_types(self.spark, query))
-            return aliased(query, streaming_query(engine_input(query), function, query.node.this.copy())), function
-        if choice.path is not Path.TIME_SPLIT:
-            return None
-        chunk, combine = time_split_functions(self.spark, query.plan)
-        tasks, placed = chunk_tasks(self.spark), None
-        if choice.split_keys is not None:  # one task per chunk, as many tasks as chunks
-            placed = task_keys(self.spark, max(tasks, sum(k.chunks for k in choice.split_keys)))
-        output = time_split_query(engine_input(query), chunk, combine, query.node.this.copy(),
-                                  choice.split_rows, choice.chunk_rows, None if placed else tasks,
-                                  choice.split_keys, placed)
-        return aliased(query, output), chunk
+        return path_replacement(self.spark, query, choice)
+
+
+def path_replacement(spark: SparkSession, query: MatchAggregateQuery, choice: PathChoice
+                     ) -> tuple[exp.Expr, str] | None:
+    """The operator ``query`` replaced by its statement on ``choice``'s path, with the engine
+    function it uses; None for the grouped path (the rewriter's default)."""
+    if choice.path is Path.NATIVE:
+        return native_replacement(query)
+    if choice.path is Path.STREAMING:
+        function = stream_function(spark, query.plan, key_types(spark, query))
+        return aliased(query, streaming_query(engine_input(query), function, query.node.this.copy())), function
+    if choice.path is not Path.TIME_SPLIT:
+        return None
+    chunk, combine = time_split_functions(spark, query.plan)
+    tasks, placed = chunk_tasks(spark), None
+    if choice.split_keys is not None:  # one task per chunk, as many tasks as chunks
+        placed = task_keys(spark, max(tasks, sum(k.chunks for k in choice.split_keys)))
+    output = time_split_query(engine_input(query), chunk, combine, query.node.this.copy(),
+                              choice.split_rows, choice.chunk_rows, None if placed else tasks,
+                              choice.split_keys, placed)
+    return aliased(query, output), chunk
+
+
+def decide_group(spark: SparkSession, query: MatchAggregateQuery, plans: Sequence[Plan]) -> GroupPaths:
+    """The paths of a workload's sharing group (:mod:`sql_rewrites.workload_paths`):
+    ``plans`` are its members' plans, ``query`` any member (they share source, PARTITION BY
+    and ORDER BY). At most one statistics job for the group, as :func:`decide` runs for one
+    statement; ``sparkseq.path`` forces every member's path."""
+    forced, ansi = forced_path(spark), ansi_mode(spark)
+    split_rows, chunk_rows, stream_rows = thresholds(spark)
+    if forced is not None:
+        return group_paths(plans, None, forced, split_rows, chunk_rows, stream_rows, ansi=ansi)
+    threshold = group_threshold(plans, split_rows, stream_rows)
+    keys: list[KeyStatistics] | None = None
+    if threshold is not None:
+        size, rows = source_size(spark, query)
+        if any(statistics_needed(p, size, split_rows, stream_rows, rows) for p in plans):
+            try:
+                keys = big_keys(spark, query, threshold)
+            except Exception as exc:  # as in decide: the members run, only unmeasured
+                return group_paths(plans, None, None, split_rows, chunk_rows, stream_rows, ansi=ansi,
+                                   unmeasured=type(exc).__name__)
+    return group_paths(plans, keys, None, split_rows, chunk_rows, stream_rows, ansi=ansi,
+                       chunk_multiple=shuffle_partitions(spark))
 
 
 __all__ = [
@@ -270,9 +307,11 @@ __all__ = [
     "ansi_mode",
     "big_keys",
     "decide",
+    "decide_group",
     "forced_path",
     "key_types",
     "native_replacement",
+    "path_replacement",
     "planned_replacer",
     "source_size",
     "thresholds",

@@ -56,6 +56,7 @@ import pyspark
 from py4j.protocol import Py4JError
 from pyspark.sql import SparkSession
 
+from sparkseq.gateway import jvm
 from udafs.errors import SparkSeqError
 
 CLASS_NAME = "sparkseq.jvm.SparkSeqExtension"
@@ -368,13 +369,12 @@ def uninstall(spark: SparkSession) -> None:
 
 def _extension_class(spark: SparkSession) -> Any | None:  # a py4j JavaClass
     """The extension's class in ``spark``'s JVM, or None when it is not on the classpath."""
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None  # a classic session's driver
+    view = jvm(spark)
     try:
-        jvm.java.lang.Class.forName(CLASS_NAME)
+        view.java.lang.Class.forName(CLASS_NAME)
     except Exception:  # noqa: BLE001 - py4j reports ClassNotFoundException as a generic error
         return None
-    return functools.reduce(getattr, CLASS_NAME.split("."), jvm)
+    return functools.reduce(getattr, CLASS_NAME.split("."), view)
 
 
 # --- python -m sparkseq.jvm_parser --------------------------------------------------------

@@ -30,15 +30,11 @@ from dataclasses import dataclass
 
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
-from sqlglot import exp
-from sqlglot.tokens import TokenType
 
 from sparkseq.scratch import analyse_sql
 from sparkseq.spark_errors import parameters_of, same_condition, span_in
-from sql_rewrites.dialect import SparkSeq, tokenize
-from sql_rewrites.errors import SqlRewriteError
-from sql_rewrites.expressions import MatchAggregate
 from sql_rewrites.rewriter import OperatorExplanation, Statement
+from sql_rewrites.user_text import define_conditions, keyword_span, named_reference, operator_span
 
 STAND_IN = "__sparkseq_probe_{}"
 DEFINE_PREFIX = "SELECT CASE WHEN "
@@ -55,7 +51,7 @@ class Located:
 
     start: int
     end: int
-    error: BaseException
+    error: PySparkException
     context: str = ""
 
 
@@ -90,12 +86,6 @@ def locate(session: SparkSession, failure: PySparkException, text: str, operator
     return _probe(session, failure, probe, "", statement.start)
 
 
-def operator_span(node: MatchAggregate) -> tuple[int, int] | None:
-    """Offsets of an operator's text from its source's first character to its closing parenthesis."""
-    start, end = node.meta.get("source_start"), node.meta.get("clause_end")
-    return (start, end) if start is not None and end is not None else None
-
-
 def _inside(session: SparkSession, failure: PySparkException, text: str, operator: OperatorExplanation,
             stand_ins: list[tuple[int, int, str]], source_text: SourceText | None) -> Located | None:
     """Probe a failing operator's source, then each DEFINE condition."""
@@ -112,14 +102,10 @@ def _inside(session: SparkSession, failure: PySparkException, text: str, operato
         source = source_text(operator)
     if source is None:
         return None
-    for definition in node.args.get("define") or []:
-        start, end = definition.meta.get("condition_start"), definition.meta.get("condition_end")
-        if start is None or end is None:
-            continue
-        condition = _unqualified(text[start:end + 1], definition.alias, _source_names(node))
+    for symbol, start, condition in define_conditions(node, text):
         probe = f"{DEFINE_PREFIX}{condition} THEN 1 END FROM {source}"
         found = _probe(session, failure, probe, DEFINE_PREFIX, start, limit=len(condition),
-                       context=f"DEFINE of {definition.alias}")
+                       context=f"DEFINE of {symbol}")
         if found is not None:
             return found
     return None
@@ -152,37 +138,11 @@ def _by_name(failure: PySparkException, text: str, operator: OperatorExplanation
     node = operator.query.node
     wanted = {str(parameters_of(failure).get(key, "")).replace("`", "").split(".")[-1].casefold()
               for key in NAME_PARAMETERS} - {""}
-    for part in ("define", "where", "measures"):
-        for expression in _as_list(node.args.get(part)):
-            for candidate in expression.walk():
-                if isinstance(candidate, (exp.Func, exp.Column)) and _name(candidate).casefold() in wanted:
-                    meta = candidate.meta if "start" in candidate.meta else _first_positioned(candidate)
-                    if meta:
-                        return Located(meta["start"], meta["end"], failure, f"{part.upper()} of MATCH_AGGREGATE")
-    if "start" in node.meta:
-        return Located(node.meta["start"], node.meta["end"], failure, "MATCH_AGGREGATE")
-    return None
-
-
-def _name(node: exp.Expr) -> str:
-    if isinstance(node, exp.Anonymous):
-        return str(node.this)
-    if isinstance(node, exp.Column):
-        return node.name
-    return node.sql_name() if isinstance(node, exp.Func) else ""
-
-
-def _first_positioned(node: exp.Expr) -> dict | None:
-    for candidate in node.walk():
-        if "start" in candidate.meta and "end" in candidate.meta:
-            return candidate.meta
-    return None
-
-
-def _as_list(value: object) -> list[exp.Expr]:
-    if value is None:
-        return []
-    return list(value) if isinstance(value, list) else [value]  # type: ignore[list-item]
+    named = named_reference(node, wanted)
+    if named is not None:
+        return Located(named[0], named[1], failure, f"{named[2]} of MATCH_AGGREGATE")
+    keyword = keyword_span(node)
+    return Located(*keyword, failure, "MATCH_AGGREGATE") if keyword is not None else None
 
 
 def _replaced(text: str, start: int, end: int, stand_ins: list[tuple[int, int, str]]) -> str:
@@ -197,34 +157,4 @@ def _replaced(text: str, start: int, end: int, stand_ins: list[tuple[int, int, s
     return "".join(chars)
 
 
-def _unqualified(condition: str, symbol: str, source_names: set[str]) -> str:
-    """A DEFINE condition with the defined symbol's own qualifier blanked (``VK.action`` ->
-    ``   action``), unless the source is named like the symbol (then it is the source's)."""
-    if symbol.casefold() in source_names:
-        return condition
-    try:
-        tokens = tokenize(condition)
-    except SqlRewriteError:
-        return condition
-    chars = list(condition)
-    for before, token, after in zip([None, *tokens], tokens, [*tokens[1:], None]):
-        if (token.token_type in (TokenType.VAR, TokenType.IDENTIFIER) and token.text.casefold() == symbol.casefold()
-                and after is not None and after.token_type == TokenType.DOT
-                and (before is None or before.token_type != TokenType.DOT)):
-            for i in range(token.start, after.end + 1):
-                chars[i] = " "
-    return "".join(chars)
-
-
-def _source_names(node: MatchAggregate) -> set[str]:
-    this = node.this
-    name = this.alias_or_name if isinstance(this, (exp.Table, exp.Subquery)) else this.alias
-    return {name.casefold()} if name else set()
-
-
-def quoted(name: str) -> str:
-    """A relation name as a quoted SQL identifier (for a DEFINE probe's FROM)."""
-    return exp.to_identifier(name, quoted=True).sql(dialect=SparkSeq)
-
-
-__all__ = ["Located", "SourceText", "locate", "operator_span", "quoted"]
+__all__ = ["Located", "SourceText", "locate"]

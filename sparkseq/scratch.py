@@ -18,6 +18,8 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from sparkseq.gateway import jvm
+
 
 def scratch_session(spark: SparkSession) -> SparkSession | None:
     """A copy of ``spark``'s session state (see module docstring), or ``None`` without a JVM session."""
@@ -35,9 +37,7 @@ def parse_plan(spark: SparkSession, sql: str) -> Any:
 def analyse(spark: SparkSession, plan: Any) -> Any:
     """The analysed plan of ``plan`` (from :func:`parse_plan`) — no command runs, no job
     starts; raises Spark's ``AnalysisException``."""
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None  # a classic session's driver
-    skip = jvm.org.apache.spark.sql.execution.CommandExecutionMode.SKIP()
+    skip = jvm(spark).org.apache.spark.sql.execution.CommandExecutionMode.SKIP()
     execution = spark._jsparkSession.sessionState().executePlan(plan, skip)
     execution.assertAnalyzed()
     return execution.analyzed()

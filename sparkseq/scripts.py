@@ -63,6 +63,7 @@ from pyspark.sql import types as T
 from sparkseq import hierarchies as registry
 from sparkseq import live
 from sparkseq.catalog import PendingRelation, SessionSchemas
+from sparkseq.gateway import jvm
 from sparkseq.probes import locate
 from sparkseq.registration import PYTHON_AGGREGATES, engine_function, engine_function_name, stand_in_function
 from sparkseq.scratch import analyse, class_name, parse_plan, scratch_session
@@ -356,9 +357,8 @@ class _Checker:
         if schema is None:
             return False
         assert self.scratch is not None
-        jvm = self.scratch.sparkContext._jvm
         try:
-            frame = self.scratch._jsparkSession.createDataFrame(jvm.java.util.ArrayList(), schema)
+            frame = self.scratch._jsparkSession.createDataFrame(jvm(self.scratch).java.util.ArrayList(), schema)
             frame.createOrReplaceTempView(name)
         except (PySparkException, Py4JError):
             return False

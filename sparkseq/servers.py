@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from pyspark.sql import SparkSession
 
@@ -42,6 +42,10 @@ class Server(Protocol):
     """A running server: :func:`run` stops it before stopping Spark."""
 
     def stop(self) -> None: ...
+
+
+#: The kind of server :func:`run` starts and announces.
+S = TypeVar("S", bound=Server)
 
 
 def check_port(host: str, port: int) -> None:
@@ -111,8 +115,8 @@ def add_arguments(parser: argparse.ArgumentParser, default_port: int) -> None:
     parser.add_argument("--master", help="Spark master URL (default: $SPARKSEQ_MASTER or local[2])")
 
 
-def run(args: argparse.Namespace, *, session: Callable[[], SparkSession], start: Callable[[SparkSession], Server],
-        announce: Callable[[Server], None]) -> int:
+def run(args: argparse.Namespace, *, session: Callable[[], SparkSession], start: Callable[[SparkSession], S],
+        announce: Callable[[S], None]) -> int:
     """Serve until SIGTERM or Ctrl-C; the process exit code.
 
     Exit codes: 0 after a clean shutdown, 1 for a bad init file or a server that does

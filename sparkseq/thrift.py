@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pyspark.sql import SparkSession
 
 from sparkseq import jvm_parser, servers
+from sparkseq.gateway import jvm
 from sparkseq.registration import FUNCTIONS
 from sparkseq.servers import (
     DEFAULT_HOST,
@@ -76,7 +77,7 @@ class ThriftServer:
     #: Why JDBC clients cannot send MATCH_AGGREGATE text, or None when they can.
     sql_text_unavailable: str | None
     _jserver: object = field(repr=False)
-    _restore: dict[str, str] = field(default_factory=dict, repr=False)
+    _restore: dict[str, str | None] = field(default_factory=dict, repr=False)
     _stopped: bool = field(default=False, repr=False)
 
     @property
@@ -93,7 +94,10 @@ class ThriftServer:
         self._stopped = True
         self._jserver.stop()  # type: ignore[attr-defined]
         for key, value in self._restore.items():
-            self.spark.conf.set(key, value)
+            if value is None:
+                self.spark.conf.unset(key)
+            else:
+                self.spark.conf.set(key, value)
 
     def __enter__(self) -> ThriftServer:
         return self
@@ -124,9 +128,9 @@ def start(spark: SparkSession, *, host: str = DEFAULT_HOST, port: int = DEFAULT_
     _quiet_logs(spark)
     unavailable = jvm_parser.try_install(spark)
     restore = {key: spark.conf.get(key) for key in CONNECTION_SETTINGS}
-    servers = spark.sparkContext._jvm.org.apache.spark.sql.hive.thriftserver.HiveThriftServer2
-    server = ThriftServer(spark, host, port, unavailable, servers.startWithContext(spark._jsparkSession.sqlContext()),
-                          restore)
+    thrift_servers = jvm(spark).org.apache.spark.sql.hive.thriftserver.HiveThriftServer2
+    started = thrift_servers.startWithContext(spark._jsparkSession.sqlContext())
+    server = ThriftServer(spark, host, port, unavailable, started, restore)
     try:
         wait_listening(host, port, "Thrift server")
     except ServerError:
@@ -159,7 +163,7 @@ def _share_session(spark: SparkSession) -> None:
     """Single-session mode. The setting is static (fixed when the JVM's first session is
     built), but the server reads it from the session's SQLConf when a client connects,
     so setting it there works for a session built without it."""
-    if spark.conf.get(SINGLE_SESSION, "false").lower() != "true":
+    if str(spark.conf.get(SINGLE_SESSION, "false")).lower() != "true":
         spark._jsparkSession.sessionState().conf().setConfString(SINGLE_SESSION, "true")
 
 
@@ -177,10 +181,10 @@ def _configure(spark: SparkSession, host: str, port: int) -> None:
 
 
 def _quiet_logs(spark: SparkSession) -> None:
-    jvm = spark.sparkContext._jvm
-    off = jvm.org.apache.logging.log4j.Level.OFF
+    log4j = jvm(spark).org.apache.logging.log4j
+    off = log4j.Level.OFF
     for name in QUIET_LOGGERS:
-        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, off)
+        log4j.core.config.Configurator.setLevel(name, off)
 
 
 # --- the command line ----------------------------------------------------------------------

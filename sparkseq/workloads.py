@@ -24,10 +24,17 @@ it. Each statement keeps its own result (the returned DataFrames, or the views i
 creates). Statements run in order, as :func:`sparkseq.sql` runs them; every statement
 is checked first, so a mistake in any of them raises before any job starts.
 
+A source with a key too big for one worker changes that: the group's members take the
+path a statement alone takes, from one statistics job for the group
+(:func:`sparkseq.execution_paths.decide_group`, :mod:`sql_rewrites.workload_paths`);
+members whose path is time split or streaming leave the shared pass and run on their
+own, the others still share it. :func:`explain_workload` prints each member's path.
+
 Not shared: E-Cube operators (already one pass), operators over subqueries, CTEs or
 other operators, operators with joins attached, operators whose source the script
 itself creates or replaces, and operators over streaming sources (each runs as its own
-live operator, :mod:`sparkseq.live`).
+live operator, :mod:`sparkseq.live`). Operators that run alone take their path as in
+:func:`sparkseq.sql`.
 
 The cached results stay until :func:`release_workload` (or the session's end); running
 the same script again recomputes them from the data as it is then.
@@ -53,15 +60,18 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from sparkseq import live
+from sparkseq.execution_paths import PathReplacer, decide_group, path_replacement
 from sparkseq.scripts import SESSION_KEYWORDS, Checked, check_script, run_script
 from sparkseq.workload_results import collect_results, write_results
 from sql_rewrites.dialect import SparkSeq
 from sql_rewrites.hierarchy import HierarchyResolver
+from sql_rewrites.logical import MatchAggregateQuery
 from sql_rewrites.rewriter import Replacement, Statement
-from sql_rewrites.shared import Member, SharedGroup, group_members, sharing_key, symbol_keys
+from sql_rewrites.shared import Member, SharedGroup, build_group, group_members, sharing_key, symbol_keys
 from sql_rewrites.sharing import Units
 from sql_rewrites.statement_effects import created_relations
 from sql_rewrites.windows import describe_length
+from sql_rewrites.workload_paths import GroupPaths
 from udafs import contract
 from udafs.spark_shared import shared_pass
 
@@ -233,21 +243,29 @@ def run_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyResolv
 
 def _run_plan(spark: SparkSession, text: str, plan: WorkloadPlan, hierarchies: HierarchyResolver | None
               ) -> Iterator[tuple[Statement, DataFrame]]:
+    runs: dict[int, GroupRun] = {}
     cached: set[int] = set()
 
     streams = live.replacer(spark, text)  # operators over streaming sources run as live operators alone
 
     def replace_for(number: int) -> Replacement:
-        def replace(ordinal: int, query: object) -> tuple | None:
+        alone = PathReplacer(spark, streams)  # an operator outside every group: its own path
+
+        def replace(ordinal: int, query: MatchAggregateQuery) -> tuple | None:
             found = plan.member_of(number, ordinal)
             if found is None:
-                return streams(ordinal, query)  # type: ignore[arg-type]
+                return alone(ordinal, query)
             group, index = found
-            if group not in cached:
-                _cache_group(spark, plan, group)
-                cached.add(group)
+            if group not in runs:  # the group's statistics job, when its first member runs
+                runs[group] = group_run(spark, plan.groups[group])
+            run = runs[group]
+            if run.shared is None or not run.paths.is_shared(index):
+                return path_replacement(spark, query, run.paths.choices[index])
             table = plan.table(group)
-            return plan.groups[group].replacement(index, table), table
+            if group not in cached:
+                _cache_group(spark, run.shared, table)
+                cached.add(group)
+            return run.shared.replacement(run.paths.shared.index(index), table), table
 
         return replace
 
@@ -274,7 +292,9 @@ def _drop_cached(spark: SparkSession, name: str) -> bool:
 def explain_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver | None = None,
                      sample_percent: float | None = None, dot: bool = False) -> str:
     """What :func:`workload` would do with ``text``: the sharing groups, and for each its
-    members, shared symbols, collected statistics (one job per group), the sharing
+    members with their execution paths (the statistics job for big keys, when Spark's
+    estimate of the source leaves room for one), shared symbols, collected statistics
+    (one job per group), the sharing
     optimizer's candidates, conflicts, pruning, chosen plan and estimated cost against
     not sharing, and the group's Spark SQL. Nothing else runs."""
     from sparkseq import statistics
@@ -293,11 +313,13 @@ def explain_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyRe
         lines += ["", f"group {g + 1}: {len(group.members)} operators over {first.node.this.sql(dialect=SparkSeq)}, "
                       f"PARTITION BY {keys}, ORDER BY {first.order.name}; cached as {plan.table(g)}"]
         units = _units(first)
+        run = group_run(spark, group)
         for i, member in enumerate(group.members):
             p = member.query.plan
             window = "" if p.within is None else f" WITHIN {units.length(p.within)}" + (
                 "" if p.slide is None else f" SLIDE {units.length(p.slide)}")
             lines.append(f"  member {i}: statement {member.statement + 1}, {group.plan.plans[i].describe()}{window}")
+            lines.append(f"    path: {run.paths.describe(i)}")
         keys_of = symbol_keys(group)
         for k, (name, condition) in enumerate(group.symbols):
             lines.append(f"  {'symbols' if k == 0 else '':<8} bit {k:<2} {name:<12} {condition.sql(dialect=SparkSeq)}")
@@ -307,14 +329,22 @@ def explain_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyRe
         lines += ["", "  sharing optimizer (Sharon): statistics from the data, "
                       f"{stats.partitions:,} partitions over {_span(stats.span, units)} of event time"]
         lines += ["  " + line for line in sharing.explain(chosen, units=units).splitlines()]
-        lines += ["", "  execution: one scan, one shuffle and one engine call per partition for all members"]
-        lines += ["  " + line for line in _engine_sharing(group.plan.plans)]
+        lines.append("")
+        if run.shared is None:
+            lines.append("  execution: no shared pass, every member runs on its own path (above)")
+        else:
+            leaving = [i for i in range(len(group.members)) if not run.paths.is_shared(i)]
+            lines.append("  execution: one scan, one shuffle and one engine call per partition for "
+                         + (f"members {_members(run.paths.shared)}; members {_members(leaving)} run on their own "
+                            "paths (above)" if leaving else "all members"))
+            lines += ["  " + line for line in _engine_sharing(run.shared.plan.plans, run.paths.shared)]
         if dot:
             lines += ["", sharing.sharon_graph_dot(chosen)]
-        events, _ = group.events()
-        lines += ["", f"  Spark SQL of the group's input (grouped by the partition keys into one Arrow pass, "
-                      f"udafs.spark_shared, cached as {plan.table(g)}):",
-                  "  " + events.sql(dialect=SparkSeq, pretty=True).replace("\n", "\n  ")]
+        if run.shared is not None:
+            events, _ = run.shared.events()
+            lines += ["", f"  Spark SQL of the group's input (grouped by the partition keys into one Arrow pass, "
+                          f"udafs.spark_shared, cached as {plan.table(g)}):",
+                      "  " + events.sql(dialect=SparkSeq, pretty=True).replace("\n", "\n  ")]
     return "\n".join(lines)
 
 
@@ -329,29 +359,34 @@ def _span(span: float | None, units: Units) -> str:
     return "an unknown span" if span is None else units.length(span)
 
 
-def _engine_sharing(plans: tuple) -> list[str]:
-    """What the engine shares between a group's members (for EXPLAIN)."""
+def _engine_sharing(plans: tuple, numbers: tuple[int, ...]) -> list[str]:
+    """What the engine shares between the members of a group's pass (for EXPLAIN);
+    ``numbers``: each plan's member number in the group."""
     from udafs.kernels import pretree
 
     shapes = [pretree.shape_of(p) for p in plans]
     together = [i for i, shape in enumerate(shapes) if shape is not None and shapes.count(shape) > 1]
     alone = [i for i in range(len(plans)) if i not in together]
+
+    def named(indices: list[int] | tuple[int, ...]) -> str:
+        return ", ".join(str(numbers[i]) for i in indices)
+
     lines = []
     if len(together) > 1:
-        lines.append(f"  members {_members(together)}: may share one timeline per window shape, each prefix counted "
+        lines.append(f"  members {named(together)}: may share one timeline per window shape, each prefix counted "
                      "once (PreTree) — per partition, where its row counts say a shared timeline costs no more "
                      "(udafs.kernels.pretree.groups); prefixes common to several members:")
         prefixes = pretree.shared_prefixes(plans)
-        lines += [f"    {prefix.describe()[:-1]}, ...) for members {_members(who)}" for who, prefix in prefixes]
+        lines += [f"    {prefix.describe()[:-1]}, ...) for members {named(who)}" for who, prefix in prefixes]
         if not prefixes:
             lines.append("    (no two members start alike)")
         suffixes = pretree.shared_suffixes(plans)
         if suffixes:
             lines.append("  suffixes counted once backwards and connected to each member's own prefix at the first "
                          "element shown (Chop-Connect at one element, udafs.kernels.pretree.splits):")
-            lines += [f"    SEQ(..., {suffix.describe()[4:]} for members {_members(who)}" for who, suffix in suffixes]
+            lines += [f"    SEQ(..., {suffix.describe()[4:]} for members {named(who)}" for who, suffix in suffixes]
     if alone:
-        lines.append(f"  members {_members(alone)}: counted one by one (measures other than COUNT(*), "
+        lines.append(f"  members {named(alone)}: counted one by one (measures other than COUNT(*), "
                      "WITHIN without SLIDE, or alone in their window shape)")
     lines.append("  shared sub-patterns in the middle of members (neither a prefix nor a suffix) are the "
                  "optimizer's estimate only: the engine does not combine them (Chop-Connect with snapshots; "
@@ -363,14 +398,31 @@ def _members(indices: list[int] | tuple[int, ...]) -> str:
     return ", ".join(map(str, indices))
 
 
-def _cache_group(spark: SparkSession, plan: WorkloadPlan, group: int) -> None:
-    """Compute a group's shared result once (one job) and keep it cached.
+@dataclass(frozen=True)
+class GroupRun:
+    """How a sharing group runs: each member's path, and the pass of the members that
+    stay shared (None when none do)."""
+
+    paths: GroupPaths
+    shared: SharedGroup | None
+
+
+def group_run(spark: SparkSession, group: SharedGroup) -> GroupRun:
+    """The paths of ``group``'s members from its statistics (:func:`decide_group`, at most
+    one job) and the shared pass of those that stay grouped."""
+    paths = decide_group(spark, group.members[0].query, [m.query.single_plan for m in group.members])
+    if len(paths.shared) == len(group.members):
+        return GroupRun(paths, group)
+    return GroupRun(paths, build_group([group.members[i] for i in paths.shared]) if paths.shared else None)
+
+
+def _cache_group(spark: SparkSession, shared: SharedGroup, table: str) -> None:
+    """Compute a group's shared result once (one job) and keep it cached as ``table``.
 
     The pass is a grouped-map Arrow function (:mod:`udafs.spark_shared`) over the
     group's engine input rows: its per-window rows reach Spark as Arrow tables, not as
     one ``array<struct>`` per partition converted through Python objects. An engine
     error (a count too large for its type) fails the caching job with its message."""
-    shared = plan.groups[group]
     events, (ts, mask, *values) = shared.events()
     frame = spark.sql(events.sql(dialect=SparkSeq))
     keys = [c for c in frame.columns if c not in (ts, mask, *values)]
@@ -380,11 +432,11 @@ def _cache_group(spark: SparkSession, plan: WorkloadPlan, group: int) -> None:
         T.StructField(name, T._parse_datatype_string(sql)) for name, sql in zip((*shared.output_names, error), types)])
     body = shared_pass(shared.plan.to_json(), ts, mask, values, (*shared.output_names, error))
     result = frame.groupBy(*keys).applyInArrow(body, schema)
-    _drop_cached(spark, plan.table(group))  # the same group run before: recomputed from the data now
-    staging = f"{plan.table(group)}_pass"
+    _drop_cached(spark, table)  # the same group run before: recomputed from the data now
+    staging = f"{table}_pass"
     result.createOrReplaceTempView(staging)
     columns = ", ".join(f"`{c}`" for c in (*keys, *shared.cached_names))
-    spark.sql(f"CACHE TABLE `{plan.table(group)}` AS SELECT {columns} FROM `{staging}` "
+    spark.sql(f"CACHE TABLE `{table}` AS SELECT {columns} FROM `{staging}` "
               f"WHERE CASE WHEN `{error}` IS NULL THEN TRUE ELSE raise_error(`{error}`) END")
 
 

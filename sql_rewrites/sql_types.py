@@ -77,6 +77,20 @@ def parse_type(value: str | exp.DataType) -> exp.DataType:
         raise ValueError(f"not a Spark SQL type: {value!r} ({exc})") from None
 
 
+def column_type(text: str | None) -> exp.DataType:
+    """A catalog's column type (Spark type text, None when unreadable) as the compiler's type.
+
+    Text the compiler cannot read becomes UNKNOWN: analysis then refuses it only where a
+    type matters (ORDER BY, PARTITION BY, a measure).
+    """
+    if text is None:
+        return exp.DataType(this=DType.UNKNOWN)
+    try:
+        return parse_type(text)
+    except ValueError:
+        return exp.DataType(this=DType.UNKNOWN)
+
+
 def type_text(dtype: exp.DataType) -> str:
     """The type as Spark SQL text, e.g. ``DECIMAL(38, 0)``."""
     return dtype.sql(dialect=SparkSeq)

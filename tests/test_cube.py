@@ -175,6 +175,16 @@ def test_explain_lists_cuboids_levels_and_derivations() -> None:
     assert "pattern STRING, levels ARRAY<INT>, n BIGINT" in text
 
 
+def test_explain_says_a_cube_runs_in_one_task_per_key() -> None:
+    from sparkseq.sql_api import explain
+
+    sql = ("SELECT * FROM ev MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERNS (SEQ(a, c), SEQ(b, c)) "
+           "TYPE BY tp MEASURES COUNT(*) AS n WITHIN 10) AS m")
+    path = [line for line in explain(SCHEMA, sql).splitlines() if line.strip().startswith("path ")]
+    assert len(path) == 1 and "grouped (E-Cube statements run grouped, one task per key: neither time split " \
+        "nor streaming takes several plans in one call" in path[0]
+
+
 @settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.one_of(cube_cases(), cube_cases(listed=True)))
 def test_cube_clauses_round_trip(case: CubeCase) -> None:

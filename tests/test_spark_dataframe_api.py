@@ -4,12 +4,14 @@ argument that holds the mistake."""
 
 from __future__ import annotations
 
+import random
 import re
 from datetime import timedelta
 
 import pytest
 
 import sparkseq
+from sparkseq.execution_paths import CHUNK_ROWS_CONF, PATH_CONF, SPLIT_ROWS_CONF
 from sql_rewrites import errors as E
 from tests.sql_cases import jobs_started
 
@@ -93,3 +95,55 @@ def test_errors_point_at_the_argument(spark, clicks, changed: dict, error: type,
     assert f"at {argument}, column {column}" in str(caught.value)
     assert jobs_started(spark) == before
     assert not [t for t in spark.catalog.listTables() if t.name.startswith("_sparkseq_")]
+
+
+@pytest.fixture()
+def small_split_thresholds(spark):  # noqa: ANN201
+    spark.conf.set(SPLIT_ROWS_CONF, "50")
+    spark.conf.set(CHUNK_ROWS_CONF, "40")
+    yield
+    for key in (SPLIT_ROWS_CONF, CHUNK_ROWS_CONF, PATH_CONF):
+        spark.conf.unset(key)
+
+
+def test_a_big_key_takes_the_path_the_sql_form_takes(spark, small_split_thresholds) -> None:  # noqa: ANN001
+    """A key over the split threshold runs in time chunks (several tasks), as the SQL form
+    does, with the grouped path's answer."""
+    rng = random.Random(7)
+    rows = [("big" if i < 300 else f"s{i % 4}", rng.randint(0, 2000), rng.choice("ABCN")) for i in range(340)]
+    frame = spark.createDataFrame(rows, "k string, t bigint, type string")
+    args = dict(partition_by="k", order_by="t", pattern="SEQ(A, B, !N, C)", type_by="type",
+                measures={"n": "COUNT(*)", "last": "MAX(C.t)"}, within=60)
+    split = sparkseq.match_aggregate(frame, **args)
+    assert "_chunk" in split._jdf.queryExecution().analyzed().toString()
+    spark.conf.set(PATH_CONF, "grouped")
+    grouped = sparkseq.match_aggregate(frame, **args)
+    assert "_chunk" not in grouped._jdf.queryExecution().analyzed().toString()
+    want = grouped.orderBy("k").collect()
+    assert sum(r.n for r in want) > 0
+    assert split.orderBy("k").collect() == want
+
+
+def test_a_streaming_dataframe_gets_a_live_operator(spark, tmp_path) -> None:  # noqa: ANN001
+    """Over a streaming DataFrame (a file source with a watermark) the result is a live
+    operator: its last running count per key equals the batch answer over the same rows."""
+    source = tmp_path / "events"
+    source.mkdir()
+    schema = "k string, ts timestamp, type string"
+    rows = [("a", f"2024-05-01 10:00:0{s}", t) for s, t in enumerate("ABAB")] + [("b", "2024-05-01 10:00:05", "A")]
+    spark.createDataFrame(rows, "k string, ts string, type string").selectExpr(
+        "k", "CAST(ts AS TIMESTAMP) AS ts", "type").write.mode("overwrite").parquet(str(source / "part"))
+    stream = spark.readStream.schema(schema).parquet(str(source / "part")).withWatermark("ts", "1 second")
+    args = dict(partition_by="k", order_by="ts", pattern="SEQ(A, B)", type_by="type", measures={"n": "COUNT(*)"})
+    live = sparkseq.match_aggregate(stream, **args)
+    assert live.isStreaming
+    batches: list = []
+    query = (live.writeStream.foreachBatch(lambda df, epoch: batches.append(df.collect())).outputMode("update")
+             .option("checkpointLocation", str(tmp_path / "checkpoint")).start())
+    try:
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    last = {r.k: r.n for batch in batches for r in batch}
+    batch = sparkseq.match_aggregate(spark.read.schema(schema).parquet(str(source / "part")), **args)
+    assert last == {r.k: r.n for r in batch.collect() if r.n} == {"a": 3}

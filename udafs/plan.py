@@ -33,8 +33,11 @@ version 2 as well (one number per plan: 3 if imprecise, else 2 if extended, else
 from __future__ import annotations
 
 import enum
+import functools
 import json
+import operator
 from dataclasses import dataclass
+from typing import SupportsInt, TypeGuard
 
 from udafs.errors import PlanError
 
@@ -281,20 +284,23 @@ class Plan:
     @property
     def pattern_symbols_mask(self) -> int:
         """Bitmask of every symbol the pattern mentions, positive or negated."""
-        m = 0
-        for el in self.elements:
-            m |= 1 << el.symbol
-        for g in self.negations:
-            m |= g
-        return m
+        return self.positive_mask | self.negated_mask
+
+    @property
+    def positive_mask(self) -> int:
+        """Bitmask of the symbols at positive positions."""
+        return functools.reduce(operator.or_, (1 << el.symbol for el in self.elements), 0)
+
+    @property
+    def negated_mask(self) -> int:
+        """Bitmask of the symbols negated in any gap."""
+        return functools.reduce(operator.or_, self.negations, 0)
 
     @property
     def positive_and_negated(self) -> tuple[int, ...]:
         """Symbols that are a positive element and also negated in some gap (``SEQ(B, A, !A)``)."""
-        negated = 0
-        for g in self.negations:
-            negated |= g
-        return tuple(s for s in sorted({e.symbol for e in self.elements}) if negated >> s & 1)
+        both = self.positive_mask & self.negated_mask
+        return tuple(s for s in range(len(self.symbols)) if both >> s & 1)
 
     def describe(self) -> str:
         """The pattern as text, e.g. ``SEQ(VK, BK, !REC, VC+)``."""
@@ -430,7 +436,7 @@ def _iterator_entry(q: IteratorPredicate) -> list:
     return [q.element, q.column, q.op.value, q.offset, *tail]
 
 
-def _iterator_predicate(e: object, c: object, op: str, off: object, *tail: object) -> IteratorPredicate:
+def _iterator_predicate(e: SupportsInt, c: SupportsInt, op: str, off: object, *tail: object) -> IteratorPredicate:
     """Inverse of :func:`_iterator_entry`."""
     if len(tail) == 2 and (isinstance(tail[1], bool) or tail[1] != 1):
         raise PlanError(f"malformed plan field: iterator predicate {[e, c, op, off, *tail]!r} ends with "
@@ -572,7 +578,7 @@ def _validate_uncertain(p: Plan) -> None:
                         "timestamps")
 
 
-def _is_int(x: object) -> bool:
+def _is_int(x: object) -> TypeGuard[int]:
     return isinstance(x, int) and not isinstance(x, bool)
 
 

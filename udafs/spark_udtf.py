@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from udafs.errors import CountOverflowError, InputDataError
+from udafs.errors import CountOverflowError, InputDataError, PlanError
 from udafs.kernels import GroupResult
 from udafs.kernels.streaming import StreamEvaluator
 from udafs.plan import Plan
@@ -62,7 +62,7 @@ class MatchStream:
             return
         if self._plan is None:
             self._plan = plan_of(plan)
-        n_keys = rows.num_columns - 3 - len(self._plan.columns)
+        n_keys = rows.num_columns - 3 - len(self.plan.columns)
         out: list[pa.RecordBatch] = []
         bucket = rows.column(0).to_numpy(zero_copy_only=False)
         cuts = np.flatnonzero(bucket[1:] != bucket[:-1]) + 1
@@ -75,6 +75,13 @@ class MatchStream:
         if out:
             yield pa.Table.from_batches(out)
 
+    @property
+    def plan(self) -> Plan:
+        """The plan, read from the first batch (every row carries the same one)."""
+        if self._plan is None:
+            raise PlanError("the streaming UDTF has not seen a batch (no plan yet)")
+        return self._plan
+
     def terminate(self) -> Iterator[pa.Table]:
         out = self._close_all()
         if out:
@@ -85,14 +92,14 @@ class MatchStream:
         if state is None:
             state = self._open[key] = self._open_key(part, n_keys)
         values = [part.column(j) for j in range(n_keys + 3, part.num_columns)]
-        ts, mask, cols = group_arrays(self._plan, part.column(n_keys + 1), part.column(n_keys + 2), values)
+        ts, mask, cols = group_arrays(self.plan, part.column(n_keys + 1), part.column(n_keys + 2), values)
         return self._emit(state, self._guard(state, state.evaluator.push, ts, mask, cols))
 
     def _open_key(self, part: pa.RecordBatch, n_keys: int) -> _OpenKey:
         key = [part.column(i).take([0]) for i in range(1, n_keys + 1)]  # a copy: a slice would pin the batch
         names = part.schema.names[1:n_keys + 1]
         name = json.dumps({n: k[0].as_py() for n, k in zip(names, key)}, default=str, separators=(",", ":"))
-        return _OpenKey(StreamEvaluator(self._plan), key, name)
+        return _OpenKey(StreamEvaluator(self.plan), key, name)
 
     def _close_all(self) -> list[pa.RecordBatch]:
         out: list[pa.RecordBatch] = []
@@ -115,8 +122,8 @@ class MatchStream:
         if res is None or (n := result_rows(res)) == 0:
             return []
         first = np.zeros(n, dtype=np.int64)
-        arrays = [k.take(first) for k in state.key] + result_arrays(self._plan, res)
-        names = [f"k{i}" for i in range(len(state.key))] + [n for n, _ in result_fields(self._plan)]
+        arrays = [k.take(first) for k in state.key] + result_arrays(self.plan, res)
+        names = [f"k{i}" for i in range(len(state.key))] + [n for n, _ in result_fields(self.plan)]
         return [pa.RecordBatch.from_arrays(arrays, names=names)]
 
 

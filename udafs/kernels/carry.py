@@ -34,10 +34,11 @@ from udafs.kernels.timeline import Timeline
 
 
 class Agg(NamedTuple):
-    """The count and every channel of one set of partial matches (Python scalars)."""
+    """The count and every channel of one set of partial matches (Python scalars: exact
+    ints, or floats for float sums and COUNT TYPE DOUBLE)."""
 
-    count: object
-    chans: tuple[object, ...]
+    matches: int | float
+    chans: tuple[int | float, ...]
 
 
 def empty_agg(channels: tuple[Channel, ...]) -> Agg:
@@ -50,7 +51,7 @@ def merge(a: Agg, b: Agg, channels: tuple[Channel, ...]) -> Agg:
     chans = []
     for c, x, y in zip(channels, a.chans, b.chans):
         chans.append(x + y if c.kind == "sum" else (min(x, y) if c.kind == "min" else max(x, y)))
-    return Agg(a.count + b.count, tuple(chans))  # min/max channels hold int64 keys: no NaN here
+    return Agg(a.matches + b.matches, tuple(chans))  # min/max channels hold int64 keys: no NaN here
 
 
 def saturate(a: Agg, channels: tuple[Channel, ...]) -> Agg:
@@ -61,11 +62,11 @@ def saturate(a: Agg, channels: tuple[Channel, ...]) -> Agg:
     then reported as an overflow), one that does not is unchanged. Pending partial
     matches (say B+ sets waiting for a C) thus stay exact-in-effect at bounded size.
     """
-    def clamp(v: object) -> object:
+    def clamp(v: int | float) -> int | float:
         return v if isinstance(v, float) or abs(v) < EXACT_CAP else (EXACT_CAP if v > 0 else -EXACT_CAP)
 
     chans = tuple(clamp(v) if c.kind == "sum" else v for c, v in zip(channels, a.chans))
-    return Agg(clamp(a.count), chans)
+    return Agg(clamp(a.matches), chans)
 
 
 class Carry(NamedTuple):
@@ -113,7 +114,7 @@ class Numbers(NamedTuple):
 class _Arrays(NamedTuple):
     """Per-row count and channel arrays of one position."""
 
-    count: np.ndarray
+    matches: np.ndarray
     chans: list[np.ndarray]
 
 
@@ -140,7 +141,7 @@ def run_chunk(chunk: Chunk, pat: Pattern, channels: tuple[Channel, ...], nums: N
     return ChunkResult(_total(fw[-1], channels, nums), Carry(pools, kleene))
 
 
-def _full(n: int, value: object, c: Channel | None, nums: Numbers) -> np.ndarray:
+def _full(n: int, value: int | float, c: Channel | None, nums: Numbers) -> np.ndarray:
     """An array of ``n`` copies of a Python scalar in the channel's number system."""
     if c is not None and c.kind != "sum":
         return np.full(n, value, dtype=c.dtype)
@@ -159,7 +160,7 @@ def _step(tl: Timeline, pat: Pattern, i: int, prev: _Arrays, pool: Agg, channels
     psym, sym, gap = pat.symbols[i - 1], pat.symbols[i], pat.gaps[i - 1]
     lo, hi = tl.prev_ranges(psym, sym, gap)
     free = tl.last_neg_before(gap)[tl.rows(sym)] < 0 if gap else np.ones(len(hi), dtype=bool)
-    count = _range_sum(prev.count, lo, hi, free, pool.count, None, nums)
+    count = _range_sum(prev.matches, lo, hi, free, pool.matches, None, nums)
     chans = []
     for c, arr, carried in zip(channels, prev.chans, pool.chans):
         if c.kind == "sum":
@@ -169,7 +170,7 @@ def _step(tl: Timeline, pat: Pattern, i: int, prev: _Arrays, pool: Agg, channels
     return _Arrays(count, chans)
 
 
-def _range_sum(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, free: np.ndarray, carried: object,
+def _range_sum(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, free: np.ndarray, carried: int | float,
                c: Channel | None, nums: Numbers) -> np.ndarray:
     ar = nums.of(c)
     signed = c is not None and c.signed
@@ -205,10 +206,10 @@ def _bind(entry: _Arrays, xs: list[np.ndarray | None], channels: tuple[Channel, 
             chans.append(arr)
         elif c.kind == "sum":
             ar = nums.of(c)
-            chans.append(ar.add(arr, _times(x, entry.count, c, nums), signed=c.signed))
+            chans.append(ar.add(arr, _times(x, entry.matches, c, nums), signed=c.signed))
         else:
-            chans.append(np.where(entry.count > 0, c.ufunc(arr, x), np.array(c.identity, dtype=c.dtype)))
-    return _Arrays(entry.count, chans)
+            chans.append(np.where(entry.matches > 0, c.ufunc(arr, x), np.array(c.identity, dtype=c.dtype)))
+    return _Arrays(entry.matches, chans)
 
 
 def _times(x: np.ndarray, count: np.ndarray, c: Channel, nums: Numbers) -> np.ndarray:
@@ -227,8 +228,8 @@ def _kleene(tl: Timeline, sym: int, entry: _Arrays, xs: list[np.ndarray | None],
         return entry
     ar = nums.ar
     grow = ar.asarray(np.diff(bounds) + 1)  # a set can skip group g or take one of its m rows
-    p = _affine_from(grow, _group_sums(entry.count, bounds, ar, False), before.count, ar, False)
-    count = ar.add(entry.count, p[gid])
+    p = _affine_from(grow, _group_sums(entry.matches, bounds, ar, False), before.matches, ar, False)
+    count = ar.add(entry.matches, p[gid])
     chans = []
     for c, arr, x, carried in zip(channels, entry.chans, xs, before.chans):
         if c.kind == "sum":
@@ -251,14 +252,14 @@ def _group_sums(x: np.ndarray, bounds: np.ndarray, ar: Arith, signed: bool) -> n
     return cs[bounds[1:]] - cs[bounds[:-1]]
 
 
-def _affine_from(a: np.ndarray, b: np.ndarray, p0: object, ar: Arith, signed: bool) -> np.ndarray:
+def _affine_from(a: np.ndarray, b: np.ndarray, p0: int | float, ar: Arith, signed: bool) -> np.ndarray:
     """Exclusive scan of ``P -> a·P + b`` over groups, starting from ``p0`` (one segment)."""
     a1 = np.concatenate((ar.ones(1), a))
     b1 = np.concatenate((_full1(p0, ar), b))
     return affine_scan(a1, b1, np.zeros(len(a1), dtype=np.int64), ar, signed)[1:]
 
 
-def _full1(value: object, ar: Arith) -> np.ndarray:
+def _full1(value: int | float, ar: Arith) -> np.ndarray:
     out = ar.zeros(1)
     if value:
         if ar.checked and not abs(value) < LIMIT:
@@ -274,14 +275,14 @@ def _pool_after(tl: Timeline, sym: int, gap: int, f: _Arrays, pool: Agg, channel
     if not len(neg):
         return merge(pool, _total(f, channels, nums), channels)
     start = tl.count_before(sym)[tl.tie_start[neg[-1]]]
-    tail = _Arrays(f.count[start:], [x[start:] for x in f.chans])
+    tail = _Arrays(f.matches[start:], [x[start:] for x in f.chans])
     return _total(tail, channels, nums)
 
 
 def _total(f: _Arrays, channels: tuple[Channel, ...], nums: Numbers) -> Agg:
     """Aggregate of all partial matches in ``f`` as Python scalars."""
-    count = nums.ar.total(f.count) if len(f.count) else 0
-    chans = []
+    count = nums.ar.total(f.matches) if len(f.matches) else 0
+    chans: list[int | float] = []
     for c, x in zip(channels, f.chans):
         if c.kind != "sum":
             chans.append(_py(c.ufunc.reduce(x)) if len(x) else c.identity)
@@ -294,10 +295,10 @@ def _total(f: _Arrays, channels: tuple[Channel, ...], nums: Numbers) -> Agg:
     return Agg(count, tuple(chans))
 
 
-def _py(v: object) -> object:
-    """A numpy scalar as the matching Python scalar (ints stay exact)."""
-    if isinstance(v, np.floating):
+def _py(v: object) -> int | float:
+    """A numpy or Python number as the matching Python scalar (ints stay exact)."""
+    if isinstance(v, (np.floating, float)):
         return float(v)
-    if isinstance(v, np.integer):
+    if isinstance(v, (np.integer, int)):
         return int(v)
-    return v
+    raise TypeError(f"not a number: {v!r}")

@@ -33,7 +33,7 @@ class Channel(NamedTuple):
     dtype: np.dtype | None
 
     @property
-    def identity(self) -> object:
+    def identity(self) -> int | float:
         """The value of an empty set of partial matches."""
         if self.kind == "sum":
             return 0 if self.dtype is None else 0.0

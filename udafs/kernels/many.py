@@ -15,6 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
+from udafs.errors import PlanError
 from udafs.kernels import extended, paths, pretree
 from udafs.kernels.arith import Arith
 from udafs.kernels.evaluate import GroupResult, sorted_instances, tally, validate, with_fallback
@@ -150,7 +151,8 @@ def _no_match(plan: Plan, ts: np.ndarray, mask: np.ndarray) -> Evaluated:
     starts = None
     if plan.slide is not None:
         mine = ts[(mask & plan.pattern_symbols_mask) != 0]
-        starts = sliding_windows(mine, plan.within, plan.slide) * plan.slide
+        within, slide = plan.sliding
+        starts = sliding_windows(mine, within, slide) * slide
     n = 1 if starts is None else len(starts)
 
     def zero(m: Measure) -> Partial:
@@ -163,7 +165,10 @@ def _no_match(plan: Plan, ts: np.ndarray, mask: np.ndarray) -> Evaluated:
 def _derive(mp: MultiPlan, i: int, evaluated) -> Evaluated:  # noqa: ANN001 - Callable[[int], Evaluated]
     """Plan ``i``'s partials from its parts' (disjoint match sets), aligned by field and window."""
     target = mp.plans[i]
-    results = [(j, *evaluated(j)) for j in mp.derived[i]]
+    parts = mp.derived[i]
+    if parts is None:
+        raise PlanError(f"plan {i} of the E-Cube is evaluated, not derived")
+    results = [(j, *evaluated(j)) for j in parts]
     starts = None
     if target.slide is not None:
         starts = np.unique(np.concatenate([s for _, _, s in results])).astype(np.int64)

@@ -66,20 +66,15 @@ def group_events(plan: Plan, mask: np.ndarray, lo: np.ndarray, hi: np.ndarray) -
     return Events(keep, lo, (hi - lo) // plan.uncertain + 1, m)
 
 
-def positive_mask(plan: Plan) -> int:
-    """Bits of the symbols at positive positions."""
-    return sum({1 << el.symbol for el in plan.elements})
-
-
 def row_masks(plan: Plan, ev: Events) -> np.ndarray:
     """The mask each event's rows carry: imprecise events keep their positive symbols only
     (their negated ones, if any, are read from the events by the gap kernel)."""
-    return np.where(ev.n > 1, ev.mask & positive_mask(plan), ev.mask)
+    return np.where(ev.n > 1, ev.mask & plan.positive_mask, ev.mask)
 
 
 def timeline_events(plan: Plan, ev: Events) -> np.ndarray:
     """Events with rows: instances of positive symbols and point negated instances."""
-    return np.flatnonzero((ev.n == 1) | ((ev.mask & positive_mask(plan)) != 0))
+    return np.flatnonzero((ev.n == 1) | ((ev.mask & plan.positive_mask) != 0))
 
 
 def mergeable(plan: Plan) -> bool:

@@ -148,9 +148,9 @@ def evaluate_shared(plans: Sequence[Plan], ts: np.ndarray, mask: np.ndarray, ar:
                  for a, b in batches(ends - starts)]
     out: list[Evaluated] = []
     for i, p in enumerate(plans):
-        totals = np.concatenate([t[i] for t in per_batch]) if per_batch else ar.zeros(0)
+        windows = np.concatenate([t[i] for t in per_batch]) if per_batch else ar.zeros(0)
         own = sliding_windows(ts[(mask & p.pattern_symbols_mask) != 0], w, s)
-        out.append((_count_partials(p, totals[np.searchsorted(k, own)], ar), own * s))
+        out.append((_count_partials(p, windows[np.searchsorted(k, own)], ar), own * s))
     return out
 
 

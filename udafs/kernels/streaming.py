@@ -190,17 +190,18 @@ class SlideMode:
     def __init__(self, plan: Plan, options: KernelOptions = DEFAULT) -> None:
         self.plan = plan
         self.options = options
+        self.within, self.slide = plan.sliding
         self.buf = RowBuffer(plan.columns)
         self.k_next = _TS_MIN  # windows before this one were returned already
 
     def feed(self, ts: np.ndarray, mask: np.ndarray, cols: list[Column], complete_before: int) -> GroupResult | None:
         self.buf.append(ts, mask, cols)
-        return self._emit((complete_before - self.plan.within) // self.plan.slide + 1)
+        return self._emit((complete_before - self.within) // self.slide + 1)
 
     def finish(self, ts: np.ndarray, mask: np.ndarray, cols: list[Column]) -> GroupResult | None:
         self.buf.append(ts, mask, cols)
         bts = self.buf.view()[0]
-        return self._emit(int(bts[-1]) // self.plan.slide + 1) if len(bts) else None
+        return self._emit(int(bts[-1]) // self.slide + 1) if len(bts) else None
 
     def _emit(self, k_end: int) -> GroupResult | None:
         """Windows ``k_next <= k < k_end`` (all final), then forget rows before ``k_end``."""
@@ -211,7 +212,7 @@ class SlideMode:
         parts = with_fallback(plan, lambda ar: paths.window_partials(plan, *due.rows, ar, due.starts, due.ends),
                               self.options)
         self.done(due)
-        return group_result(plan, parts, due.k * plan.slide) if len(due.k) else None
+        return group_result(plan, parts, due.k * self.slide) if len(due.k) else None
 
     def due(self, k_end: int) -> DueWindows | None:
         """The windows ``k_next <= k < k_end`` that hold a row, with the rows they need
@@ -219,17 +220,16 @@ class SlideMode:
         ts, mask, cols = self.buf.view()
         if not len(ts) or k_end <= self.k_next:
             return None
-        plan = self.plan
         # only the rows of the finished windows: each row is then looked at once per window
-        cut = int(np.searchsorted(ts, (k_end - 1) * plan.slide + plan.within, "left"))
+        cut = int(np.searchsorted(ts, (k_end - 1) * self.slide + self.within, "left"))
         rows = (ts[:cut], mask[:cut], [(v[:cut], ok[:cut]) for v, ok in cols])
-        k, starts, ends = paths.window_ranges(plan, rows[0], (self.k_next, k_end))
+        k, starts, ends = paths.window_ranges(self.plan, rows[0], (self.k_next, k_end))
         return DueWindows(k_end, rows, k, starts, ends)
 
     def done(self, due: DueWindows) -> None:
         """The windows of ``due`` were returned: forget the rows no later window needs."""
         self.k_next = due.k_end
-        self.buf.drop_before(due.k_end * self.plan.slide)
+        self.buf.drop_before(due.k_end * self.slide)
 
     def to_state(self) -> dict[str, object]:
         return {"buf": self.buf.to_state(), "k": self.k_next}
@@ -245,13 +245,14 @@ class WithinMode:
     def __init__(self, plan: Plan, options: KernelOptions = DEFAULT) -> None:
         self.plan = plan
         self.options = options
+        self.within = plan.window
         self.buf = RowBuffer(plan.columns)
         self.first_lo: int | None = None  # matches starting before this are folded in
         self.parts: list[Partial] | None = None
 
     def feed(self, ts: np.ndarray, mask: np.ndarray, cols: list[Column], complete_before: int) -> None:
         self.buf.append(ts, mask, cols)
-        w = self.plan.within
+        w = self.within
         lo = self.first_lo if self.first_lo is not None else int(self.buf.view()[0][0])
         hi = complete_before - w  # a match starting before hi has its rows and context before hi + w
         if hi - lo >= w:  # at least a window's worth: each row is evaluated about 3 times
@@ -262,17 +263,18 @@ class WithinMode:
 
     def finish(self, ts: np.ndarray, mask: np.ndarray, cols: list[Column]) -> GroupResult:
         self.buf.append(ts, mask, cols)
-        self._fold(None if self.first_lo is None else (self.first_lo, _TS_MAX))
-        return group_result(self.plan, self.parts)
+        return group_result(self.plan, self._fold(None if self.first_lo is None else (self.first_lo, _TS_MAX)))
 
     def snapshot(self) -> GroupResult:
         """The result over the rows fed so far, leaving the state as it is."""
         parts = self._partials(None if self.first_lo is None else (self.first_lo, _TS_MAX))
         return group_result(self.plan, parts if self.parts is None else combine(self.plan, self.parts, parts))
 
-    def _fold(self, first: tuple[int, int] | None) -> None:
+    def _fold(self, first: tuple[int, int] | None) -> list[Partial]:
+        """Fold in the partials of the matches whose first row lies in ``first``; all partials so far."""
         parts = self._partials(first)
         self.parts = parts if self.parts is None else combine(self.plan, self.parts, parts)
+        return self.parts
 
     def _partials(self, first: tuple[int, int] | None) -> list[Partial]:
         """Partials of the buffered matches whose first row lies in ``first`` (all: None)."""
@@ -315,7 +317,7 @@ class CarryMode:
 
     def snapshot(self) -> GroupResult:
         """The result over the rows fed so far (the matches ended so far)."""
-        if not isinstance(self.ended.count, float) and self.ended.count >= EXACT_CAP:
+        if not isinstance(self.ended.matches, float) and self.ended.matches >= EXACT_CAP:
             raise too_large(self.plan)
         return group_result(self.plan, self._partials())
 
@@ -347,10 +349,11 @@ class CarryMode:
     def _partials(self) -> list[Partial]:
         out = []
         for m, (vi, ni) in zip(self.plan.measures, self.slots):
-            value = self.ended.count if vi is None else self.ended.chans[vi]
-            nn = _scalar(self.ended.count if ni is None else self.ended.chans[ni], None)
+            value = self.ended.matches if vi is None else self.ended.chans[vi]
+            nn = _scalar(self.ended.matches if ni is None else self.ended.chans[ni], None)
             dtype = None if vi is None else self.channels[vi].dtype
-            if m.kind in (MeasureKind.MIN, MeasureKind.MAX) and self.plan.columns[m.column] is ValueType.FLOAT:
+            if (m.kind in (MeasureKind.MIN, MeasureKind.MAX) and m.column is not None
+                    and self.plan.columns[m.column] is ValueType.FLOAT):
                 out.append(Partial(key_float(_scalar(value, dtype)), nn))
             else:
                 out.append(Partial(_scalar(value, dtype), nn))
@@ -358,7 +361,7 @@ class CarryMode:
 
 
 def _agg_state(a: Agg) -> list[object]:
-    return [a.count, list(a.chans)]
+    return [a.matches, list(a.chans)]
 
 
 def _agg(state: list) -> Agg:
@@ -377,6 +380,8 @@ def _xs(c: Channel, cols: list[Column], n: int) -> np.ndarray:
     """x(row) of a channel for every row of a chunk."""
     if c.x == "one":
         return np.ones(n, dtype=np.int64)
+    if c.column is None:
+        raise PlanError(f"channel {c} reads x = {c.x!r} of no column")
     vals, ok = cols[c.column]
     if c.x == "nn":
         return ok.astype(np.int64)

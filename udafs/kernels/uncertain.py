@@ -49,7 +49,7 @@ from udafs.kernels.measures import Column, Partial, Tally, measure_symbols, part
 from udafs.kernels.passes import Run, run
 from udafs.kernels.paths import add_pairs, new_acc
 from udafs.kernels.pattern import Pattern
-from udafs.kernels.possible_times import Events, Expanded, attribute, expand, group_events, positive_mask
+from udafs.kernels.possible_times import Events, Expanded, attribute, expand, group_events
 from udafs.kernels.predpass import PredPattern
 from udafs.kernels.segments import batches, concat_ranges, sliding_windows
 from udafs.kernels.uncertain_gaps import GapTimeline, Negated, outside
@@ -120,14 +120,6 @@ class Runner:
         return predpass.run(tl, self.chains, self.cols, ar, start, end, need_pairs)
 
 
-def _negated_mask(plan: Plan) -> int:
-    """Bits of every negated symbol (any gap)."""
-    out = 0
-    for g in plan.negations:
-        out |= g
-    return out
-
-
 def check_exact(plan: Plan, ev: Events) -> None:
     """Refuse input whose expected aggregates this method cannot compute exactly.
 
@@ -137,7 +129,7 @@ def check_exact(plan: Plan, ev: Events) -> None:
         Naming the events and the rule (module docstring).
     """
     imprecise = ev.n > 1
-    pos, neg = positive_mask(plan), _negated_mask(plan)
+    pos, neg = plan.positive_mask, plan.negated_mask
     both = np.flatnonzero(imprecise & ((ev.mask & pos) != 0) & ((ev.mask & neg) != 0))
     if len(both):
         raise UncertainTimeError(
