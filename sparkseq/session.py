@@ -156,9 +156,6 @@ JIT_HUGE_METHODS = "-XX:-DontCompileHugeMethods"
 #: Lets adaptive execution coalesce the shuffle partitions of a query that is being cached.
 CACHED_PLAN_COALESCING = "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning"
 
-#: Rows of a partition a window operator keeps in memory before its external buffer.
-WINDOW_BUFFER_ROWS = "spark.sql.windowExec.buffer.in.memory.threshold"
-
 ROCKSDB_STATE_STORE = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
 
@@ -179,11 +176,6 @@ def default_conf(master: str) -> dict[str, str]:
         # it caches without adaptive coalescing unless this is on: on a cluster, with the
         # default 200 shuffle partitions, every pass ran 200 tasks (bench/cluster.py).
         CACHED_PLAN_COALESCING: "true",
-        # A window operator holds each partition's rows in memory up to this many, then in
-        # an external sorter (Spark's default: 4,096). The native path's stacked window
-        # operators (sql_rewrites.native) ran 0.84-0.98x as long with 1 M as with the
-        # default (10 M events, 10,000 per key, three interleaved rounds, docs/engine.md).
-        WINDOW_BUFFER_ROWS: str(1 << 20),
         # live MATCH_AGGREGATE keeps per-partition evaluator state (sparkseq.live):
         # RocksDB holds large state on disk instead of in executor memory
         "spark.sql.streaming.stateStore.providerClass": ROCKSDB_STATE_STORE,
