@@ -52,7 +52,7 @@ from sqlglot import exp
 
 from sql_rewrites import engine_contract
 from sql_rewrites.generate import EngineInput, Roles, engine_events, engine_roles, output_projections, sanitize
-from udafs.errors import CountOverflowError
+from udafs.errors import OverflowSlot, overflow_template
 from udafs.multiplan import MultiPlan
 from udafs.plan import CountType, MeasureKind, Plan
 
@@ -136,13 +136,35 @@ def native_query(spec: EngineInput, source: exp.Expr) -> exp.Select:
     for depth in range(1, plan.length - 1):
         layer = _chains(plan, layer, names, over, depth)
     rows = _last_row_counts(plan, layer, names, over)
-    total = exp.Sum(this=exp.cast(exp.column(names.count), DECIMAL))
+    total = partition_total(exp.column(names.count), over.arithmetic)
     groups = exp.select(*keys, *(exp.alias_(_measure(spec, j, total, keys), field)
                                  for j, field in enumerate(roles.measures)))
     groups = groups.from_(rows.subquery(names.count + "_rows")).group_by(*(k.copy() for k in keys))
     output = exp.select(*output_projections(spec, roles, roles.groups, roles.groups)).from_(
         groups.subquery(roles.groups))
     return sanitize(output)  # type: ignore[return-value]
+
+
+#: A BIGINT row count splits at this bit into two halves that are summed in BIGINT.
+_HALF_BITS = 32
+
+
+def partition_total(count: exp.Expr, arithmetic: str) -> exp.Expr:
+    """The exact DECIMAL(38, 0) sum of a partition's per-row ``count`` (of type ``arithmetic``).
+
+    A DECIMAL(38, 0) sum is a Java BigDecimal per row, and Spark aggregates it by sorting
+    (its buffer is no fixed-width value). BIGINT counts are therefore summed as two BIGINT
+    halves, ``count >> 32`` and ``count & (2^32 - 1)``, joined in DECIMAL once per
+    partition: neither sum can overflow below 2^31 rows in one partition (and past it
+    ANSI arithmetic raises).
+    """
+    if arithmetic == DECIMAL:
+        return exp.Sum(this=count)
+    high = exp.Sum(this=exp.BitwiseRightShift(this=count.copy(), expression=exp.Literal.number(_HALF_BITS)))
+    low = exp.Sum(this=exp.BitwiseAnd(this=count.copy(), expression=exp.Literal.number((1 << _HALF_BITS) - 1)))
+    joined = exp.Add(this=exp.Mul(this=exp.cast(high, DECIMAL), expression=exp.Literal.number(1 << _HALF_BITS)),
+                     expression=exp.cast(low, DECIMAL))
+    return exp.cast(joined, DECIMAL)
 
 
 class _Frames:
@@ -213,21 +235,6 @@ def _last_row_counts(plan: Plan, layer: exp.Select, names: _Names, over: _Frames
     return exp.select("*", exp.alias_(count, names.count)).from_(current.subquery(names.level + "_last"))
 
 
-class _Slot:
-    """Prints as its text (``repr`` included): a placeholder inside an error message."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    def __repr__(self) -> str:
-        return self.text
-
-    __str__ = __repr__
-
-
-_DIGITS = "\x00"
-
-
 def _measure(spec: EngineInput, j: int, total: exp.Expr, keys: list[exp.Expr]) -> exp.Expr:
     """Measure ``j`` in the engine's type (:func:`udafs.contract.engine_type`) from the
     partition's match count; COUNT(X) counts every position of X in each match."""
@@ -251,9 +258,6 @@ def _measure(spec: EngineInput, j: int, total: exp.Expr, keys: list[exp.Expr]) -
 def _overflow(spec: EngineInput, kind: str, name: str, value: exp.Expr, keys: list[exp.Expr]) -> exp.Expr:
     """``raise_error`` with the kernel path's message for a count over BIGINT."""
     what = f"{kind} measure {name!r}" if name else f"{kind} measure"
-    text = str(CountOverflowError(what, _Slot(_DIGITS), "BIGINT", _Slot(engine_contract.PARTITION_SLOT)))  # type: ignore[arg-type]
-    head, tail = text.split(_DIGITS)
-    before, after = head.split(engine_contract.PARTITION_SLOT)
     if spec.keys:
         pairs: list[exp.Expr] = []
         for (key, _), column in zip(spec.keys, keys):
@@ -262,9 +266,10 @@ def _overflow(spec: EngineInput, kind: str, name: str, value: exp.Expr, keys: li
             exp.Anonymous(this="named_struct", expressions=pairs)])
     else:
         partition = exp.Literal.string(engine_contract.ALL_ROWS)
-    digits = exp.Length(this=exp.cast(value.copy(), "STRING"))
-    message = exp.Concat(expressions=[exp.Literal.string(before), partition, exp.Literal.string(after),
-                                      exp.cast(digits, "STRING"), exp.Literal.string(tail)])
+    digits = exp.cast(exp.Length(this=exp.cast(value.copy(), "STRING")), "STRING")
+    slots = {OverflowSlot.PARTITION: partition, OverflowSlot.DIGITS: digits}
+    message = exp.Concat(expressions=[slots[piece] if isinstance(piece, OverflowSlot) else exp.Literal.string(piece)
+                                      for piece in overflow_template(what, "BIGINT", names_partition=True)])
     return exp.cast(exp.Anonymous(this="raise_error", expressions=[message]), "BIGINT")
 
 

@@ -241,9 +241,10 @@ NATIVE_REASON = ("positive pattern counted by Spark window functions: no rows tr
 
 #: The cost rule: ``auto`` runs a native shape natively up to this pattern length. Zero:
 #: measured on this project's 2-core machine (bench/native.py, docs/engine.md "Native
-#: path") the native path was slower than the kernel path at every length (SEQ of 3
-#: WITHIN at 10 M events: 83 s native, 34 s kernel; at 1 M 0.8-1.1x for lengths 2-3,
-#: 3-6x slower at 5). ``sparkseq.path=native`` forces it up to ``MAX_LENGTH``.
+#: path") the native path leads at 1 M events (1,000 rows per key) for lengths 2-3 in
+#: three shapes of four, but at 10 M (10,000 rows per key) the kernel path wins every
+#: shape (0.31-0.90x native's time) and length 5 everywhere (5-7x), so no length alone
+#: picks the faster path. ``sparkseq.path=native`` forces it up to ``MAX_LENGTH``.
 NATIVE_AUTO_LENGTH = 0
 
 

@@ -10,7 +10,9 @@ from sql_rewrites.analysis import analyze_sql
 from sql_rewrites.generate import engine_input
 from sql_rewrites.native import BIGINT_LENGTH, DECIMAL, MAX_LENGTH, arithmetic, native_query, native_shape
 from sql_rewrites.timesplit import NATIVE_AUTO_LENGTH, Path, choose_path, planned_path
+from udafs.errors import CountOverflowError, OverflowSlot, overflow_template
 from udafs.plan import CountType, Element, Measure, MeasureKind, Plan, Strategy, ValueType
+from udafs.spark_udfs import Verbatim
 
 ABC = Plan(symbols=("A", "B", "C"), elements=(Element(0), Element(1), Element(2)), negations=(0, 0, 0, 0),
            within=10)
@@ -62,7 +64,18 @@ def test_bigint_rows_only_where_no_row_can_overflow() -> None:
     assert arithmetic(variant(count_type=CountType.DECIMAL)) == DECIMAL
     assert arithmetic(variant(elements=(Element(0),) * 4, negations=(0,) * 5)) == DECIMAL
     sql = native_sql()
-    assert "AS BIGINT) AS `__sparkseq_is0`" in sql and "SUM(CAST(`__sparkseq_count` AS DECIMAL(38, 0)))" in sql
+    assert "AS BIGINT) AS `__sparkseq_is0`" in sql and "SUM(CAST(`__sparkseq_count` AS DECIMAL(38, 0)))" not in sql
+    assert "SUM(SHIFTRIGHT(`__sparkseq_count`, 32))" in sql and "SUM(`__sparkseq_count` & 4294967295)" in sql
+    longer = native_sql(TEXT.replace("SEQ(a, b, c)", "SEQ(a, b, c, a)"))
+    assert "SUM(`__sparkseq_count`)" in longer and "SHIFTRIGHT" not in longer
+
+
+@pytest.mark.parametrize("count", [0, 1, 2**32 - 1, 2**32, 2**62 + 12345, 2**63 - 1])
+def test_a_bigint_total_is_summed_exactly_in_two_halves(count: int) -> None:
+    """The halves of :func:`partition_total`, over 2^31 - 1 rows of the same count, rejoin exactly."""
+    rows = 2**31 - 1
+    high, low = rows * (count >> 32), rows * (count & (2**32 - 1))
+    assert high < 2**63 and low < 2**63 and high * 2**32 + low == rows * count
 
 
 NASTY = "k`) x; DROP TABLE t --"
@@ -103,3 +116,16 @@ def test_count_type_bigint_raises_the_kernel_message() -> None:
     sql = native_sql()
     assert "raise_error" in sql.lower() and "does not fit BIGINT" in sql and "9223372036854775807" in sql
     assert "does not fit" not in native_sql(TEXT.replace("WITHIN", "COUNT TYPE DECIMAL WITHIN"))
+
+
+def test_the_overflow_message_is_the_kernels_template_filled_in_sql() -> None:
+    """Both paths fill one template (udafs.errors.overflow_template): the kernel in Python,
+    the native path with the partition's JSON and the total's digits in SQL."""
+    what = "COUNT_STAR measure \"n'); DROP\""
+    pieces = overflow_template(what, "BIGINT", names_partition=True)
+    filled = {OverflowSlot.PARTITION: "{\"k\":1}", OverflowSlot.DIGITS: "21"}
+    kernel = str(CountOverflowError(what, 21, "BIGINT", Verbatim("{\"k\":1}")))
+    assert kernel == "".join(filled[p] if isinstance(p, OverflowSlot) else p for p in pieces)
+    [concat] = [c for c in sqlglot.parse_one(native_sql(), read="spark").find_all(exp.Concat)]
+    literals = [e.this for e in concat.expressions if isinstance(e, exp.Literal)]
+    assert literals == [p for p in pieces if not isinstance(p, OverflowSlot)]

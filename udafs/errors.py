@@ -7,6 +7,8 @@ importing upward.
 
 from __future__ import annotations
 
+import enum
+
 
 class SparkSeqError(Exception):
     """Root of every error sparkseq raises on purpose."""
@@ -30,13 +32,30 @@ class CountOverflowError(SparkSeqError, ArithmeticError):
         self.target = target
         self.partition = partition
         self.advice = advice
-        where = f" in partition {partition!r}" if partition is not None else ""
-        super().__init__(f"{what}{where} has {value_digits} decimal digits and does not fit {target}; "
-                         f"{advice or wider_count_types(target)}")
+        text = {OverflowSlot.PARTITION: repr(partition), OverflowSlot.DIGITS: str(value_digits)}
+        super().__init__("".join(text[piece] if isinstance(piece, OverflowSlot) else piece
+                                 for piece in overflow_template(what, target, partition is not None, advice)))
 
     def with_partition(self, partition: object) -> CountOverflowError:
         """Return the same error naming ``partition``."""
         return CountOverflowError(self.what, self.value_digits, self.target, partition, self.advice)
+
+
+class OverflowSlot(enum.Enum):
+    """A variable part of the overflow message (:func:`overflow_template`)."""
+
+    PARTITION = "partition"  # the partition, as its ``repr`` (or JSON text, in generated SQL)
+    DIGITS = "digits"  # the number of decimal digits of the value that does not fit
+
+
+def overflow_template(what: str, target: str, names_partition: bool,
+                      advice: str | None = None) -> tuple[str | OverflowSlot, ...]:
+    """The one text of a :class:`CountOverflowError`, as literal pieces and slots: the
+    kernels fill the slots in Python, the native path (:mod:`sql_rewrites.native`) with
+    SQL expressions, so both paths raise the same words."""
+    where: tuple[str | OverflowSlot, ...] = (" in partition ", OverflowSlot.PARTITION) if names_partition else ()
+    return (what, *where, " has ", OverflowSlot.DIGITS,
+            f" decimal digits and does not fit {target}; {advice or wider_count_types(target)}")
 
 
 def wider_count_types(target: str) -> str:
