@@ -23,6 +23,11 @@ start, the previous one when it lies within ``w`` of its own chunk's start (trai
 negation, or SLIDE: windows starting there reach it). Chunks are at least ``2w`` long,
 so no row reaches further.
 
+With the big keys measured by the statistics job (``split_keys``) there is no ``LEFT
+JOIN``: a ``CASE`` on ``xxhash64`` of the keys gives each row its key's ``t0``,
+``len`` and first task as literals, and ``[lo, hi)`` is computed from the chunk number
+after the shuffle.
+
 :func:`choose_path` decides from statistics whether a statement takes this path.
 """
 
@@ -325,9 +330,9 @@ def time_split_query(spec: EngineInput, chunk_function: str, combine_function: s
     events = exp.select("*").from_(events.subquery(roles.events)).where(exp.and_(
         exp.NEQ(this=exp.column(roles.mask), expression=exp.Literal.number(0)),
         exp.column(roles.ts).is_(exp.null()).not_()))
-    sizes = (_measured_sizes(split_keys, keys, roles, names) if split_keys is not None
+    sizes = (_measured_sizes(split_keys, names) if split_keys is not None
              else _sizes(plan, events, keys, roles, names, split_rows, chunk_rows))
-    chunked = _chunked(plan, events, keys, roles, names, sizes, bool(spec.keys))
+    chunked, (lo, hi) = _chunked(plan, events, keys, roles, names, sizes, bool(spec.keys))
     chunk_keys = [exp.column(names.chunk)]
     if task_keys is not None:
         chunked = _placed(chunked, task_keys, names)
@@ -336,8 +341,7 @@ def time_split_query(spec: EngineInput, chunk_function: str, combine_function: s
         n = len(task_keys) if task_keys is not None else partitions
         spread = exp.Anonymous(this="REPARTITION", expressions=[exp.Literal.number(n), chunk_keys[-1].copy()])
         chunked.set("hint", exp.Hint(expressions=[spread]))
-    arguments = [exp.column(roles.ts), exp.column(roles.mask), *(exp.column(v) for v in roles.values),
-                 exp.column(names.lo), exp.column(names.hi)]
+    arguments = [exp.column(roles.ts), exp.column(roles.mask), *(exp.column(v) for v in roles.values), lo, hi]
     chunks = (exp.select(*(exp.column(k) for k in keys),
                          exp.alias_(exp.Anonymous(this=check_function_name(chunk_function), expressions=arguments),
                                     names.state))
@@ -396,9 +400,11 @@ class _SplitNames:
 class _Sizes(NamedTuple):
     """The keys to cut with their first time and chunk length, and how rows find them."""
 
-    table: exp.Expr  # one row per key to cut: (keys or key hash, t0, len[, first task])
+    table: exp.Expr | None  # one row per key to cut: (keys, t0, len), joined on ``on``; None: literals
     on: exp.Expr | None  # the join condition; None: every row (one partition)
-    numbered: bool = False  # the table numbers the keys' chunks one after the other (first task)
+    #: With literal bounds: the expressions of t0, len and first task of a row's key (NULL
+    #: for a key that is not cut), over the row's key hash column.
+    literals: tuple[exp.Expr, exp.Expr, exp.Expr] | None = None
 
 
 def _sizes(plan: Plan, events: exp.Select, keys: list[str], roles: Roles, names: _SplitNames,
@@ -422,21 +428,24 @@ def _sizes(plan: Plan, events: exp.Select, keys: list[str], roles: Roles, names:
     return _Sizes(sizes.subquery(names.sizes), on)
 
 
-def _measured_sizes(split_keys: Sequence[SplitKey], keys: list[str], roles: Roles, names: _SplitNames) -> _Sizes:
-    """The keys the statistics job measured, as an inline table of literals joined by key hash."""
+def _measured_sizes(split_keys: Sequence[SplitKey], names: _SplitNames) -> _Sizes:
+    """The keys the statistics job measured, as literals chosen by the row's key hash: a
+    ``CASE`` per bound, no join (arithmetic only in the map stage)."""
     def bigint(value: int) -> exp.Expr:
         return exp.cast(exp.Literal.number(value), DType.BIGINT)
 
     firsts = [sum(k.chunks for k in split_keys[:i]) for i in range(len(split_keys))]  # chunks numbered in a row
-    rows = [exp.Tuple(expressions=[bigint(k.key_hash or 0), bigint(k.first), bigint(k.length), bigint(first)])
-            for k, first in zip(split_keys, firsts)]
-    columns = (names.hash, names.t0, names.len, names.first_task)
-    table = exp.Values(expressions=rows, alias=exp.TableAlias(
-        this=exp.to_identifier(names.sizes), columns=[exp.to_identifier(c) for c in columns]))
+    columns = ([bigint(k.first) for k in split_keys], [bigint(k.length) for k in split_keys],
+               [bigint(first) for first in firsts])
     if split_keys[0].key_hash is None:  # no PARTITION BY: the one partition is cut
-        return _Sizes(table, None, True)
-    key_hash = exp.Anonymous(this="xxhash64", expressions=[exp.column(k, table=roles.events) for k in keys])
-    return _Sizes(table, exp.EQ(this=key_hash, expression=exp.column(names.hash, table=names.sizes)), True)
+        return _Sizes(None, None, (columns[0][0], columns[1][0], columns[2][0]))
+    hashes = [bigint(k.key_hash or 0) for k in split_keys]
+
+    def by_hash(values: list[exp.Expr]) -> exp.Expr:
+        return exp.Case(this=exp.column(names.hash),
+                        ifs=[exp.If(this=h.copy(), true=v) for h, v in zip(hashes, values)])
+
+    return _Sizes(None, None, (by_hash(columns[0]), by_hash(columns[1]), by_hash(columns[2])))
 
 
 def _check_split_keys(split_keys: Sequence[SplitKey], within: int, keyed: bool) -> None:
@@ -468,63 +477,91 @@ def _placed(chunked: exp.Select, task_keys: Sequence[int], names: _SplitNames) -
 
 
 def _chunked(plan: Plan, events: exp.Select, keys: list[str], roles: Roles, names: _SplitNames,
-             sizes: _Sizes, spec_keys: bool) -> exp.Select:
-    """Every row once per chunk that needs it, with the chunk's ``[lo, hi)`` (NULL: whole key)."""
+             sizes: _Sizes, spec_keys: bool) -> tuple[exp.Select, tuple[exp.Expr, exp.Expr]]:
+    """Every row once per chunk that needs it, and the expressions of the chunk's ``[lo, hi)``
+    (NULL: whole key) that the chunk function takes: columns of the rows for bounds from a
+    join, computed from the chunk and the key after the shuffle for literal bounds.
+
+    Arithmetic on the row's key bounds only: its own chunk, and an array of one chunk for
+    every row but those within reach of a neighbour (no join with literal bounds, no NULL
+    entries to filter out after the ``explode``)."""
     w = plan.within
     ts = exp.column(roles.ts)
-    t0, length = exp.column(names.t0, table=names.sizes), exp.column(names.len, table=names.sizes)
+    t0, length = exp.column(names.t0), exp.column(names.len)
+    key_hash: exp.Expr = (exp.Anonymous(this="xxhash64", expressions=[exp.column(k) for k in keys])
+                          if spec_keys else exp.Literal.number(0))  # spreads the keys that are not split
+    if sizes.literals is not None:
+        hashed = exp.select("*", exp.alias_(key_hash, names.hash)).from_(events.subquery(roles.events))
+        bounds = exp.select("*", *(exp.alias_(e, n) for e, n in zip(sizes.literals, (names.t0, names.len,
+                                                                                    names.first_task))))
+        bounded = bounds.from_(hashed.subquery(roles.events))
+        whole: exp.Expr = exp.column(names.hash)
+    else:
+        table = sizes.table
+        assert table is not None
+        bounded = (exp.select(exp.Column(this=exp.Star(), table=exp.to_identifier(roles.events)),
+                              exp.alias_(exp.column(names.t0, table=names.sizes), names.t0),
+                              exp.alias_(exp.column(names.len, table=names.sizes), names.len))
+                   .from_(events.subquery(roles.events)))
+        bounded = (bounded.join(table, join_type="cross") if sizes.on is None
+                   else bounded.join(table, on=sizes.on, join_type="left"))
+        bounded.set("hint", exp.Hint(expressions=[exp.Anonymous(this="BROADCAST", expressions=[
+            exp.to_identifier(names.sizes)])]))  # one row per big key: never shuffle the events for it
+        whole = key_hash
     since = exp.paren(exp.Sub(this=ts.copy(), expression=t0.copy()))
     # floor((ts - t0) / len), exact also below t0 (a key whose hash collides with a cut key's)
     own = exp.IntDiv(this=exp.paren(exp.Sub(this=since.copy(), expression=exp.Anonymous(
         this="pmod", expressions=[since.copy(), length.copy()]))), expression=length.copy())
+    with_own = exp.select("*", exp.alias_(own, names.own)).from_(bounded.subquery(names.exploded + "_b"))
 
     def start(chunk: exp.Expr) -> exp.Expr:
         return exp.Add(this=t0.copy(), expression=exp.Mul(this=exp.paren(chunk), expression=length.copy()))
 
     o = exp.column(names.own)
-    candidates: list[exp.Expr] = [o.copy()]
+    neighbours: list[tuple[exp.Expr, exp.Expr]] = []  # (the row lies within reach of it, chunk)
     if plan.slide is None:
         reach = 2 * w if plan.negations[0] else w
         nxt = exp.Add(this=o.copy(), expression=exp.Literal.number(1))
-        candidates.append(exp.If(this=exp.GTE(this=ts.copy(), expression=exp.Sub(
-            this=start(nxt.copy()), expression=exp.Literal.number(reach))), true=nxt, false=exp.null()))
+        neighbours.append((exp.GTE(this=ts.copy(), expression=exp.Sub(
+            this=start(nxt.copy()), expression=exp.Literal.number(reach))), nxt))
     if plan.slide is not None or plan.negations[-1]:
         prev = exp.Sub(this=o.copy(), expression=exp.Literal.number(1))
-        candidates.append(exp.If(this=exp.LT(this=ts.copy(), expression=exp.Add(
-            this=start(o.copy()), expression=exp.Literal.number(w))), true=prev, false=exp.null()))
-    whole: exp.Expr = (exp.Anonymous(this="xxhash64", expressions=[exp.column(k) for k in keys])
-                       if spec_keys else exp.Literal.number(0))  # spreads the keys that are not split
-    chunk_list = exp.case().when(length.copy().is_(exp.null()), exp.Array(expressions=[whole])) \
-        .else_(exp.Array(expressions=candidates))
-    with_own = (exp.select(exp.Column(this=exp.Star(), table=exp.to_identifier(roles.events)),
-                           exp.alias_(t0.copy(), names.t0), exp.alias_(length.copy(), names.len),
-                           exp.alias_(own, names.own))
-                .from_(events.subquery(roles.events)))
-    if sizes.numbered:
-        with_own = with_own.select(exp.alias_(exp.column(names.first_task, table=names.sizes), names.first_task))
-    if sizes.on is None:
-        with_own = with_own.join(sizes.table, join_type="cross")
-    else:
-        with_own = with_own.join(sizes.table, on=sizes.on, join_type="left")
-    with_own.set("hint", exp.Hint(expressions=[exp.Anonymous(this="BROADCAST", expressions=[
-        exp.to_identifier(names.sizes)])]))  # one row per big key: never shuffle the events for it
-    bare_len, bare_t0 = exp.column(names.len), exp.column(names.t0)
-    exploded = exp.select("*", exp.alias_(exp.Explode(this=_replace_sizes(chunk_list, names)), names.chunk)) \
+        neighbours.append((exp.LT(this=ts.copy(), expression=exp.Add(
+            this=start(o.copy()), expression=exp.Literal.number(w))), prev))
+    chunk_list = exp.case().when(length.copy().is_(exp.null()), exp.Array(expressions=[whole]))
+    for subset in sorted(_subsets(len(neighbours)), key=len, reverse=True):
+        if subset:
+            chunk_list = chunk_list.when(exp.and_(*(neighbours[i][0].copy() for i in subset)), exp.Array(
+                expressions=[o.copy(), *(neighbours[i][1].copy() for i in subset)]))
+    chunk_list = chunk_list.else_(exp.Array(expressions=[o.copy()]))
+    exploded = exp.select("*", exp.alias_(exp.Explode(this=chunk_list), names.chunk)) \
         .from_(with_own.subquery(names.exploded))
-    lo = exp.If(this=bare_len.copy().is_(exp.null()), true=exp.null(), false=exp.Add(
-        this=bare_t0.copy(), expression=exp.Mul(this=exp.column(names.chunk), expression=bare_len.copy())))
-    hi = exp.Add(this=exp.column(names.lo), expression=bare_len.copy())
-    with_lo = exp.select("*", exp.alias_(lo, names.lo)).from_(exploded.subquery(names.chunks + "_x")) \
-        .where(exp.column(names.chunk).is_(exp.null()).not_())
-    return exp.select("*", exp.alias_(hi, names.hi)).from_(with_lo.subquery(names.chunks + "_y"))
+    if sizes.literals is not None:  # [lo, hi) from the chunk and the key after the shuffle: 2 columns fewer
+        t0_of_key, length_of_key = (_with_hash(e, key_hash) for e in sizes.literals[:2])
+        return exploded, _bounds(t0_of_key, length_of_key, exp.column(names.chunk))
+    lo, hi = _bounds(t0, length, exp.column(names.chunk))
+    with_lo = exp.select("*", exp.alias_(lo, names.lo), exp.alias_(hi, names.hi))
+    return with_lo.from_(exploded.subquery(names.chunks + "_x")), (exp.column(names.lo), exp.column(names.hi))
 
 
-def _replace_sizes(tree: exp.Expr, names: _SplitNames) -> exp.Expr:
-    """``tree`` with the sizes table's columns referenced bare (they are columns of the row now)."""
-    for column in list(tree.find_all(exp.Column)):
-        if column.table == names.sizes:
-            column.set("table", None)
+def _bounds(t0: exp.Expr, length: exp.Expr, chunk: exp.Expr) -> tuple[exp.Expr, exp.Expr]:
+    """``[lo, hi)`` of chunk ``chunk`` of a key cut at ``t0 + i·length``; NULL for a key not cut."""
+    lo = exp.If(this=length.copy().is_(exp.null()), true=exp.null(), false=exp.Add(
+        this=t0.copy(), expression=exp.Mul(this=chunk.copy(), expression=length.copy())))
+    return lo, exp.Add(this=lo.copy(), expression=length.copy())
+
+
+def _with_hash(tree: exp.Expr, key_hash: exp.Expr) -> exp.Expr:
+    """``tree`` (a bound chosen by the key hash column) over the key hash expression itself."""
+    tree = tree.copy()
+    if isinstance(tree, exp.Case) and isinstance(tree.this, exp.Column):
+        tree.set("this", key_hash.copy())
     return tree
+
+
+def _subsets(n: int) -> list[tuple[int, ...]]:
+    """Every subset of ``range(n)`` as a sorted tuple."""
+    return [tuple(i for i in range(n) if bits >> i & 1) for bits in range(2 ** n)]
 
 
 __all__ = [

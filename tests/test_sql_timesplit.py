@@ -158,8 +158,9 @@ def test_the_statistics_bound_the_chunks_as_literals() -> None:
     [query] = analyze_sql(TEXT, SCHEMA)
     sql = time_split_query(engine_input(query), "f_chunk", "f_combine", query.node.this.copy(),
                            split_keys=[SplitKey(-2**63, -5, 40, 3)]).sql(dialect="spark")
-    assert "HAVING" not in sql and "CAST(-9223372036854775808 AS BIGINT), CAST(-5 AS BIGINT)" in sql
-    assert f"ON XXHASH64(`__sparkseq_events`.`{NASTY.replace('`', '``')}`) = " in sql
+    assert "HAVING" not in sql and " JOIN " not in sql  # no second read, no join: bounds chosen by key hash
+    assert "CASE `__sparkseq_split_hash` WHEN CAST(-9223372036854775808 AS BIGINT) THEN CAST(-5 AS BIGINT) END" in sql
+    assert f"XXHASH64(`{NASTY.replace('`', '``')}`) AS `__sparkseq_split_hash`" in sql
 
 
 @pytest.mark.parametrize("keys, message", [
@@ -182,7 +183,8 @@ def test_chunks_are_placed_one_per_task_by_task_keys() -> None:
     sql = time_split_query(engine_input(query), "f_chunk", "f_combine", query.node.this.copy(),
                            split_keys=[SplitKey(1, 0, 40, 3), SplitKey(2, 0, 40, 5)],
                            task_keys=[11, -12, 13]).sql(dialect="spark")
-    assert "CAST(0 AS BIGINT)), (CAST(2 AS BIGINT), CAST(0 AS BIGINT), CAST(40 AS BIGINT), CAST(3 AS BIGINT)" in sql
+    assert ("WHEN CAST(1 AS BIGINT) THEN CAST(0 AS BIGINT) WHEN CAST(2 AS BIGINT) THEN CAST(3 AS BIGINT) "
+            "END AS `__sparkseq_split_first_task`") in sql
     assert "ELEMENT_AT(ARRAY(CAST(11 AS BIGINT), CAST(-12 AS BIGINT), CAST(13 AS BIGINT)), CAST(PMOD(" in sql
     assert "/*+ REPARTITION(3, `__sparkseq_split_task`) */" in sql
     with pytest.raises(ValueError, match="task_keys"):
