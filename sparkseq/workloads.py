@@ -20,9 +20,12 @@ Operators reading the same table or view with the same PARTITION BY and ORDER BY
 (:mod:`sql_rewrites.shared`) is cached once as ``__sparkseq_shared_<digest>`` — one
 scan, one shuffle, one engine call per partition for all of them — right before the
 first statement that needs it, and every member's operator reads its own rows from
-it. Each statement keeps its own result (the returned DataFrames, or the views it
-creates). Statements run in order, as :func:`sparkseq.sql` runs them; every statement
-is checked first, so a mistake in any of them raises before any job starts.
+it. Inside the pass, which members are counted together on one timeline is decided
+once, before it runs, from one statistics job over the source (rows per symbol;
+:mod:`sql_rewrites.timeline_plan`), and the engine runs that decision as given. Each
+statement keeps its own result (the returned DataFrames, or the views it creates).
+Statements run in order, as :func:`sparkseq.sql` runs them; every statement is checked
+first, so a mistake in any of them raises before any job starts.
 
 A source with a key too big for one worker changes that: the group's members take the
 path a statement alone takes, from one statistics job for the group
@@ -295,9 +298,11 @@ def explain_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyRe
     """What :func:`workload` would do with ``text``: the sharing groups, and for each its
     members with their execution paths (the statistics job for big keys, when Spark's
     estimate of the source leaves room for one), shared symbols, collected statistics
-    (one job per group), the sharing
-    optimizer's candidates, conflicts, pruning, chosen plan and estimated cost against
-    not sharing, and the group's Spark SQL. Nothing else runs."""
+    (one job per group), the shared timelines the pass executes (the same decision the
+    pass is given), the sharing optimizer's candidates, conflicts, pruning, chosen plan
+    and estimated cost against not sharing (an estimate, not executed), and the group's
+    Spark SQL. Nothing else runs. ``sample_percent`` samples the optimizer's statistics
+    only; the executed decision always reads all rows, as the run does."""
     from sparkseq import statistics
     from sql_rewrites import sharing
 

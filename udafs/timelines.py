@@ -35,7 +35,8 @@ Under SLIDE every row term is multiplied by WITHIN / SLIDE (each row is on the t
 once per window holding it).
 
 A plan alone is the same formula over its own symbols, rows and steps. Plans of one shape
-share a timeline when its cost is at most the sum of theirs alone; else the plans of that
+share a timeline, cut where :func:`choose_cuts` says or not cut at all, whichever the
+model finds cheaper, when its cost is at most the sum of theirs alone; else the plans of that
 shape that start alike (same first two elements: at least one common step) are tried the
 same way; the rest run alone.
 """
@@ -283,8 +284,9 @@ def _worth_sharing(plans: Sequence[Plan], members: list[int], rows: Rows, calls:
     if len(members) < 2:
         return None
     chosen = [plans[i] for i in members]
-    cuts = choose_cuts(chosen)
-    if timeline_cost(chosen, cuts, rows, calls) > sum(alone_cost(p, rows, calls) for p in chosen):
+    uncut = tuple(p.length - 1 for p in chosen)
+    cost, cuts = min((timeline_cost(chosen, c, rows, calls), c) for c in {uncut, choose_cuts(chosen)})
+    if cost > sum(alone_cost(p, rows, calls) for p in chosen):
         return None
     return SharedTimeline(tuple(members), cuts)
 
