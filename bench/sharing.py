@@ -20,8 +20,16 @@ caching job (pass) and the result job (collect). Also the sharing optimizer's ti
 the workload with statistics collected from the data (the statistics job is timed apart).
 
 With ``--kernel`` it times only the group's engine call (no Spark: the group's input
-collected once, every partition evaluated in this process) with prefix sharing
-(:mod:`udafs.kernels.pretree`) off, prefixes only, prefixes and suffixes, results checked equal.
+collected once, every partition evaluated in this process): every member one by one; the
+shared timelines chosen per partition (a multi-plan without a decision); the decision
+made once from the group's statistics (:mod:`sql_rewrites.timeline_plan`, what workloads
+run), with prefixes only and with prefixes and suffixes; results checked equal.
+
+With ``--calibrate`` it fits the constants of the shared-timeline cost model
+(:mod:`udafs.timelines`) to the engine call's measured seconds (``--save FILE`` keeps the
+observations). With ``--compare ROUNDS`` it times the whole shared run
+(:func:`collect_workload`) with the decision made at plan time against the decision left
+to each partition (no statistics job), alternating in one session.
 
 With ``--middle`` it asks whether the sub-patterns the sharing optimizer shares in the
 *middle* of queries (Chop-Connect with snapshots; the engine does not execute them)
@@ -40,7 +48,7 @@ warm-up) in two fresh Spark sessions started one after the other in this run, wi
 without ``-XX:-DontCompileHugeMethods`` (:data:`sparkseq.session.JIT_HUGE_METHODS`).
 
 Usage: .venv/bin/python bench/sharing.py [--events N] [--queries 20,60,120] [--stream routes,funnels]
-                                         [--kernel | --middle | --masks]
+                                         [--kernel | --middle | --masks | --calibrate [--save FILE] | --compare N]
 """
 
 from __future__ import annotations
