@@ -55,22 +55,21 @@ from udafs.plan import MeasureKind, Plan
 Rows = Callable[[int], float]
 
 # The constants, in row steps, are fitted by ``bench/sharing.py --calibrate`` (non-negative
-# least squares of the engine's measured seconds on the model's terms, relative errors): 104
-# observations — each of 20 members alone and random sets of 2-20 on one timeline, over
-# bench/sharing.py's routes and funnels (2 M events, 200 keys, WITHIN 10 min SLIDE 1 min),
-# on whole partitions and on their first 30 rows — gave 23.7 ns per row step, TIMELINE_WORK
-# 0.00, SYMBOL_WORK 0.261, CALL_WORK 5,933, MEMBER_WORK 7,896; predictions within 0.72-1.25x
-# of the measured seconds on whole partitions, 0.5-1.35x on small ones (docs/sharing.md).
+# least squares of the engine's measured seconds on the model's terms, relative errors): 368
+# observations — each member alone and random sets of 2 to all members on one timeline, for
+# the 20- and 60-query groups of bench/sharing.py's routes and funnels (2 M events, 200 keys,
+# WITHIN 10 min SLIDE 1 min), on whole partitions and on their first 30 rows — gave 17.7 ns
+# per row step, TIMELINE_WORK 0.71, SYMBOL_WORK 0.414, CALL_WORK 8,065, MEMBER_WORK 10,311;
+# relative error median 14.5 %, max 45.3 % (docs/sharing.md).
 
-#: Work per timeline row, independent of symbols (window replication, segment bounds): the
-#: fit finds none beside the per-symbol work, so the term is kept at zero.
-TIMELINE_WORK = 0.0
+#: Work per timeline row, independent of symbols (window replication, segment bounds).
+TIMELINE_WORK = 0.7
 #: Work per timeline row and symbol (row list, prefix counts, ranks).
-SYMBOL_WORK = 0.26
+SYMBOL_WORK = 0.41
 #: Work per timeline and engine call (partition): windows, batches, fixed numpy overheads.
-CALL_WORK = 6_000.0
+CALL_WORK = 8_000.0
 #: Work per plan and engine call: its own windows, partials and result arrays.
-MEMBER_WORK = 8_000.0
+MEMBER_WORK = 10_000.0
 
 
 class Shape(NamedTuple):
