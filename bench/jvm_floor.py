@@ -13,14 +13,19 @@ Each round times, interleaved so that the machine's load hits all alike:
 
   - ``typed``: a typed ``Aggregator`` registered with ``functions.udaf``;
   - ``catalyst``: a Catalyst ``TypedImperativeAggregate`` registered as a session function;
-  - ``collect``: ``collect_list(struct(ts, mask))`` and a Java UDF returning its size.
+  - ``collect``: ``collect_list(struct(ts, mask))`` and a Java UDF returning its size;
+
+* ``counting``: ``catalyst`` with the counting done — the exact COUNT(*) of SEQ(A, B, C)
+  WITHIN 10 minutes per key in Java (the prefix-count recurrence of
+  sql_rewrites/native.py, long arithmetic that raises on overflow): what the finished
+  aggregate would cost. Not part of sparkseq; its counts must equal the kernel path's.
 
 Prints each round's times, the median of each, and the median over rounds of each
-candidate's time over the kernel path's and over ``count``'s. The three candidates must
+candidate's time over the kernel path's and over ``count``'s. The three floors must
 agree key by key (rows of A, B or C per key). Needs a JDK (javac).
 
 Usage: .venv/bin/python bench/jvm_floor.py [--events 10000000] [--keys 1000] [--rounds 3]
-       [--candidates typed,catalyst,collect]
+       [--candidates typed,catalyst,collect,counting]
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import sparkseq  # noqa: E402
 from native import FLOOR, MATCH, generate, spark_counts  # noqa: E402  (bench/ is on sys.path as a script)
+from spark_e2e import WINDOW_MICROS  # noqa: E402
 from sparkseq.jvm_parser import compile_jar  # noqa: E402
 from sparkseq.session import scratch_dir  # noqa: E402
 
@@ -47,7 +53,9 @@ CANDIDATES = {
     "typed": f"SELECT k, floor_typed(t, m) AS n FROM ({ROWS}) WHERE m <> 0 GROUP BY k",
     "catalyst": f"SELECT k, floor_catalyst(t, m) AS n FROM ({ROWS}) WHERE m <> 0 GROUP BY k",
     "collect": f"SELECT k, floor_size(collect_list(struct(t, m))) AS n FROM ({ROWS}) WHERE m <> 0 GROUP BY k",
+    "counting": f"SELECT k, count_abc_within(t, m) AS n FROM ({ROWS}) WHERE m <> 0 GROUP BY k",
 }
+FLOORS = ("typed", "catalyst", "collect")
 #: ObjectHashAggregate (every JVM candidate's operator) falls back to a sort-based
 #: aggregate past this many keys per task (Spark's default 128); 1,000 keys exceed it.
 FALLBACK = "spark.sql.objectHashAggregate.sortBased.fallbackThreshold"
@@ -63,18 +71,26 @@ def main() -> None:
     args = parser.parse_args()
     jar = compile_jar((SOURCE,), scratch_dir() / "bench-aggregate-floors.jar")
     spark = sparkseq.session(conf={"spark.driver.extraClassPath": str(jar), FALLBACK: str(1 << 20)})
-    getattr(spark.sparkContext._jvm, CLASS).register(spark._jsparkSession)
+    floors = getattr(spark.sparkContext._jvm, CLASS)
+    floors.register(spark._jsparkSession)
+    bits = spark.sparkContext._gateway.new_array(spark.sparkContext._jvm.long, 3)
+    for i, symbol in enumerate((1, 2, 4)):  # A, B, C in ROWS's mask
+        bits[i] = symbol
+    floors.registerCounting(spark._jsparkSession, "count_abc_within", bits, WINDOW_MICROS)
     generate(spark, args.events, args.keys, args.per_window)
     text = MATCH.format(pattern="A, B, C", within="\n  WITHIN INTERVAL 10 MINUTES")
     runs: dict[str, Callable[[], dict[int, int]]] = {
         "count": spark_counts(spark, FLOOR, None), "kernel": spark_counts(spark, text, "grouped"),
         **{name: spark_counts(spark, CANDIDATES[name], None) for name in args.candidates.split(",")}}
     results = {name: run() for name, run in runs.items()}  # warm-up, and the answers
-    rows = results[args.candidates.split(",")[0]]
-    for name in args.candidates.split(","):
-        assert results[name] == rows, f"{name}: row counts differ from the other candidates"
+    floors_run = [name for name in args.candidates.split(",") if name in FLOORS]
+    for name in floors_run:
+        assert results[name] == results[floors_run[0]], f"{name}: row counts differ from the other floors"
+    if "counting" in results:
+        assert results["counting"] == results["kernel"], "counting: counts differ from the kernel path's"
+    rows = f"{sum(results[floors_run[0]].values()):,} rows of A, B or C, " if floors_run else ""
     print(f"{spark.sparkContext.master}, Spark {spark.version}; {args.events:,} events, {args.keys:,} keys, "
-          f"{sum(rows.values()):,} rows of A, B or C; {args.rounds} interleaved rounds")
+          f"{rows}{sum(results['kernel'].values()):,} matches; {args.rounds} interleaved rounds")
     times: dict[str, list[float]] = {name: [] for name in runs}
     for round_ in range(args.rounds):
         for name, run in runs.items():
