@@ -38,6 +38,7 @@ import scala.runtime.AbstractFunction1;
  *       collect_list.</li>
  * </ul>
  *
+ * {@link Counting} is the Catalyst one with the exact count done ({@link #registerCounting}).
  * Compiled by the bench against the installed pyspark's jars; not part of sparkseq.
  */
 public final class AggregateFloors {
