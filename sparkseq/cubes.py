@@ -42,6 +42,7 @@ from sqlglot import exp
 
 from sparkseq import hierarchies as registry
 from sparkseq.catalog import SessionSchemas
+from sparkseq.execution_paths import PathReplacer
 from sparkseq.registration import engine_function
 from sparkseq.scripts import compile_statement, run_checked_sql
 from sql_rewrites.cube import CubeElement, Cuboid
@@ -118,7 +119,7 @@ def cube(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver | Non
         raise CubeError(f"sparkseq.cube takes one statement, got {len(statements)}")
     resolver = registry.resolver(spark, hierarchies)
     explained = compile_statement(text, statements[0], SessionSchemas(spark), resolver,
-                                  functools.partial(engine_function, spark))
+                                  functools.partial(engine_function, spark), replace=PathReplacer(spark))
     cubes = [op.query for op in explained.operators if op.query.cube is not None]
     if len(cubes) != 1:
         raise CubeError("sparkseq.cube needs exactly one E-Cube MATCH_AGGREGATE (CUBE or PATTERNS), "

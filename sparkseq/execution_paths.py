@@ -25,11 +25,12 @@ from collections.abc import Sequence
 from pyspark.sql import SparkSession
 from sqlglot import exp
 
-from sparkseq.registration import stream_function, time_split_functions
-from sql_rewrites.generate import aliased, engine_input, sanitize
+from sparkseq.registration import engine_function, stream_function, time_split_functions
+from sql_rewrites.cube_paths import CubePaths, cube_paths, cube_union, cuboid_statements, planned_cube_paths
+from sql_rewrites.generate import EngineInput, aliased, engine_input, engine_query, sanitize
 from sql_rewrites.logical import MatchAggregateQuery
 from sql_rewrites.native import native_query
-from sql_rewrites.rewriter import Replacement
+from sql_rewrites.rewriter import Replaced, Replacement
 from sql_rewrites.timesplit import (
     CHUNK_ROWS,
     MAX_SPLIT_LITERALS,
@@ -101,13 +102,14 @@ def _positive(spark: SparkSession, key: str, default: int) -> int:
     return value
 
 
-def decide(spark: SparkSession | None, query: MatchAggregateQuery, *, run_statistics: bool = True) -> PathChoice:
-    """The path of ``query`` (module docstring). Without ``run_statistics`` nothing touches
-    Spark beyond its settings (none without a session): the path as EXPLAIN shows it."""
-    plan = query.plan
-    if query.cube is not None or not hasattr(plan, "within"):
-        return PathChoice(Path.GROUPED, "E-Cube statements run grouped, one task per key: neither time split "
-                                        "nor streaming takes several plans in one call (docs/engine.md)")
+def decide(spark: SparkSession | None, query: MatchAggregateQuery, *,
+           run_statistics: bool = True) -> PathChoice | CubePaths:
+    """The path of ``query`` (module docstring; an E-Cube's: :func:`decide_cube`). Without
+    ``run_statistics`` nothing touches Spark beyond its settings (none without a session):
+    the path as EXPLAIN shows it."""
+    if query.cube is not None:
+        return decide_cube(spark, query, run_statistics=run_statistics)
+    plan = query.single_plan
     if spark is None:
         return planned_path(plan)
     forced, ansi = forced_path(spark), ansi_mode(spark)
@@ -124,6 +126,41 @@ def decide(spark: SparkSession | None, query: MatchAggregateQuery, *, run_statis
         return PathChoice(Path.GROUPED, f"statistics unavailable ({type(exc).__name__}): grouped")
     return choose_path(plan, keys, None, split_rows, chunk_rows, stream_rows, ansi=ansi,
                        chunk_multiple=shuffle_partitions(spark))
+
+
+def decide_cube(spark: SparkSession | None, query: MatchAggregateQuery, *, run_statistics: bool = True) -> CubePaths:
+    """The path of an E-Cube ``query`` (:mod:`sql_rewrites.cube_paths`): its cuboids' paths
+    from at most one statistics job, the one :func:`decide` would run for a statement
+    over the same source, with the thresholds of the lowest cuboid."""
+    statements = cuboid_statements(query)
+    texts, plans = [s.text for s in statements], [s.plan for s in statements]
+    if spark is None:
+        return planned_cube_paths(texts, plans)
+    forced, ansi = forced_path(spark), ansi_mode(spark)
+    split_rows, chunk_rows, stream_rows = thresholds(spark)
+    if forced is not None or not run_statistics:
+        return planned_cube_paths(texts, plans, forced, split_rows, chunk_rows, stream_rows, ansi=ansi)
+    keys, unmeasured = group_statistics(spark, query, plans, split_rows, stream_rows)
+    return cube_paths(texts, plans, keys, None, split_rows, chunk_rows, stream_rows, ansi=ansi,
+                      chunk_multiple=shuffle_partitions(spark), unmeasured=unmeasured)
+
+
+def group_statistics(spark: SparkSession, query: MatchAggregateQuery, plans: Sequence[Plan], split_rows: int,
+                     stream_rows: int) -> tuple[list[KeyStatistics] | None, str | None]:
+    """The big keys of the source of ``query`` for ``plans`` (a workload group's members or a
+    cube's cuboids: one source, PARTITION BY and ORDER BY): the keys over the lowest
+    threshold, from at most one statistics job (None: none needed), and why the job failed
+    (None: it did not)."""
+    threshold = group_threshold(plans, split_rows, stream_rows)
+    if threshold is None:
+        return None, None
+    size, rows = source_size(spark, query)
+    if not any(statistics_needed(p, size, split_rows, stream_rows, rows) for p in plans):
+        return None, None
+    try:
+        return big_keys(spark, query, threshold), None
+    except Exception as exc:  # as in decide: the statement runs, only unmeasured
+        return None, type(exc).__name__
 
 
 def source_size(spark: SparkSession, query: MatchAggregateQuery) -> tuple[int | None, int | None]:
@@ -184,7 +221,7 @@ TASKS_PER_PARTITION = 4
 def shuffle_partitions(spark: SparkSession) -> int:
     """The session's shuffle partitions (sparkseq sizes them to twice the cores, :mod:`sparkseq.session`)."""
     try:
-        return max(1, int(spark.conf.get("spark.sql.shuffle.partitions", "4")))
+        return max(1, int(spark.conf.get("spark.sql.shuffle.partitions", "4") or "4"))
     except ValueError:
         return 4
 
@@ -215,9 +252,15 @@ def task_keys(spark: SparkSession, tasks: int) -> list[int] | None:
     return None
 
 
-def native_replacement(query: MatchAggregateQuery) -> tuple[exp.Expr, str]:
+def native_replacement(query: MatchAggregateQuery) -> Replaced:
     """The operator replaced by its native statement (:mod:`sql_rewrites.native`)."""
     return aliased(query, native_query(engine_input(query), query.node.this.copy())), NATIVE_NAME
+
+
+def native_cube_replacement(query: MatchAggregateQuery) -> Replaced:
+    """An E-Cube replaced by the UNION ALL of its cuboids' native statements."""
+    outputs = [(s, native_query(s.spec, query.node.this.copy())) for s in cuboid_statements(query)]
+    return cube_union(query, outputs), NATIVE_NAME
 
 
 def planned_replacer(spark: SparkSession | None, then: Replacement | None = None) -> Replacement:
@@ -227,9 +270,11 @@ def planned_replacer(spark: SparkSession | None, then: Replacement | None = None
         earlier = then(ordinal, query) if then is not None else None
         if earlier is not None:
             return earlier
-        if decide(spark, query, run_statistics=False).path is Path.NATIVE:
-            return native_replacement(query)
-        return None
+        choice = decide(spark, query, run_statistics=False)
+        if isinstance(choice, CubePaths):
+            native = choice.cuboids is not None and all(c.path is Path.NATIVE for c in choice.cuboids)
+            return native_cube_replacement(query) if native else None
+        return native_replacement(query) if choice.path is Path.NATIVE else None
     return replace
 
 
@@ -240,7 +285,7 @@ class PathReplacer:
 
     def __init__(self, spark: SparkSession, then: Replacement | None = None) -> None:
         self.spark, self.then = spark, then
-        self.choices: dict[int, PathChoice] = {}
+        self.choices: dict[int, PathChoice | CubePaths] = {}
 
     def __call__(self, ordinal: int, query: MatchAggregateQuery) -> tuple[exp.Expr, str] | None:
         if self.then is not None:
@@ -252,25 +297,53 @@ class PathReplacer:
         return path_replacement(self.spark, query, choice)
 
 
-def path_replacement(spark: SparkSession, query: MatchAggregateQuery, choice: PathChoice
-                     ) -> tuple[exp.Expr, str] | None:
+def path_replacement(spark: SparkSession, query: MatchAggregateQuery, choice: PathChoice | CubePaths
+                     ) -> Replaced | None:
     """The operator ``query`` replaced by its statement on ``choice``'s path, with the engine
-    function it uses; None for the grouped path (the rewriter's default)."""
+    function it uses; None for the grouped path (the rewriter's default), and for an
+    E-Cube that stays one grouped call."""
+    if isinstance(choice, CubePaths):
+        return cube_replacement(spark, query, choice)
+    output = path_output(spark, query, engine_input(query), query.single_plan, choice)
+    return None if output is None else (aliased(query, output[0]), output[1])
+
+
+def cube_replacement(spark: SparkSession, query: MatchAggregateQuery, paths: CubePaths) -> Replaced | None:
+    """An E-Cube replaced by the UNION ALL of its cuboid statements, each on its path
+    (:mod:`sql_rewrites.cube_paths`), with the engine functions they use; None when the
+    cube stays one grouped call (the rewriter's default)."""
+    if paths.cuboids is None:
+        return None
+    outputs, names = [], []
+    for statement, choice in zip(cuboid_statements(query), paths.cuboids):
+        made = path_output(spark, query, statement.spec, statement.plan, choice)
+        if made is None:
+            name = engine_function(spark, statement.plan)
+            made = engine_query(statement.spec, name, query.node.this.copy()), name
+        outputs.append((statement, made[0]))
+        names.append(made[1])
+    return cube_union(query, outputs), ", ".join(dict.fromkeys(names))
+
+
+def path_output(spark: SparkSession, query: MatchAggregateQuery, spec: EngineInput, plan: Plan,
+                choice: PathChoice) -> tuple[exp.Select, str] | None:
+    """The typed output of ``spec`` (``plan``'s engine input over the source of ``query``)
+    on ``choice``'s path, with the engine function it uses; None for the grouped path."""
+    source = query.node.this.copy()
     if choice.path is Path.NATIVE:
-        return native_replacement(query)
+        return native_query(spec, source), NATIVE_NAME
     if choice.path is Path.STREAMING:
-        function = stream_function(spark, query.plan, key_types(spark, query))
-        return aliased(query, streaming_query(engine_input(query), function, query.node.this.copy())), function
+        function = stream_function(spark, plan, key_types(spark, query))
+        return streaming_query(spec, function, source), function
     if choice.path is not Path.TIME_SPLIT:
         return None
-    chunk, combine = time_split_functions(spark, query.plan)
+    chunk, combine = time_split_functions(spark, plan)
     tasks, placed = chunk_tasks(spark), None
     if choice.split_keys is not None:  # one task per chunk, as many tasks as chunks
         placed = task_keys(spark, max(tasks, sum(k.chunks for k in choice.split_keys)))
-    output = time_split_query(engine_input(query), chunk, combine, query.node.this.copy(),
-                              choice.split_rows, choice.chunk_rows, None if placed else tasks,
-                              choice.split_keys, placed)
-    return aliased(query, output), chunk
+    output = time_split_query(spec, chunk, combine, source, choice.split_rows, choice.chunk_rows,
+                              None if placed else tasks, choice.split_keys, placed)
+    return output, chunk
 
 
 def decide_group(spark: SparkSession, query: MatchAggregateQuery, plans: Sequence[Plan]) -> GroupPaths:
@@ -282,18 +355,9 @@ def decide_group(spark: SparkSession, query: MatchAggregateQuery, plans: Sequenc
     split_rows, chunk_rows, stream_rows = thresholds(spark)
     if forced is not None:
         return group_paths(plans, None, forced, split_rows, chunk_rows, stream_rows, ansi=ansi)
-    threshold = group_threshold(plans, split_rows, stream_rows)
-    keys: list[KeyStatistics] | None = None
-    if threshold is not None:
-        size, rows = source_size(spark, query)
-        if any(statistics_needed(p, size, split_rows, stream_rows, rows) for p in plans):
-            try:
-                keys = big_keys(spark, query, threshold)
-            except Exception as exc:  # as in decide: the members run, only unmeasured
-                return group_paths(plans, None, None, split_rows, chunk_rows, stream_rows, ansi=ansi,
-                                   unmeasured=type(exc).__name__)
+    keys, unmeasured = group_statistics(spark, query, plans, split_rows, stream_rows)
     return group_paths(plans, keys, None, split_rows, chunk_rows, stream_rows, ansi=ansi,
-                       chunk_multiple=shuffle_partitions(spark))
+                       chunk_multiple=shuffle_partitions(spark), unmeasured=unmeasured)
 
 
 __all__ = [
@@ -306,11 +370,15 @@ __all__ = [
     "PathReplacer",
     "ansi_mode",
     "big_keys",
+    "cube_replacement",
     "decide",
+    "decide_cube",
     "decide_group",
+    "group_statistics",
     "forced_path",
     "key_types",
     "native_replacement",
+    "path_output",
     "path_replacement",
     "planned_replacer",
     "source_size",
