@@ -1,12 +1,16 @@
 """Choosing a statement's execution path from the data: grouped UDAF, time split or streaming.
 
 For every MATCH_AGGREGATE that could run time-split (:func:`udafs.plan.splittable`)
-:func:`replacer` asks Spark's size estimate of the source (no job); when that leaves
+:class:`PathReplacer` asks Spark's size estimate of the source (no job); when that leaves
 room for a key over the split threshold, one statistics job counts the rows of the
 keys above it (``GROUP BY keys HAVING COUNT(*) > T``), and
 :func:`sql_rewrites.timesplit.choose_path` decides. A workload's sharing group takes the
 same decision per member from one such job (:func:`decide_group`,
-:mod:`sql_rewrites.workload_paths`). Session settings:
+:mod:`sql_rewrites.workload_paths`), and so does an E-Cube per cuboid (:func:`decide_cube`,
+:mod:`sql_rewrites.cube_paths`: with a big key each cuboid runs on its own path, UNION
+ALL). This module measures, registers the functions a path calls and asks Spark where
+its hash partitioning sends a chunk; the SQL it runs or hands to the rewriter is built
+by :mod:`sql_rewrites.path_queries`. Session settings:
 
 * ``sparkseq.path``: ``auto`` (default), ``native``, ``grouped`` (the kernel path), ``time-split`` or
   ``streaming`` (tests, benchmarks). ``auto`` runs natively (:mod:`sql_rewrites.native`)
@@ -23,13 +27,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pyspark.sql import SparkSession
-from sqlglot import exp
 
 from sparkseq.registration import engine_function, stream_function, time_split_functions
-from sql_rewrites.cube_paths import CubePaths, cube_paths, cube_union, cuboid_statements, planned_cube_paths
-from sql_rewrites.generate import EngineInput, aliased, engine_input, engine_query, sanitize
+from sql_rewrites.cube_paths import CubePaths, cube_paths, cuboid_statements, planned_cube_paths
 from sql_rewrites.logical import MatchAggregateQuery
-from sql_rewrites.native import native_query
+from sql_rewrites.path_queries import (
+    NATIVE_NAME,
+    PathFunctions,
+    cube_on_paths,
+    key_types_sql,
+    operator_on_path,
+    statistics_sql,
+)
 from sql_rewrites.rewriter import Replaced, Replacement
 from sql_rewrites.timesplit import (
     CHUNK_ROWS,
@@ -44,16 +53,12 @@ from sql_rewrites.timesplit import (
     planned_path,
     statistics_needed,
     statistics_threshold,
-    streaming_query,
-    time_split_query,
 )
 from sql_rewrites.workload_paths import GroupPaths, group_paths, group_threshold
 from udafs.plan import Plan
 
 PATH_CONF = "sparkseq.path"
 ANSI_CONF = "spark.sql.ansi.enabled"
-#: The name an operator on the native path reports in place of an engine function.
-NATIVE_NAME = "native"
 SPLIT_ROWS_CONF = "sparkseq.timeSplit.splitRows"
 CHUNK_ROWS_CONF = "sparkseq.timeSplit.chunkRows"
 STREAM_ROWS_CONF = "sparkseq.streaming.rows"
@@ -176,41 +181,18 @@ def source_size(spark: SparkSession, query: MatchAggregateQuery) -> tuple[int | 
 
 
 def big_keys(spark: SparkSession, query: MatchAggregateQuery, threshold: int) -> list[KeyStatistics]:
-    """Row count, time range and key hash (``xxhash64`` of the key values, as the
-    time-split query computes it) of the keys with more than ``threshold`` rows (one job).
-
-    Counts every source row of a key, not only the instances of a pattern symbol: an
-    upper bound that needs no DEFINE condition evaluated and reads only the key and time
-    columns (measured: the exact count through the engine's mask cost as much again as
-    a plain ``GROUP BY``; bench/scale.py's 1,000-key statement paid for it).
-    """
-    spec = engine_input(query)
-    count = exp.Count(this=exp.Star())
-    select = (exp.select(exp.alias_(count.copy(), "n"), exp.alias_(exp.Min(this=spec.time.copy()), "t0"),
-                         exp.alias_(exp.Max(this=spec.time.copy()), "t1"))
-              .from_(query.node.this.copy()))
-    if spec.keys:
-        select = select.group_by(*(e.copy() for _, e in spec.keys))
-        # the hash of the key values as the events select projects them (same expressions)
-        key_hash = exp.Anonymous(this="xxhash64", expressions=[e.copy() for _, e in spec.keys])
-        select = select.select(exp.alias_(exp.Max(this=key_hash), "h"))
-    select = select.having(exp.GT(this=count, expression=exp.Literal.number(threshold)))
-    select = select.order_by(exp.Ordered(this=exp.column("n"), desc=True)).limit(MAX_KEYS_REPORTED)
-    sanitize(select)
-    rows = spark.sql(query.scoped_sql(select)).collect()
-    return [KeyStatistics(int(r["n"]), int(r["t0"]), int(r["t1"]), int(r["h"]) if spec.keys else None)
+    """Row count, time range and key hash of the keys with more than ``threshold`` rows
+    (one job: :func:`sql_rewrites.path_queries.statistics_sql`)."""
+    rows = spark.sql(statistics_sql(query, threshold, MAX_KEYS_REPORTED)).collect()
+    keyed = bool(query.partition_keys)
+    return [KeyStatistics(int(r["n"]), int(r["t0"]), int(r["t1"]), int(r["h"]) if keyed else None)
             for r in rows if r["t0"] is not None]
 
 
 def key_types(spark: SparkSession, query: MatchAggregateQuery) -> list[str]:
     """Spark SQL types of the partition keys (the streaming UDTF's output schema names them)."""
-    spec = engine_input(query)
-    if not spec.keys:
-        return []
-    select = exp.select(*(exp.alias_(e.copy(), n) for n, e in spec.keys)).from_(query.node.this.copy())
-    sanitize(select)
-    schema = spark.sql(query.scoped_sql(select)).schema
-    return [f.dataType.simpleString() for f in schema]
+    sql = key_types_sql(query)
+    return [] if sql is None else [f.dataType.simpleString() for f in spark.sql(sql).schema]
 
 
 #: Tasks per shuffle partition for a time split's chunks: chunks are hashed to tasks, and
@@ -254,26 +236,21 @@ def task_keys(spark: SparkSession, tasks: int) -> list[int] | None:
 
 def native_replacement(query: MatchAggregateQuery) -> Replaced:
     """The operator replaced by its native statement (:mod:`sql_rewrites.native`)."""
-    return aliased(query, native_query(engine_input(query), query.node.this.copy())), NATIVE_NAME
-
-
-def native_cube_replacement(query: MatchAggregateQuery) -> Replaced:
-    """An E-Cube replaced by the UNION ALL of its cuboids' native statements."""
-    outputs = [(s, native_query(s.spec, query.node.this.copy())) for s in cuboid_statements(query)]
-    return cube_union(query, outputs), NATIVE_NAME
+    return operator_on_path(query, PathChoice(Path.NATIVE, ""), PathFunctions())
 
 
 def planned_replacer(spark: SparkSession | None, then: Replacement | None = None) -> Replacement:
     """EXPLAIN's ``replace`` hook: the native statement where the path as planned (no
     statistics job) is native, ``then``'s replacement first, else the rewriter's default."""
-    def replace(ordinal: int, query: MatchAggregateQuery) -> tuple[exp.Expr, str] | None:
+    def replace(ordinal: int, query: MatchAggregateQuery) -> Replaced | None:
         earlier = then(ordinal, query) if then is not None else None
         if earlier is not None:
             return earlier
         choice = decide(spark, query, run_statistics=False)
-        if isinstance(choice, CubePaths):
-            native = choice.cuboids is not None and all(c.path is Path.NATIVE for c in choice.cuboids)
-            return native_cube_replacement(query) if native else None
+        if isinstance(choice, CubePaths):  # a cube whose every cuboid runs native needs no function
+            if choice.cuboids is None or any(c.path is not Path.NATIVE for c in choice.cuboids):
+                return None
+            return cube_on_paths(query, choice.cuboids, [PathFunctions()] * len(choice.cuboids))
         return native_replacement(query) if choice.path is Path.NATIVE else None
     return replace
 
@@ -287,7 +264,7 @@ class PathReplacer:
         self.spark, self.then = spark, then
         self.choices: dict[int, PathChoice | CubePaths] = {}
 
-    def __call__(self, ordinal: int, query: MatchAggregateQuery) -> tuple[exp.Expr, str] | None:
+    def __call__(self, ordinal: int, query: MatchAggregateQuery) -> Replaced | None:
         if self.then is not None:
             earlier = self.then(ordinal, query)
             if earlier is not None:
@@ -299,51 +276,34 @@ class PathReplacer:
 
 def path_replacement(spark: SparkSession, query: MatchAggregateQuery, choice: PathChoice | CubePaths
                      ) -> Replaced | None:
-    """The operator ``query`` replaced by its statement on ``choice``'s path, with the engine
-    function it uses; None for the grouped path (the rewriter's default), and for an
-    E-Cube that stays one grouped call."""
+    """The operator ``query`` replaced by its statement on ``choice``'s path
+    (:mod:`sql_rewrites.path_queries`), with the engine function it uses; None for the
+    grouped path (the rewriter's default), and for an E-Cube that stays one grouped call."""
     if isinstance(choice, CubePaths):
-        return cube_replacement(spark, query, choice)
-    output = path_output(spark, query, engine_input(query), query.single_plan, choice)
-    return None if output is None else (aliased(query, output[0]), output[1])
-
-
-def cube_replacement(spark: SparkSession, query: MatchAggregateQuery, paths: CubePaths) -> Replaced | None:
-    """An E-Cube replaced by the UNION ALL of its cuboid statements, each on its path
-    (:mod:`sql_rewrites.cube_paths`), with the engine functions they use; None when the
-    cube stays one grouped call (the rewriter's default)."""
-    if paths.cuboids is None:
+        if choice.cuboids is None:
+            return None
+        plans = [s.plan for s in cuboid_statements(query)]
+        return cube_on_paths(query, choice.cuboids,
+                             [path_functions(spark, query, p, c) for p, c in zip(plans, choice.cuboids)])
+    if choice.path is Path.GROUPED:
         return None
-    outputs, names = [], []
-    for statement, choice in zip(cuboid_statements(query), paths.cuboids):
-        made = path_output(spark, query, statement.spec, statement.plan, choice)
-        if made is None:
-            name = engine_function(spark, statement.plan)
-            made = engine_query(statement.spec, name, query.node.this.copy()), name
-        outputs.append((statement, made[0]))
-        names.append(made[1])
-    return cube_union(query, outputs), ", ".join(dict.fromkeys(names))
+    return operator_on_path(query, choice, path_functions(spark, query, query.single_plan, choice))
 
 
-def path_output(spark: SparkSession, query: MatchAggregateQuery, spec: EngineInput, plan: Plan,
-                choice: PathChoice) -> tuple[exp.Select, str] | None:
-    """The typed output of ``spec`` (``plan``'s engine input over the source of ``query``)
-    on ``choice``'s path, with the engine function it uses; None for the grouped path."""
-    source = query.node.this.copy()
+def path_functions(spark: SparkSession, query: MatchAggregateQuery, plan: Plan, choice: PathChoice) -> PathFunctions:
+    """The functions ``plan`` (the plan of ``query``, or one of its cuboids') calls on
+    ``choice``'s path, registered in ``spark``; for a time split also where its chunks go."""
     if choice.path is Path.NATIVE:
-        return native_query(spec, source), NATIVE_NAME
+        return PathFunctions()
     if choice.path is Path.STREAMING:
-        function = stream_function(spark, plan, key_types(spark, query))
-        return streaming_query(spec, function, source), function
-    if choice.path is not Path.TIME_SPLIT:
-        return None
-    chunk, combine = time_split_functions(spark, plan)
-    tasks, placed = chunk_tasks(spark), None
-    if choice.split_keys is not None:  # one task per chunk, as many tasks as chunks
-        placed = task_keys(spark, max(tasks, sum(k.chunks for k in choice.split_keys)))
-    output = time_split_query(spec, chunk, combine, source, choice.split_rows, choice.chunk_rows,
-                              None if placed else tasks, choice.split_keys, placed)
-    return output, chunk
+        return PathFunctions(stream=stream_function(spark, plan, key_types(spark, query)))
+    if choice.path is Path.TIME_SPLIT:
+        tasks, placed = chunk_tasks(spark), None
+        if choice.split_keys is not None:  # one task per chunk, as many tasks as chunks
+            placed = task_keys(spark, max(tasks, sum(k.chunks for k in choice.split_keys)))
+        return PathFunctions(split=time_split_functions(spark, plan), chunk_tasks=tasks,
+                             task_keys=None if placed is None else tuple(placed))
+    return PathFunctions(engine=engine_function(spark, plan))
 
 
 def decide_group(spark: SparkSession, query: MatchAggregateQuery, plans: Sequence[Plan]) -> GroupPaths:
@@ -370,7 +330,6 @@ __all__ = [
     "PathReplacer",
     "ansi_mode",
     "big_keys",
-    "cube_replacement",
     "decide",
     "decide_cube",
     "decide_group",
@@ -378,7 +337,7 @@ __all__ = [
     "forced_path",
     "key_types",
     "native_replacement",
-    "path_output",
+    "path_functions",
     "path_replacement",
     "planned_replacer",
     "source_size",
