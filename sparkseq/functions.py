@@ -53,7 +53,7 @@ made before any Spark job); this module converts the Arrow arguments and results
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 
 import numpy as np
@@ -314,13 +314,13 @@ def seq_max_windows(*args: pa.Array) -> pa.Scalar:
 
 
 #: (signature, body) of every function, for registration.
-FUNCTIONS: tuple[tuple[Signature, object], ...] = tuple(zip(SIGNATURES, (
+FUNCTIONS: tuple[tuple[Signature, Callable[..., object]], ...] = tuple(zip(SIGNATURES, (
     seq_count, seq_sum, seq_avg, seq_min, seq_max,
     seq_count_windows, seq_sum_windows, seq_avg_windows, seq_min_windows, seq_max_windows)))
 
 
 
-def bodies(hierarchies: Hierarchies) -> tuple[tuple[Signature, object], ...]:
+def bodies(hierarchies: Hierarchies) -> tuple[tuple[Signature, Callable[..., object]], ...]:
     """Every function with the session's hierarchies bound in (for ``HIERARCHY name`` patterns).
 
     Python workers cannot see the driver's registry, so the hierarchies travel inside
@@ -331,7 +331,7 @@ def bodies(hierarchies: Hierarchies) -> tuple[tuple[Signature, object], ...]:
     return tuple((sig, _bound(sig, hierarchies)) for sig, _ in FUNCTIONS)
 
 
-def _bound(sig: Signature, hierarchies: Hierarchies) -> object:
+def _bound(sig: Signature, hierarchies: Hierarchies) -> Callable[..., object]:
     """One function body with ``hierarchies`` bound in (type hints as the plain bodies')."""
     if sig.windows:
         def windows(*args: pa.Array) -> pa.Scalar:

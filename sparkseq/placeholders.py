@@ -29,7 +29,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from sparkseq.session import is_connect_session
-from sql_rewrites.errors import SqlRewriteError, position_of
+from sql_rewrites.errors import SqlRewriteError, name_shown, position_of
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ class Formatted:
             return exc
         message = exc.message
         for view, placeholder in self.views.items():
-            message = message.replace(view, placeholder)
+            message = name_shown(message, view, placeholder)
         position = exc.position
         if position is not None and position.start is not None and position.end is not None:
             start, end = self.source_span(position.start, position.end)

@@ -17,14 +17,20 @@ Registration is idempotent and remembered per SparkSession object.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
 
 import pyarrow as pa
 from pyspark.sql import SparkSession
 from pyspark.sql.functions import arrow_udf, arrow_udtf
+from pyspark.sql.udtf import UserDefinedTableFunction
+
+if TYPE_CHECKING:
+    from pyspark.sql._typing import UserDefinedFunctionLike
 
 from sparkseq import functions
 from sql_rewrites.aggregates import OnEmpty, PythonAggregate
@@ -41,6 +47,13 @@ class FunctionSpec:
     name: str
     func: Callable[..., object]
     return_type: str
+
+
+#: pyspark's ``arrow_udf`` in the one form sparkseq calls it: a grouped-aggregate body
+#: (``pa.Array`` arguments to one value; pyspark infers the kind from the type hints)
+#: and a DDL result type. pyspark's type stubs (4.x) have no overload for the inferred
+#: kinds, only for an explicit ``functionType``.
+grouped_aggregate = cast("Callable[[Callable[..., object], str], UserDefinedFunctionLike]", arrow_udf)
 
 
 #: Registered by :func:`register`: the plan-literal functions and the BI functions
@@ -73,8 +86,7 @@ PYTHON_AGGREGATES: dict[str, PythonAggregate] = {
 class Registered:
     """A function sparkseq registered in a session: the UDF (or UDTF) object, reusable in another."""
 
-    function: object
-    table: bool = False  # registered with spark.udtf
+    function: UserDefinedFunctionLike | UserDefinedTableFunction
 
 
 #: Per session, what sparkseq registered there by name (the latest registration).
@@ -94,7 +106,7 @@ def register(spark: SparkSession) -> None:
     [Row(k='u', n=2)]
     """
     for spec in FUNCTIONS:
-        _once(spark, spec.name, lambda s=spec: arrow_udf(s.func, s.return_type))
+        _once(spark, spec.name, functools.partial(grouped_aggregate, spec.func, spec.return_type))
 
 
 def register_hierarchy_functions(spark: SparkSession, hierarchies: Hierarchies) -> None:
@@ -102,7 +114,7 @@ def register_hierarchy_functions(spark: SparkSession, hierarchies: Hierarchies) 
     such as ``'SEQ(DELL, Finance) HIERARCHY sectors'`` resolve in the Python workers.
     Called whenever the session's concept hierarchies change."""
     for sig, body in functions.bodies(hierarchies):
-        _register(spark, sig.name, Registered(arrow_udf(body, sig.return_type)))
+        _register(spark, sig.name, Registered(grouped_aggregate(body, sig.return_type)))
 
 
 def engine_function(spark: SparkSession, plan: Plan | MultiPlan) -> str:
@@ -119,7 +131,7 @@ def engine_function(spark: SparkSession, plan: Plan | MultiPlan) -> str:
         body, ddl = spark_udfs.multi_aggregate(plan.to_json()), contract.multi_result_type(plan)
     else:
         body, ddl = spark_udfs.plan_aggregate(plan.to_json()), spark_udfs.output_ddl(plan)
-    _once(spark, name, lambda: arrow_udf(body, ddl))
+    _once(spark, name, lambda: grouped_aggregate(body, ddl))
     return name
 
 
@@ -128,8 +140,9 @@ def time_split_functions(spark: SparkSession, plan: Plan) -> tuple[str, str]:
     (:mod:`udafs.spark_timesplit`), registered in ``spark`` on first use."""
     base = engine_function_name(plan)
     chunk, combine = base + "_chunk", base + "_combine"
-    _once(spark, chunk, lambda: arrow_udf(spark_timesplit.chunk_aggregate(plan.to_json()), spark_timesplit.STATE_DDL))
-    _once(spark, combine, lambda: arrow_udf(spark_timesplit.combine_aggregate(plan.to_json()),
+    _once(spark, chunk, lambda: grouped_aggregate(spark_timesplit.chunk_aggregate(plan.to_json()),
+                                                             spark_timesplit.STATE_DDL))
+    _once(spark, combine, lambda: grouped_aggregate(spark_timesplit.combine_aggregate(plan.to_json()),
                                             spark_udfs.output_ddl(plan)))
     return chunk, combine
 
@@ -162,7 +175,8 @@ def _register_stand_in(spark: SparkSession, name: str, ddl: str) -> None:
     if name in built:
         spark._jsparkSession.udf().registerPython(name, built[name])
     else:
-        built[name] = spark.udf.register(name, arrow_udf(_never_called, ddl))._judf
+        function = spark.udf.register(name, grouped_aggregate(_never_called, ddl))
+        built[name] = function._judf  # type: ignore[attr-defined]  # pyspark's own py4j handle
 
 
 def _never_called(ts: pa.Array, mask: pa.Array, *values: pa.Array) -> pa.Scalar:
@@ -182,7 +196,7 @@ def stream_function(spark: SparkSession, plan: Plan, key_types: Sequence[str]) -
     """
     ddl = spark_udtf.stream_ddl(plan, key_types)
     name = "sparkseq_stream_" + _digest(ddl)
-    _once(spark, name, lambda: arrow_udtf(spark_udtf.MatchStream, returnType=ddl), table=True)
+    _once(spark, name, lambda: cast(UserDefinedTableFunction, arrow_udtf(spark_udtf.MatchStream, returnType=ddl)))
     return name
 
 
@@ -198,13 +212,17 @@ def copy_functions(source: SparkSession, target: SparkSession) -> None:
         _register(target, name, registered)
 
 
-def _once(spark: SparkSession, name: str, make: Callable[[], object], table: bool = False) -> None:
+def _once(spark: SparkSession, name: str, make: Callable[[], UserDefinedFunctionLike | UserDefinedTableFunction]
+          ) -> None:
     if name not in _registered.get(spark, {}):
-        _register(spark, name, Registered(make(), table))
+        _register(spark, name, Registered(make()))
 
 
 def _register(spark: SparkSession, name: str, registered: Registered) -> None:
-    (spark.udtf if registered.table else spark.udf).register(name, registered.function)
+    if isinstance(registered.function, UserDefinedTableFunction):
+        spark.udtf.register(name, registered.function)
+    else:
+        spark.udf.register(name, registered.function)
     _registered.setdefault(spark, {})[name] = registered
 
 

@@ -21,7 +21,7 @@ from sqlglot import exp
 from sqlglot.tokens import TokenType
 
 from sql_rewrites.dialect import parse_fragment
-from sql_rewrites.errors import SourcePosition, SqlParseError, SqlRewriteError, position_of
+from sql_rewrites.errors import SourcePosition, SqlParseError, SqlRewriteError, name_shown, position_of
 from sql_rewrites.expressions import MatchAggregate, MatchCube, MatchPattern, MatchPatterns, MatchRollup
 from sql_rewrites.parser import COUNT_TYPES
 from udafs.plan import Strategy
@@ -74,7 +74,7 @@ class ArgumentDocument:
         position = exc.position
         if position is not None and position.start is not None and position.end is not None:
             position = self.position(position.start, position.end)
-        return exc.relocated(position, exc.message.replace(view, "the DataFrame"))
+        return exc.relocated(position, name_shown(exc.message, view, "the DataFrame"))
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ offending line with the bad text underlined::
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import dataclass
 
 from udafs.errors import SparkSeqError
@@ -48,6 +49,18 @@ class SourcePosition:
         else:
             text = f"at line {self.line}, column {self.column}"
         return f"{text}\n{self.excerpt}" if self.excerpt else text
+
+
+def name_shown(message: str, name: str, shown: str) -> str:
+    """``message`` with every whole occurrence of the identifier ``name`` replaced by
+    ``shown``: how a view name sparkseq generated becomes, in a compiler message, what
+    the user wrote (a DataFrame, a placeholder). Whole identifiers only, so ``t`` in
+    ``tt``, ``t_1`` or ``ts`` stays; quotes around the name stay.
+
+    >>> name_shown("column a of t not found; t has ts", "t", "{df}")
+    'column a of {df} not found; {df} has ts'
+    """
+    return re.sub(rf"(?<!\w){re.escape(name)}(?!\w)", lambda _: shown, message)
 
 
 def position_of(sql: str | None, start: int, end: int, origin: str = "") -> SourcePosition:

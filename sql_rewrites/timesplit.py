@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import NamedTuple
 
 from sqlglot import exp
@@ -316,15 +316,15 @@ def time_split_query(spec: EngineInput, chunk_function: str, combine_function: s
     for value in (split_rows, chunk_rows) + (() if partitions is None else (partitions,)):
         if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
             raise ValueError(f"split_rows, chunk_rows and partitions must be positive integers, got {value!r}")
-    if 2 * plan.within > _INT64_MAX:
+    if 2 * plan.window > _INT64_MAX:
         raise ValueError("the WITHIN window is too long to split by time")
-    if split_keys is not None and plan.within is not None:  # splittable: it has a window
-        _check_split_keys(split_keys, plan.within, bool(spec.keys))
+    if split_keys is not None:
+        _check_split_keys(split_keys, plan.window, bool(spec.keys))
     if task_keys is not None and (split_keys is None or partitions is not None or not task_keys or not all(
             isinstance(t, int) and not isinstance(t, bool) and -2**63 <= t < 2**63 for t in task_keys)):
         raise ValueError("task_keys must be BIGINTs, given with split_keys and without partitions")
     roles = engine_roles(spec)
-    names = _SplitNames(roles)
+    names = _SplitNames.of(roles)
     keys = [name for name, _ in spec.keys] or [roles.all_rows]
     events = events_select(spec, source, roles)
     events = exp.select("*").from_(events.subquery(roles.events)).where(exp.and_(
@@ -389,12 +389,28 @@ def streaming_query(spec: EngineInput, stream_function: str, source: exp.Expr) -
     return sanitize(select)  # type: ignore[return-value]
 
 
+@dataclass(frozen=True)
 class _SplitNames:
-    def __init__(self, roles: Roles) -> None:
-        self.names = roles.fresh
-        for role in ("chunk", "lo", "hi", "t0", "len", "hash", "first_task", "task", "state", "chunks", "states",
-                     "sizes", "own", "exploded"):
-            setattr(self, role, self.names(f"split_{role}"))
+    """Fresh column and subquery names of one time-split statement (``split_<role>``)."""
+
+    chunk: str
+    lo: str
+    hi: str
+    t0: str
+    len: str
+    hash: str
+    first_task: str
+    task: str
+    state: str
+    chunks: str
+    states: str
+    sizes: str
+    own: str
+    exploded: str
+
+    @classmethod
+    def of(cls, roles: Roles) -> _SplitNames:
+        return cls(*(roles.fresh(f"split_{field.name}") for field in fields(cls)))
 
 
 class _Sizes(NamedTuple):
@@ -417,7 +433,7 @@ def _sizes(plan: Plan, events: exp.Select, keys: list[str], roles: Roles, names:
     span = exp.paren(exp.Sub(this=exp.Max(this=ts.copy()), expression=exp.Min(this=ts.copy())))
     chunk_length = exp.Greatest(this=exp.Add(this=exp.IntDiv(this=span, expression=n_chunks),
                                              expression=exp.Literal.number(1)),
-                                expressions=[exp.Literal.number(2 * plan.within)])
+                                expressions=[exp.Literal.number(2 * plan.window)])
     sizes = (exp.select(*(exp.column(k) for k in keys), exp.alias_(exp.Min(this=ts.copy()), names.t0),
                         exp.alias_(chunk_length, names.len))
              .from_(events.copy().subquery(names.sizes + "_events"))
@@ -485,7 +501,7 @@ def _chunked(plan: Plan, events: exp.Select, keys: list[str], roles: Roles, name
     Arithmetic on the row's key bounds only: its own chunk, and an array of one chunk for
     every row but those within reach of a neighbour (no join with literal bounds, no NULL
     entries to filter out after the ``explode``)."""
-    w = plan.within
+    w = plan.window
     ts = exp.column(roles.ts)
     t0, length = exp.column(names.t0), exp.column(names.len)
     key_hash: exp.Expr = (exp.Anonymous(this="xxhash64", expressions=[exp.column(k) for k in keys])

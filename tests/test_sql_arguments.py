@@ -52,6 +52,12 @@ def test_an_argument_is_one_thing_and_errors_point_into_it(changed: dict, error:
     assert (position.origin, position.column) == (argument, column), str(caught.value)
 
 
+def test_a_short_view_name_is_replaced_only_where_it_is_the_name() -> None:
+    document = operator_statement("t", given_args(order_by="ts", pattern="SEQ(A)")).document
+    relocated = document.relocate(E.SqlRewriteError("column ts of t not found (t_1 and `t` searched)"), "t")
+    assert relocated.message == "column ts of the DataFrame not found (t_1 and `the DataFrame` searched)"
+
+
 def test_pattern_is_required_once() -> None:
     with pytest.raises(TypeError, match="needs pattern"):
         operator_statement(VIEW, given_args(order_by="ts"))

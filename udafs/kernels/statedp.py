@@ -40,13 +40,13 @@ class Group(NamedTuple):
 
     ts: list[int]
     mask: list[int]
-    values: list[list[object]]  # per plan column, raw values (floats: Python floats)
+    values: list[list[int | float | None]]  # per plan column, raw values (floats: Python floats)
     rank: list[int] | None
 
 
 def make_group(ts: np.ndarray, mask: np.ndarray, cols: Sequence[Column], rank: np.ndarray | None) -> Group:
     """Python-list view of sorted arrays."""
-    values = []
+    values: list[list[int | float | None]] = []
     for vals, ok in cols:
         raw = vals.tolist()
         values.append([v if k else None for v, k in zip(raw, ok.tolist())])
@@ -62,7 +62,7 @@ class _Compiled(NamedTuple):
     open_at: list[list[int]]  # per element i: predicates with first <= i < second
     cur_key: list[list[object]]  # per iterator predicate: key of b[i] per row
     prev_key: list[list[object]]  # per iterator predicate: key of b[i-1] + offset per row
-    chan_x: list[list[object]]  # per channel: per-row contribution (None: nothing)
+    chan_x: list[Sequence[object]]  # per channel: per-row contribution (None: nothing)
 
 
 def _compile(plan: Plan, g: Group, chans: Sequence[Channel]) -> _Compiled:
@@ -78,11 +78,12 @@ def _compile(plan: Plan, g: Group, chans: Sequence[Channel]) -> _Compiled:
         fl = compare.is_float(plan, (q.offset, q.left_offset), q.column)
         cur.append([compare.shifted(v, q.left_offset, fl) for v in g.values[q.column]])
         prev.append([compare.shifted(v, q.offset, fl) for v in g.values[q.column]])
-    chan_x = []
+    chan_x: list[Sequence[object]] = []
     for c in chans:
         if c.x == "one":
             chan_x.append([1] * len(g.ts))
             continue
+        assert c.column is not None  # every channel but "one" reads a column
         vals = g.values[c.column]
         if c.x == "nn":
             chan_x.append([None if v is None else 1 for v in vals])
@@ -136,6 +137,8 @@ def evaluate_segment(plan: Plan, g: Group, lo: int, hi: int, edges: Edges, chans
     first_of = [[k for k in it_of[i] if plan.iterator_predicates[k].first] for i in range(n_el)]
     next_strategy = plan.strategy is Strategy.SKIP_TILL_NEXT_MATCH
     contiguous = plan.strategy.contiguous
+    rank = g.rank if contiguous else None
+    assert rank is not None or not contiguous  # make_group ranks the rows of a contiguous strategy
     w = edges.within
     need_first = w is not None or (edges.window and bool(plan.negations[0]))  # else states merge across first rows
     total: list[object] = [0] + [_identity(c) for c in chans]
@@ -185,13 +188,16 @@ def evaluate_segment(plan: Plan, g: Group, lo: int, hi: int, edges: Edges, chans
 
     def complete(x: int, key: tuple, acc: list) -> None:
         first = key[0]
-        if plan.negations[0]:
-            lo_t, hi_t = (float("-inf"), first) if edges.window else (ts[x] - w, first)
-            if _exists(edges.lead, lo_t, hi_t):
+        if (plan.negations[0] or plan.negations[-1]) and not edges.window:
+            assert w is not None  # an edge negation without SLIDE has WITHIN (Plan checks it)
+            if plan.negations[0] and _exists(edges.lead, ts[x] - w, first):
                 return
-        if plan.negations[-1]:
-            lo_t, hi_t = (ts[x], float("inf")) if edges.window else (ts[x], first + w)
-            if _exists(edges.trail, lo_t, hi_t):
+            if plan.negations[-1] and _exists(edges.trail, ts[x], first + w):
+                return
+        if edges.window:
+            if plan.negations[0] and _exists(edges.lead, float("-inf"), first):
+                return
+            if plan.negations[-1] and _exists(edges.trail, ts[x], float("inf")):
                 return
         merged = _merge(total, acc, chans)
         total[:] = merged
@@ -218,7 +224,7 @@ def evaluate_segment(plan: Plan, g: Group, lo: int, hi: int, edges: Edges, chans
                         break  # later rows are outside the window (S2: so would every y be)
                     if t_star is not None and ts[z] > t_star:
                         break  # S2: past the earliest tie group of candidates
-                    if contiguous and g.rank[z] != g.rank[x] + 1:
+                    if rank is not None and rank[z] != rank[x] + 1:
                         continue
                     if kleene and mask[z] & sym_bit[el] and iter_ok(el, x, z, key):
                         ext.append(z)

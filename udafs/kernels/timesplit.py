@@ -59,7 +59,7 @@ def chunk_regions(plan: Plan, ts: np.ndarray, lo: int, hi: int) -> tuple[np.ndar
     leading negation) and ``[hi, hi+w)`` (with a trailing negation); with SLIDE: full
     rows ``[lo, hi+w)`` and none negation-only.
     """
-    w = plan.within
+    w = plan.window
     if plan.slide is not None:
         return (ts >= lo) & (ts < hi + w), np.zeros(len(ts), dtype=bool)
     full = (ts >= lo - w) & (ts < hi)
@@ -94,13 +94,13 @@ def evaluate_chunk(plan: Plan, ts: np.ndarray, mask: np.ndarray, columns: Sequen
     if hi is None or not lo < hi:
         raise PlanError(f"a time chunk needs lo < hi, got [{lo}, {hi})")
     if plan.slide is not None:
-        keep = (ts >= lo) & (ts < hi + plan.within)
-        s = plan.slide
+        w, s = plan.sliding
+        keep = (ts >= lo) & (ts < hi + w)
         windows = (-(-lo // s), -(-hi // s))  # windows k·s in [lo, hi)
         parts, starts = group_partials(plan, *_select(plan, ts, mask, cols, keep), windows)
         return ChunkPartial(starts, parts)
     split, shadow = _shadowed(plan)
-    w = plan.within
+    w = plan.window
     neg_bits = _neg_bits(split)
     lead = (ts >= lo - 2 * w) & (ts < lo - w) if plan.negations[0] else np.zeros(len(ts), dtype=bool)
     context = (ts >= lo - w) & (ts < lo)
@@ -156,6 +156,7 @@ def decode_chunk(data: bytes) -> ChunkPartial:
 
 def chunk_of_state(doc: object) -> ChunkPartial:
     """The chunk of a decoded :func:`encode_chunk` value."""
+    assert isinstance(doc, dict), type(doc)  # encode_chunk stores a dict
     return ChunkPartial(doc["starts"], [Partial(v, n) for v, n in zip(doc["value"], doc["nn"])])
 
 
