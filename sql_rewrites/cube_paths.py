@@ -121,10 +121,16 @@ def cube_union(query: MatchAggregateQuery, outputs: Sequence[tuple[CuboidStateme
         columns += [exp.column(m.name, table=alias) if m.name in own
                     else exp.alias_(exp.cast(exp.null(), m.output_type.copy()), m.name) for m in query.measures]
         parts.append(exp.select(*columns).from_(output.subquery(alias)))
-    union: exp.Query = parts[0]
-    for part in parts[1:]:
-        union = exp.union(union, part, distinct=False)
-    return aliased(query, sanitize(union))  # type: ignore[arg-type]
+    return aliased(query, sanitize(_union_all(parts)))  # type: ignore[arg-type]
+
+
+def _union_all(parts: Sequence[exp.Select]) -> exp.Expr:
+    """``UNION ALL`` of ``parts`` in order, as a balanced tree (no deep recursion for 256
+    cuboids) built without copying them."""
+    if len(parts) == 1:
+        return parts[0]
+    middle = len(parts) // 2
+    return exp.Union(this=_union_all(parts[:middle]), expression=_union_all(parts[middle:]), distinct=False)
 
 
 @dataclass(frozen=True)
