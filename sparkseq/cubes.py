@@ -38,16 +38,15 @@ from dataclasses import dataclass, replace
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from sqlglot import exp
 
 from sparkseq import hierarchies as registry
 from sparkseq.catalog import SessionSchemas
+from sparkseq.execution_paths import PathReplacer
 from sparkseq.registration import engine_function
 from sparkseq.scripts import compile_statement, run_checked_sql
 from sql_rewrites.cube import CubeElement, Cuboid
-from sql_rewrites.dialect import SparkSeq, parse_statement
+from sql_rewrites.cube_navigation import single_pattern_statement
 from sql_rewrites.errors import CubeError
-from sql_rewrites.expressions import MatchAggregate, MatchPattern, MatchPatternElement, MatchPatterns
 from sql_rewrites.hierarchy import ConceptHierarchy, HierarchyResolver, resolve_hierarchy
 from sql_rewrites.logical import MatchAggregateQuery
 from sql_rewrites.rewriter import split_statements
@@ -118,7 +117,7 @@ def cube(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver | Non
         raise CubeError(f"sparkseq.cube takes one statement, got {len(statements)}")
     resolver = registry.resolver(spark, hierarchies)
     explained = compile_statement(text, statements[0], SessionSchemas(spark), resolver,
-                                  functools.partial(engine_function, spark))
+                                  functools.partial(engine_function, spark), replace=PathReplacer(spark))
     cubes = [op.query for op in explained.operators if op.query.cube is not None]
     if len(cubes) != 1:
         raise CubeError("sparkseq.cube needs exactly one E-Cube MATCH_AGGREGATE (CUBE or PATTERNS), "
@@ -213,39 +212,12 @@ def _view(view: CubeView, elements: tuple[CubeElement, ...]) -> CubeView:
         return view.cube.at(text)
     from sparkseq.sql_api import sql  # the statement for one pattern, same shape as the cube's
 
-    df = sql(view.cube.spark, _single(view.cube, elements), hierarchies=view.cube.resolver)
+    df = sql(view.cube.spark, single_pattern_statement(view.cube.text, elements), hierarchies=view.cube.resolver)
     types = dict(view.cube.df.dtypes)
     missing = [F.lit(None).cast(types[c]).alias(c) for c in view.cube.df.columns if c not in df.columns]
     if missing:  # measures of symbols the pattern lacks: NULL, as in the cube
         df = df.select("*", *missing).select(*view.cube.df.columns)
     return CubeView(view.cube, elements, df, False)
-
-
-def _single(cube: Cube, elements: tuple[CubeElement, ...]) -> str:
-    """The cube's statement with its cuboids replaced by one pattern."""
-    tree = parse_statement(cube.text)
-    node = next(tree.find_all(MatchAggregate))
-    pattern = MatchPattern(expressions=[
-        MatchPatternElement(this=exp.Literal.string(e.name) if e.quoted else exp.to_identifier(e.name),
-                            negated=e.negated or None, kleene=e.kleene or None)
-        for e in elements
-    ])
-    node.set("pattern", None)
-    node.set("cube", None)
-    node.set("patterns", MatchPatterns(expressions=[pattern]))
-    names = {e.name.casefold() for e in elements if not e.negated}
-    measures = [m for m in node.args.get("measures") or [] if _measured_symbol(m) in names | {None}]
-    node.set("measures", measures or None)
-    return tree.sql(dialect=SparkSeq)
-
-
-def _measured_symbol(measure: exp.Expr) -> str | None:
-    """The symbol a MEASURES entry reads (``SUM(X.a)``, ``COUNT(X)``), casefolded; None for COUNT(*)."""
-    call = measure.this if isinstance(measure, exp.Alias) else measure
-    argument = call.this if isinstance(call, exp.Func) else None
-    if isinstance(argument, exp.Column):
-        return (argument.table or argument.name).casefold()
-    return None
 
 
 __all__ = ["Cube", "CubeView", "cube", "rollup", "drilldown"]

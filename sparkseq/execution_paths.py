@@ -1,12 +1,16 @@
 """Choosing a statement's execution path from the data: grouped UDAF, time split or streaming.
 
 For every MATCH_AGGREGATE that could run time-split (:func:`udafs.plan.splittable`)
-:func:`replacer` asks Spark's size estimate of the source (no job); when that leaves
+:class:`PathReplacer` asks Spark's size estimate of the source (no job); when that leaves
 room for a key over the split threshold, one statistics job counts the rows of the
 keys above it (``GROUP BY keys HAVING COUNT(*) > T``), and
 :func:`sql_rewrites.timesplit.choose_path` decides. A workload's sharing group takes the
 same decision per member from one such job (:func:`decide_group`,
-:mod:`sql_rewrites.workload_paths`). Session settings:
+:mod:`sql_rewrites.workload_paths`), and so does an E-Cube per cuboid (:func:`decide_cube`,
+:mod:`sql_rewrites.cube_paths`: with a big key each cuboid runs on its own path, UNION
+ALL). This module measures, registers the functions a path calls and asks Spark where
+its hash partitioning sends a chunk; the SQL it runs or hands to the rewriter is built
+by :mod:`sql_rewrites.path_queries`. Session settings:
 
 * ``sparkseq.path``: ``auto`` (default), ``native``, ``grouped`` (the kernel path), ``time-split`` or
   ``streaming`` (tests, benchmarks). ``auto`` runs natively (:mod:`sql_rewrites.native`)
@@ -23,13 +27,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pyspark.sql import SparkSession
-from sqlglot import exp
 
-from sparkseq.registration import stream_function, time_split_functions
-from sql_rewrites.generate import aliased, engine_input, sanitize
+from sparkseq.registration import engine_function, stream_function, time_split_functions
+from sql_rewrites.cube_paths import CubePaths, cube_paths, cuboid_statements, planned_cube_paths
 from sql_rewrites.logical import MatchAggregateQuery
-from sql_rewrites.native import native_query
-from sql_rewrites.rewriter import Replacement
+from sql_rewrites.path_queries import (
+    NATIVE_NAME,
+    PathFunctions,
+    cube_on_paths,
+    key_types_sql,
+    operator_on_path,
+    statistics_sql,
+)
+from sql_rewrites.rewriter import Replaced, Replacement
 from sql_rewrites.timesplit import (
     CHUNK_ROWS,
     MAX_SPLIT_LITERALS,
@@ -43,16 +53,12 @@ from sql_rewrites.timesplit import (
     planned_path,
     statistics_needed,
     statistics_threshold,
-    streaming_query,
-    time_split_query,
 )
 from sql_rewrites.workload_paths import GroupPaths, group_paths, group_threshold
 from udafs.plan import Plan
 
 PATH_CONF = "sparkseq.path"
 ANSI_CONF = "spark.sql.ansi.enabled"
-#: The name an operator on the native path reports in place of an engine function.
-NATIVE_NAME = "native"
 SPLIT_ROWS_CONF = "sparkseq.timeSplit.splitRows"
 CHUNK_ROWS_CONF = "sparkseq.timeSplit.chunkRows"
 STREAM_ROWS_CONF = "sparkseq.streaming.rows"
@@ -101,13 +107,14 @@ def _positive(spark: SparkSession, key: str, default: int) -> int:
     return value
 
 
-def decide(spark: SparkSession | None, query: MatchAggregateQuery, *, run_statistics: bool = True) -> PathChoice:
-    """The path of ``query`` (module docstring). Without ``run_statistics`` nothing touches
-    Spark beyond its settings (none without a session): the path as EXPLAIN shows it."""
-    plan = query.plan
-    if query.cube is not None or not hasattr(plan, "within"):
-        return PathChoice(Path.GROUPED, "E-Cube statements run grouped, one task per key: neither time split "
-                                        "nor streaming takes several plans in one call (docs/engine.md)")
+def decide(spark: SparkSession | None, query: MatchAggregateQuery, *,
+           run_statistics: bool = True) -> PathChoice | CubePaths:
+    """The path of ``query`` (module docstring; an E-Cube's: :func:`decide_cube`). Without
+    ``run_statistics`` nothing touches Spark beyond its settings (none without a session):
+    the path as EXPLAIN shows it."""
+    if query.cube is not None:
+        return decide_cube(spark, query, run_statistics=run_statistics)
+    plan = query.single_plan
     if spark is None:
         return planned_path(plan)
     forced, ansi = forced_path(spark), ansi_mode(spark)
@@ -126,6 +133,41 @@ def decide(spark: SparkSession | None, query: MatchAggregateQuery, *, run_statis
                        chunk_multiple=shuffle_partitions(spark))
 
 
+def decide_cube(spark: SparkSession | None, query: MatchAggregateQuery, *, run_statistics: bool = True) -> CubePaths:
+    """The path of an E-Cube ``query`` (:mod:`sql_rewrites.cube_paths`): its cuboids' paths
+    from at most one statistics job, the one :func:`decide` would run for a statement
+    over the same source, with the thresholds of the lowest cuboid."""
+    statements = cuboid_statements(query)
+    texts, plans = [s.text for s in statements], [s.plan for s in statements]
+    if spark is None:
+        return planned_cube_paths(texts, plans)
+    forced, ansi = forced_path(spark), ansi_mode(spark)
+    split_rows, chunk_rows, stream_rows = thresholds(spark)
+    if forced is not None or not run_statistics:
+        return planned_cube_paths(texts, plans, forced, split_rows, chunk_rows, stream_rows, ansi=ansi)
+    keys, unmeasured = group_statistics(spark, query, plans, split_rows, stream_rows)
+    return cube_paths(texts, plans, keys, None, split_rows, chunk_rows, stream_rows, ansi=ansi,
+                      chunk_multiple=shuffle_partitions(spark), unmeasured=unmeasured)
+
+
+def group_statistics(spark: SparkSession, query: MatchAggregateQuery, plans: Sequence[Plan], split_rows: int,
+                     stream_rows: int) -> tuple[list[KeyStatistics] | None, str | None]:
+    """The big keys of the source of ``query`` for ``plans`` (a workload group's members or a
+    cube's cuboids: one source, PARTITION BY and ORDER BY): the keys over the lowest
+    threshold, from at most one statistics job (None: none needed), and why the job failed
+    (None: it did not)."""
+    threshold = group_threshold(plans, split_rows, stream_rows)
+    if threshold is None:
+        return None, None
+    size, rows = source_size(spark, query)
+    if not any(statistics_needed(p, size, split_rows, stream_rows, rows) for p in plans):
+        return None, None
+    try:
+        return big_keys(spark, query, threshold), None
+    except Exception as exc:  # as in decide: the statement runs, only unmeasured
+        return None, type(exc).__name__
+
+
 def source_size(spark: SparkSession, query: MatchAggregateQuery) -> tuple[int | None, int | None]:
     """Spark's estimate of the operator's source (no job): (bytes, rows); None where unknown
     (rows are known for analysed tables, in-memory data and ranges)."""
@@ -139,41 +181,18 @@ def source_size(spark: SparkSession, query: MatchAggregateQuery) -> tuple[int | 
 
 
 def big_keys(spark: SparkSession, query: MatchAggregateQuery, threshold: int) -> list[KeyStatistics]:
-    """Row count, time range and key hash (``xxhash64`` of the key values, as the
-    time-split query computes it) of the keys with more than ``threshold`` rows (one job).
-
-    Counts every source row of a key, not only the instances of a pattern symbol: an
-    upper bound that needs no DEFINE condition evaluated and reads only the key and time
-    columns (measured: the exact count through the engine's mask cost as much again as
-    a plain ``GROUP BY``; bench/scale.py's 1,000-key statement paid for it).
-    """
-    spec = engine_input(query)
-    count = exp.Count(this=exp.Star())
-    select = (exp.select(exp.alias_(count.copy(), "n"), exp.alias_(exp.Min(this=spec.time.copy()), "t0"),
-                         exp.alias_(exp.Max(this=spec.time.copy()), "t1"))
-              .from_(query.node.this.copy()))
-    if spec.keys:
-        select = select.group_by(*(e.copy() for _, e in spec.keys))
-        # the hash of the key values as the events select projects them (same expressions)
-        key_hash = exp.Anonymous(this="xxhash64", expressions=[e.copy() for _, e in spec.keys])
-        select = select.select(exp.alias_(exp.Max(this=key_hash), "h"))
-    select = select.having(exp.GT(this=count, expression=exp.Literal.number(threshold)))
-    select = select.order_by(exp.Ordered(this=exp.column("n"), desc=True)).limit(MAX_KEYS_REPORTED)
-    sanitize(select)
-    rows = spark.sql(query.scoped_sql(select)).collect()
-    return [KeyStatistics(int(r["n"]), int(r["t0"]), int(r["t1"]), int(r["h"]) if spec.keys else None)
+    """Row count, time range and key hash of the keys with more than ``threshold`` rows
+    (one job: :func:`sql_rewrites.path_queries.statistics_sql`)."""
+    rows = spark.sql(statistics_sql(query, threshold, MAX_KEYS_REPORTED)).collect()
+    keyed = bool(query.partition_keys)
+    return [KeyStatistics(int(r["n"]), int(r["t0"]), int(r["t1"]), int(r["h"]) if keyed else None)
             for r in rows if r["t0"] is not None]
 
 
 def key_types(spark: SparkSession, query: MatchAggregateQuery) -> list[str]:
     """Spark SQL types of the partition keys (the streaming UDTF's output schema names them)."""
-    spec = engine_input(query)
-    if not spec.keys:
-        return []
-    select = exp.select(*(exp.alias_(e.copy(), n) for n, e in spec.keys)).from_(query.node.this.copy())
-    sanitize(select)
-    schema = spark.sql(query.scoped_sql(select)).schema
-    return [f.dataType.simpleString() for f in schema]
+    sql = key_types_sql(query)
+    return [] if sql is None else [f.dataType.simpleString() for f in spark.sql(sql).schema]
 
 
 #: Tasks per shuffle partition for a time split's chunks: chunks are hashed to tasks, and
@@ -184,7 +203,7 @@ TASKS_PER_PARTITION = 4
 def shuffle_partitions(spark: SparkSession) -> int:
     """The session's shuffle partitions (sparkseq sizes them to twice the cores, :mod:`sparkseq.session`)."""
     try:
-        return max(1, int(spark.conf.get("spark.sql.shuffle.partitions", "4")))
+        return max(1, int(spark.conf.get("spark.sql.shuffle.partitions", "4") or "4"))
     except ValueError:
         return 4
 
@@ -215,21 +234,24 @@ def task_keys(spark: SparkSession, tasks: int) -> list[int] | None:
     return None
 
 
-def native_replacement(query: MatchAggregateQuery) -> tuple[exp.Expr, str]:
+def native_replacement(query: MatchAggregateQuery) -> Replaced:
     """The operator replaced by its native statement (:mod:`sql_rewrites.native`)."""
-    return aliased(query, native_query(engine_input(query), query.node.this.copy())), NATIVE_NAME
+    return operator_on_path(query, PathChoice(Path.NATIVE, ""), PathFunctions())
 
 
 def planned_replacer(spark: SparkSession | None, then: Replacement | None = None) -> Replacement:
     """EXPLAIN's ``replace`` hook: the native statement where the path as planned (no
     statistics job) is native, ``then``'s replacement first, else the rewriter's default."""
-    def replace(ordinal: int, query: MatchAggregateQuery) -> tuple[exp.Expr, str] | None:
+    def replace(ordinal: int, query: MatchAggregateQuery) -> Replaced | None:
         earlier = then(ordinal, query) if then is not None else None
         if earlier is not None:
             return earlier
-        if decide(spark, query, run_statistics=False).path is Path.NATIVE:
-            return native_replacement(query)
-        return None
+        choice = decide(spark, query, run_statistics=False)
+        if isinstance(choice, CubePaths):  # a cube whose every cuboid runs native needs no function
+            if choice.cuboids is None or any(c.path is not Path.NATIVE for c in choice.cuboids):
+                return None
+            return cube_on_paths(query, choice.cuboids, [PathFunctions()] * len(choice.cuboids))
+        return native_replacement(query) if choice.path is Path.NATIVE else None
     return replace
 
 
@@ -240,9 +262,9 @@ class PathReplacer:
 
     def __init__(self, spark: SparkSession, then: Replacement | None = None) -> None:
         self.spark, self.then = spark, then
-        self.choices: dict[int, PathChoice] = {}
+        self.choices: dict[int, PathChoice | CubePaths] = {}
 
-    def __call__(self, ordinal: int, query: MatchAggregateQuery) -> tuple[exp.Expr, str] | None:
+    def __call__(self, ordinal: int, query: MatchAggregateQuery) -> Replaced | None:
         if self.then is not None:
             earlier = self.then(ordinal, query)
             if earlier is not None:
@@ -252,25 +274,36 @@ class PathReplacer:
         return path_replacement(self.spark, query, choice)
 
 
-def path_replacement(spark: SparkSession, query: MatchAggregateQuery, choice: PathChoice
-                     ) -> tuple[exp.Expr, str] | None:
-    """The operator ``query`` replaced by its statement on ``choice``'s path, with the engine
-    function it uses; None for the grouped path (the rewriter's default)."""
-    if choice.path is Path.NATIVE:
-        return native_replacement(query)
-    if choice.path is Path.STREAMING:
-        function = stream_function(spark, query.plan, key_types(spark, query))
-        return aliased(query, streaming_query(engine_input(query), function, query.node.this.copy())), function
-    if choice.path is not Path.TIME_SPLIT:
+def path_replacement(spark: SparkSession, query: MatchAggregateQuery, choice: PathChoice | CubePaths
+                     ) -> Replaced | None:
+    """The operator ``query`` replaced by its statement on ``choice``'s path
+    (:mod:`sql_rewrites.path_queries`), with the engine function it uses; None for the
+    grouped path (the rewriter's default), and for an E-Cube that stays one grouped call."""
+    if isinstance(choice, CubePaths):
+        if choice.cuboids is None:
+            return None
+        plans = [s.plan for s in cuboid_statements(query)]
+        return cube_on_paths(query, choice.cuboids,
+                             [path_functions(spark, query, p, c) for p, c in zip(plans, choice.cuboids)])
+    if choice.path is Path.GROUPED:
         return None
-    chunk, combine = time_split_functions(spark, query.plan)
-    tasks, placed = chunk_tasks(spark), None
-    if choice.split_keys is not None:  # one task per chunk, as many tasks as chunks
-        placed = task_keys(spark, max(tasks, sum(k.chunks for k in choice.split_keys)))
-    output = time_split_query(engine_input(query), chunk, combine, query.node.this.copy(),
-                              choice.split_rows, choice.chunk_rows, None if placed else tasks,
-                              choice.split_keys, placed)
-    return aliased(query, output), chunk
+    return operator_on_path(query, choice, path_functions(spark, query, query.single_plan, choice))
+
+
+def path_functions(spark: SparkSession, query: MatchAggregateQuery, plan: Plan, choice: PathChoice) -> PathFunctions:
+    """The functions ``plan`` (the plan of ``query``, or one of its cuboids') calls on
+    ``choice``'s path, registered in ``spark``; for a time split also where its chunks go."""
+    if choice.path is Path.NATIVE:
+        return PathFunctions()
+    if choice.path is Path.STREAMING:
+        return PathFunctions(stream=stream_function(spark, plan, key_types(spark, query)))
+    if choice.path is Path.TIME_SPLIT:
+        tasks, placed = chunk_tasks(spark), None
+        if choice.split_keys is not None:  # one task per chunk, as many tasks as chunks
+            placed = task_keys(spark, max(tasks, sum(k.chunks for k in choice.split_keys)))
+        return PathFunctions(split=time_split_functions(spark, plan), chunk_tasks=tasks,
+                             task_keys=None if placed is None else tuple(placed))
+    return PathFunctions(engine=engine_function(spark, plan))
 
 
 def decide_group(spark: SparkSession, query: MatchAggregateQuery, plans: Sequence[Plan]) -> GroupPaths:
@@ -282,18 +315,9 @@ def decide_group(spark: SparkSession, query: MatchAggregateQuery, plans: Sequenc
     split_rows, chunk_rows, stream_rows = thresholds(spark)
     if forced is not None:
         return group_paths(plans, None, forced, split_rows, chunk_rows, stream_rows, ansi=ansi)
-    threshold = group_threshold(plans, split_rows, stream_rows)
-    keys: list[KeyStatistics] | None = None
-    if threshold is not None:
-        size, rows = source_size(spark, query)
-        if any(statistics_needed(p, size, split_rows, stream_rows, rows) for p in plans):
-            try:
-                keys = big_keys(spark, query, threshold)
-            except Exception as exc:  # as in decide: the members run, only unmeasured
-                return group_paths(plans, None, None, split_rows, chunk_rows, stream_rows, ansi=ansi,
-                                   unmeasured=type(exc).__name__)
+    keys, unmeasured = group_statistics(spark, query, plans, split_rows, stream_rows)
     return group_paths(plans, keys, None, split_rows, chunk_rows, stream_rows, ansi=ansi,
-                       chunk_multiple=shuffle_partitions(spark))
+                       chunk_multiple=shuffle_partitions(spark), unmeasured=unmeasured)
 
 
 __all__ = [
@@ -307,10 +331,13 @@ __all__ = [
     "ansi_mode",
     "big_keys",
     "decide",
+    "decide_cube",
     "decide_group",
+    "group_statistics",
     "forced_path",
     "key_types",
     "native_replacement",
+    "path_functions",
     "path_replacement",
     "planned_replacer",
     "source_size",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from sql_rewrites.cube_paths import CubePaths
 from sql_rewrites.dialect import SparkSeq
 from sql_rewrites.engine_contract import engine_result_type
 from sql_rewrites.logical import MatchAggregateQuery, MeasureSpec
@@ -23,7 +24,7 @@ LIVE_VIEW_PREFIX = "__sparkseq_live_"  # the views holding live operators' resul
 
 
 def describe_statement(explained: StatementExplanation, number: int, total: int,
-                       paths: Sequence[PathChoice | None] = ()) -> str:
+                       paths: Sequence[PathChoice | CubePaths | None] = ()) -> str:
     """One statement: its text, each MATCH_AGGREGATE's analysis (with ``paths[i]``, the
     execution path of operator ``i``, when known), and the Spark SQL that runs."""
     lines = [f"-- statement {number} of {total}", explained.original]
@@ -38,7 +39,7 @@ def describe_statement(explained: StatementExplanation, number: int, total: int,
     return "\n".join(lines)
 
 
-def describe_operator(operator: OperatorExplanation, path: PathChoice | None = None) -> list[str]:
+def describe_operator(operator: OperatorExplanation, path: PathChoice | CubePaths | None = None) -> list[str]:
     """The analysis of one MATCH_AGGREGATE, one ``label  value`` row per fact."""
     q = operator.query
     rows: list[tuple[str, str]] = _cuboids(q) if q.cube is not None else [("pattern", q.plan.describe())]
@@ -67,7 +68,9 @@ def describe_operator(operator: OperatorExplanation, path: PathChoice | None = N
                              f"keys), results in view {operator.function_name}; {emitted}"))
     else:
         rows.append(("engine", f"{operator.function_name} -> {engine_result_type(q.plan)}"))
-    if path is not None:
+    if isinstance(path, CubePaths):  # an E-Cube: one grouped call, or each cuboid on its path
+        rows += [("path" if i == 0 else "", line) for i, line in enumerate(path.describe())]
+    elif path is not None:
         rows.append(("path", f"{path.path.value} ({path.reason})"))
     rows.append(("plan", q.plan.to_json()))
     title = f"MATCH_AGGREGATE {q.alias or '(no alias)'} over {q.source_schema.name}"

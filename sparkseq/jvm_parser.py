@@ -123,26 +123,40 @@ def build(jar: Path = JAR) -> Path:
     JvmParserUnavailable
         No ``javac``, or compiling failed.
     """
+    return compile_jar((SOURCE,), jar, {"source_sha256": source_digest()})
+
+
+def compile_jar(sources: tuple[Path, ...], jar: Path, info: dict[str, str] | None = None) -> Path:
+    """Compile Java ``sources`` with ``javac --release 17`` against the installed pyspark's
+    jars into ``jar``, recording ``info`` and the build's pyspark, javac and release in
+    :data:`BUILD_INFO` (also what the benches use for their own Java).
+
+    Raises
+    ------
+    JvmParserUnavailable
+        No ``javac``, or compiling failed.
+    """
     with tempfile.TemporaryDirectory(prefix="sparkseq-jvm-") as folder:
         classes = Path(folder)
         javac = _javac()
-        _compile(javac, classes)
-        info = {"source_sha256": source_digest(), "pyspark": pyspark.__version__, "javac": _javac_version(javac),
+        _compile(javac, classes, sources)
+        info = {**(info or {}), "pyspark": pyspark.__version__, "javac": _javac_version(javac),
                 "release": JAVA_RELEASE}
         _write_jar(jar, classes, info)
     return jar
 
 
-def _compile(javac: str, classes: Path) -> None:
+def _compile(javac: str, classes: Path, sources: tuple[Path, ...]) -> None:
     jars = Path(pyspark.__file__).resolve().parent / "jars"
+    names = ", ".join(source.name for source in sources)
     command = [javac, "--release", JAVA_RELEASE, "-nowarn", "-proc:none", "-encoding", "UTF-8",
-               "-cp", str(jars / "*"), "-d", str(classes), str(SOURCE)]
+               "-cp", str(jars / "*"), "-d", str(classes), *(str(source) for source in sources)]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=JAVAC_TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        raise JvmParserUnavailable(f"compiling {SOURCE.name} took over {JAVAC_TIMEOUT_S} s") from None
+        raise JvmParserUnavailable(f"compiling {names} took over {JAVAC_TIMEOUT_S} s") from None
     if done.returncode != 0:
-        raise JvmParserUnavailable(f"javac could not compile {SOURCE.name} against pyspark "
+        raise JvmParserUnavailable(f"javac could not compile {names} against pyspark "
                                    f"{pyspark.__version__}:\n{done.stderr.strip()}")
 
 
@@ -401,7 +415,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["CLASS_NAME", "JAR", "JvmParserUnavailable", "Rewriter", "build", "build_info", "check_jar",
+__all__ = ["CLASS_NAME", "JAR", "JvmParserUnavailable", "Rewriter", "build", "build_info", "check_jar", "compile_jar",
            "copy_session", "extension_conf", "install", "source_digest", "try_install", "uninstall"]
 
 if __name__ == "__main__":

@@ -172,11 +172,7 @@ def _cube_columns(query: MatchAggregateQuery) -> tuple[tuple[str, Callable[[exp.
     if cube is None:
         return ()
     texts = exp.Array(expressions=[exp.Literal.string(t) for t in cube.texts])
-    levels = exp.Array(expressions=[
-        exp.cast(exp.Array(expressions=[exp.null() if v is None else exp.Literal.number(v) for v in row]),
-                 exp.DataType.build("ARRAY<INT>"))
-        for row in cube.levels
-    ])
+    levels = exp.Array(expressions=[levels_literal(row) for row in cube.levels])
 
     def pick(values: exp.Expr) -> Callable[[exp.Expr], exp.Expr]:
         return lambda index: exp.Anonymous(
@@ -184,6 +180,13 @@ def _cube_columns(query: MatchAggregateQuery) -> tuple[tuple[str, Callable[[exp.
             expressions=[values.copy(), exp.cast(exp.Add(this=index, expression=exp.Literal.number(1)), "INT")])
 
     return (("pattern", pick(texts)), ("levels", pick(levels)))
+
+
+def levels_literal(levels: Iterable[int | None]) -> exp.Expr:
+    """A cuboid's ``levels`` value (its elements' hierarchy depths, NULL for other symbols)
+    as a literal ``ARRAY<INT>``."""
+    return exp.cast(exp.Array(expressions=[exp.null() if v is None else exp.Literal.number(v) for v in levels]),
+                    exp.DataType.build("ARRAY<INT>"))
 
 
 def engine_query(spec: EngineInput, function_name: str, source: exp.Expr) -> exp.Select:
@@ -387,4 +390,4 @@ def sanitize(tree: exp.Expr) -> exp.Expr:
 
 
 __all__ = ["generate", "engine_query", "engine_events", "engine_input", "engine_roles", "result_columns", "flat_output",
-           "aliased", "EngineInput", "check_function_name", "mask_expression"]
+           "aliased", "EngineInput", "check_function_name", "levels_literal", "mask_expression"]

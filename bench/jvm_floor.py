@@ -1,0 +1,112 @@
+"""Go/no-go for a JVM aggregate on the native path: the floors of its candidates, in one run.
+
+Same data as bench/native.py (its ``generate``: ``--events`` events over ``--keys`` keys).
+Each round times, interleaved so that the machine's load hits all alike:
+
+* ``count``: Spark's ``SELECT k, count(*) FROM events GROUP BY k`` (the JVM floor);
+* ``kernel``: ``sparkseq.sql`` of SEQ(A, B, C) WITHIN 10 minutes, COUNT(*) per key, on
+  the kernel path (``sparkseq.path=grouped``);
+* three JVM aggregates with a trivial body (bench/jvm/AggregateFloors.java, compiled
+  here with javac against pyspark's jars): each gathers a key's (time, mask) rows of
+  A, B or C, sorts the times and returns the row count — what any exact JVM count
+  costs before it counts anything:
+
+  - ``typed``: a typed ``Aggregator`` registered with ``functions.udaf``;
+  - ``catalyst``: a Catalyst ``TypedImperativeAggregate`` registered as a session function;
+  - ``collect``: ``collect_list(struct(ts, mask))`` and a Java UDF returning its size;
+
+* ``counting``: ``catalyst`` with the counting done — the exact COUNT(*) of SEQ(A, B, C)
+  WITHIN 10 minutes per key in Java (the prefix-count recurrence of
+  sql_rewrites/native.py, long arithmetic that raises on overflow): what the finished
+  aggregate would cost. Not part of sparkseq; its counts must equal the kernel path's.
+
+Prints each round's times, the median of each, and the median over rounds of each
+candidate's time over the kernel path's and over ``count``'s. The three floors must
+agree key by key (rows of A, B or C per key). Needs a JDK (javac).
+
+Usage: .venv/bin/python bench/jvm_floor.py [--events 10000000] [--keys 1000] [--rounds 3]
+       [--candidates typed,catalyst,collect,counting]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import sparkseq  # noqa: E402
+from native import FLOOR, MATCH, generate, spark_counts  # noqa: E402  (bench/ is on sys.path as a script)
+from spark_e2e import WINDOW_MICROS  # noqa: E402
+from sparkseq.jvm_parser import compile_jar  # noqa: E402
+from sparkseq.session import scratch_dir  # noqa: E402
+
+SOURCE = Path(__file__).resolve().parent / "jvm" / "AggregateFloors.java"
+CLASS = "sparkseq.bench.AggregateFloors"
+ROWS = ("SELECT k, unix_micros(ts) AS t, CAST(CASE type WHEN 'A' THEN 1 WHEN 'B' THEN 2 WHEN 'C' THEN 4 "
+        "ELSE 0 END AS BIGINT) AS m FROM events")
+CANDIDATES = {
+    "typed": f"SELECT k, floor_typed(t, m) AS n FROM ({ROWS}) WHERE m <> 0 GROUP BY k",
+    "catalyst": f"SELECT k, floor_catalyst(t, m) AS n FROM ({ROWS}) WHERE m <> 0 GROUP BY k",
+    "collect": f"SELECT k, floor_size(collect_list(struct(t, m))) AS n FROM ({ROWS}) WHERE m <> 0 GROUP BY k",
+    "counting": f"SELECT k, count_abc_within(t, m) AS n FROM ({ROWS}) WHERE m <> 0 GROUP BY k",
+}
+FLOORS = ("typed", "catalyst", "collect")
+#: ObjectHashAggregate (every JVM candidate's operator) falls back to a sort-based
+#: aggregate past this many keys per task (Spark's default 128); 1,000 keys exceed it.
+FALLBACK = "spark.sql.objectHashAggregate.sortBased.fallbackThreshold"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=10_000_000)
+    parser.add_argument("--keys", type=int, default=1_000)
+    parser.add_argument("--per-window", type=int, default=100, help="events per key per 10 minutes")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--candidates", default=",".join(CANDIDATES))
+    args = parser.parse_args()
+    jar = compile_jar((SOURCE,), scratch_dir() / "bench-aggregate-floors.jar")
+    spark = sparkseq.session(conf={"spark.driver.extraClassPath": str(jar), FALLBACK: str(1 << 20)})
+    floors = getattr(spark.sparkContext._jvm, CLASS)
+    floors.register(spark._jsparkSession)
+    bits = spark.sparkContext._gateway.new_array(spark.sparkContext._jvm.long, 3)
+    for i, symbol in enumerate((1, 2, 4)):  # A, B, C in ROWS's mask
+        bits[i] = symbol
+    floors.registerCounting(spark._jsparkSession, "count_abc_within", bits, WINDOW_MICROS)
+    generate(spark, args.events, args.keys, args.per_window)
+    text = MATCH.format(pattern="A, B, C", within="\n  WITHIN INTERVAL 10 MINUTES")
+    runs: dict[str, Callable[[], dict[int, int]]] = {
+        "count": spark_counts(spark, FLOOR, None), "kernel": spark_counts(spark, text, "grouped"),
+        **{name: spark_counts(spark, CANDIDATES[name], None) for name in args.candidates.split(",")}}
+    results = {name: run() for name, run in runs.items()}  # warm-up, and the answers
+    floors_run = [name for name in args.candidates.split(",") if name in FLOORS]
+    for name in floors_run:
+        assert results[name] == results[floors_run[0]], f"{name}: row counts differ from the other floors"
+    if "counting" in results:
+        assert results["counting"] == results["kernel"], "counting: counts differ from the kernel path's"
+    rows = f"{sum(results[floors_run[0]].values()):,} rows of A, B or C, " if floors_run else ""
+    print(f"{spark.sparkContext.master}, Spark {spark.version}; {args.events:,} events, {args.keys:,} keys, "
+          f"{rows}{sum(results['kernel'].values()):,} matches; {args.rounds} interleaved rounds")
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for round_ in range(args.rounds):
+        for name, run in runs.items():
+            started = time.perf_counter()
+            run()
+            times[name].append(time.perf_counter() - started)
+        print(f"  round {round_}: " + "  ".join(f"{name} {times[name][-1]:6.2f}" for name in runs), flush=True)
+    for name in runs:
+        line = f"  {name:9s} median {statistics.median(times[name]):7.2f} s"
+        if name not in ("count", "kernel"):
+            over_kernel = statistics.median(t / k for t, k in zip(times[name], times["kernel"]))
+            over_count = statistics.median(t / c for t, c in zip(times[name], times["count"]))
+            line += f"  ({over_kernel:4.2f}x kernel, {over_count:5.2f}x count, medians of per-round ratios)"
+        print(line)
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()

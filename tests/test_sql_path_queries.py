@@ -1,0 +1,97 @@
+"""The SQL of the execution paths and of their statistics (:mod:`sql_rewrites.path_queries`),
+and the statement a cube navigation runs (:mod:`sql_rewrites.cube_navigation`): pure, no Spark."""
+
+from __future__ import annotations
+
+import pytest
+from sqlglot import exp
+
+from sql_rewrites.analysis import analyze_sql
+from sql_rewrites.cube import CubeElement
+from sql_rewrites.cube_navigation import single_pattern_statement
+from sql_rewrites.dialect import SparkSeq, parse_statement
+from sql_rewrites.expressions import MatchAggregate
+from sql_rewrites.generate import engine_input
+from sql_rewrites.path_queries import (
+    NATIVE_NAME,
+    PathFunctions,
+    cube_on_paths,
+    key_types_sql,
+    operator_on_path,
+    path_output,
+    statistics_sql,
+)
+from sql_rewrites.timesplit import Path, PathChoice, SplitKey
+from tests.test_sql_cube_paths import HIERARCHY, ROLLUP, SCHEMA, branches
+
+KEYED = ("SELECT * FROM ev MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERN SEQ(a, b) TYPE BY tp "
+         "MEASURES COUNT(*) AS n WITHIN 10) AS m")
+WHOLE = KEYED.replace("PARTITION BY k ", "")
+
+
+def analysed(sql: str):
+    [q] = analyze_sql(sql, SCHEMA, hierarchies=HIERARCHY)
+    return q
+
+
+def test_statistics_query_counts_the_big_keys() -> None:
+    tree = parse_statement(statistics_sql(analysed(KEYED), 4_000_000, 101))
+    assert [e.alias for e in tree.expressions] == ["n", "t0", "t1", "h"]
+    assert tree.args["group"].sql(dialect=SparkSeq) == "GROUP BY `k`"
+    assert tree.args["having"].sql(dialect=SparkSeq) == "HAVING COUNT(*) > 4000000"
+    assert tree.args["limit"].expression.name == "101" and "MAX(XXHASH64(`k`)) AS `h`" in tree.sql(dialect=SparkSeq)
+    alone = parse_statement(statistics_sql(analysed(WHOLE), 50, 2))
+    assert [e.alias for e in alone.expressions] == ["n", "t0", "t1"] and alone.args.get("group") is None
+
+
+def test_key_types_query_selects_the_keys() -> None:
+    assert key_types_sql(analysed(WHOLE)) is None
+    tree = parse_statement(key_types_sql(analysed(KEYED)))
+    assert [e.alias_or_name for e in tree.expressions] == ["k"]
+
+
+def test_each_path_needs_its_functions() -> None:
+    q = analysed(KEYED)
+    for path in (Path.GROUPED, Path.STREAMING, Path.TIME_SPLIT):
+        with pytest.raises(ValueError, match="needs"):
+            operator_on_path(q, PathChoice(path, ""), PathFunctions())
+    _, name = operator_on_path(q, PathChoice(Path.NATIVE, ""), PathFunctions())
+    assert name == NATIVE_NAME
+    _, name = operator_on_path(q, PathChoice(Path.STREAMING, ""), PathFunctions(stream="my_stream"))
+    assert name == "my_stream"
+
+
+def test_time_split_places_its_chunks_by_the_task_keys() -> None:
+    q = analysed(KEYED)
+    choice = PathChoice(Path.TIME_SPLIT, "", split_keys=(SplitKey(7, 0, 40, 3),))
+    placed, name = operator_on_path(q, choice, PathFunctions(split=("f_chunk", "f_combine"), chunk_tasks=8,
+                                                             task_keys=(11, 12, 13)))
+    text = placed.sql(dialect=SparkSeq).lower()
+    assert name == "f_chunk" and "f_combine(" in text and "array(cast(11 as bigint)" in text
+    hashed, _ = operator_on_path(q, PathChoice(Path.TIME_SPLIT, ""), PathFunctions(split=("f_chunk", "f_combine"),
+                                                                                   chunk_tasks=8))
+    assert "repartition(8" in hashed.sql(dialect=SparkSeq).lower()
+
+
+def test_a_cube_on_mixed_paths() -> None:
+    q = analysed(ROLLUP)
+    n = len(q.cube.reported)
+    choices = [PathChoice(Path.GROUPED, ""), PathChoice(Path.STREAMING, "")] * (n // 2)
+    functions = [PathFunctions(engine="g"), PathFunctions(stream="s")] * (n // 2)
+    union, names = cube_on_paths(q, choices, functions)
+    assert names == "g, s" and len(branches(union.this)) == n
+    with pytest.raises(ValueError, match="need as many"):
+        cube_on_paths(q, choices[:1], functions[:1])
+    with pytest.raises(ValueError, match="grouped path needs"):
+        path_output(engine_input(analysed(KEYED)), exp.to_table("ev"), PathChoice(Path.GROUPED, ""), PathFunctions())
+
+
+def test_a_pattern_outside_the_cube_is_the_cube_statement_with_one_pattern() -> None:
+    elements = (CubeElement("X", (True, "X"), node=True), CubeElement("b", (True, "b"), negated=True, node=True))
+    text = single_pattern_statement(ROLLUP, elements)
+    node = next(parse_statement(text).find_all(MatchAggregate))
+    assert node.args.get("cube") is None and node.args.get("pattern") is None
+    assert "PATTERNS (SEQ(X, !b))" in text
+    assert [m.alias for m in node.args["measures"]] == ["n"]  # SUM(c.v): c is not in the pattern
+    q = analysed(text)
+    assert q.cube.texts == ("SEQ(X, !b)",) and [m.name for m in q.measures] == ["n"]
