@@ -20,8 +20,16 @@ caching job (pass) and the result job (collect). Also the sharing optimizer's ti
 the workload with statistics collected from the data (the statistics job is timed apart).
 
 With ``--kernel`` it times only the group's engine call (no Spark: the group's input
-collected once, every partition evaluated in this process) with prefix sharing
-(:mod:`udafs.kernels.pretree`) off, prefixes only, prefixes and suffixes, results checked equal.
+collected once, every partition evaluated in this process): every member one by one; the
+shared timelines chosen per partition (a multi-plan without a decision); the decision
+made once from the group's statistics (:mod:`sql_rewrites.timeline_plan`, what workloads
+run), with prefixes only and with prefixes and suffixes; results checked equal.
+
+With ``--calibrate`` it fits the constants of the shared-timeline cost model
+(:mod:`udafs.timelines`) to the engine call's measured seconds (``--save FILE`` keeps the
+observations). With ``--compare ROUNDS`` it times the whole shared run
+(:func:`collect_workload`) with the decision made at plan time against the decision left
+to each partition (no statistics job), alternating in one session.
 
 With ``--middle`` it asks whether the sub-patterns the sharing optimizer shares in the
 *middle* of queries (Chop-Connect with snapshots; the engine does not execute them)
@@ -40,13 +48,16 @@ warm-up) in two fresh Spark sessions started one after the other in this run, wi
 without ``-XX:-DontCompileHugeMethods`` (:data:`sparkseq.session.JIT_HUGE_METHODS`).
 
 Usage: .venv/bin/python bench/sharing.py [--events N] [--queries 20,60,120] [--stream routes,funnels]
-                                         [--kernel | --middle | --masks]
+                                         [--kernel | --middle | --masks | --calibrate [--save FILE] | --compare N]
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
+import itertools
+import json
 import random
 import subprocess
 import sys
@@ -66,7 +77,8 @@ from sparkseq import statistics, workloads  # noqa: E402
 from sparkseq.session import JIT_HUGE_METHODS, default_conf, scratch_dir  # noqa: E402
 from sparkseq.workloads import collect_workload, plan_workload, release_workload  # noqa: E402
 from sql_rewrites import sharing  # noqa: E402
-from sql_rewrites.shared import symbol_keys  # noqa: E402
+from sql_rewrites.shared import SharedGroup, symbol_keys  # noqa: E402
+from sql_rewrites.timeline_plan import plan_timelines  # noqa: E402
 
 START = 1_714_550_400  # 2024-05-01 08:00 UTC, seconds
 GRID = 6  # streets: a GRID x GRID grid of intersections, named S<row><col>
@@ -167,6 +179,41 @@ def run(spark: SparkSession, kind: str, count: int) -> None:
           f"{rows:,} result rows")
 
 
+def compare(spark: SparkSession, kind: str, count: int, rounds: int) -> None:
+    """The shared run (:func:`collect_workload`) with the shared timelines decided once from
+    the group's statistics job (what runs) against the same run with the decision left to
+    each partition (the multi-plan without one, no statistics job: how the pass chose
+    before), alternating, same session; results equal."""
+    script = ";\n".join(statement(kind, p) for p in queries(kind, count, 10))
+    decide, needs = workloads.plan_timelines, workloads.needs_statistics
+
+    def undecided(group: SharedGroup, statistics: object) -> SharedGroup:
+        return dataclasses.replace(group, plan=dataclasses.replace(group.plan, timelines=None))
+
+    times: dict[str, list[float]] = {"planned": [], "per partition": []}
+    answers = {}
+    for _ in range(rounds):
+        for mode in times:
+            if mode == "per partition":
+                workloads.plan_timelines, workloads.needs_statistics = undecided, lambda group: False
+            try:
+                began = time.perf_counter()
+                results = collect_workload(spark, script)
+                times[mode].append(time.perf_counter() - began)
+            finally:
+                workloads.plan_timelines, workloads.needs_statistics = decide, needs
+            answers[mode] = [r.arrow for r in results]
+            release_workload(spark, script)
+    assert all(a is not None and b is not None and same_rows(a, b)
+               for a, b in zip(answers["planned"], answers["per partition"])), "the decision changed a result"
+    planned, partition = (float(np.median(times[m])) for m in ("planned", "per partition"))
+    shown = ", ".join(f"{t:.1f}" for t in times["planned"])
+    other = ", ".join(f"{t:.1f}" for t in times["per partition"])
+    print(f"  {kind:<8} {count:>4} shared run, median of {rounds}: planned {planned:6.1f} s ({shown}); "
+          f"per partition {partition:6.1f} s ({other}); planned/per partition {planned / partition:4.2f}x "
+          "(results equal)")
+
+
 @contextlib.contextmanager
 def _timing(spent: dict[str, float]) -> Iterator[None]:
     """Time the group passes' caching jobs and the one result job of a workload run."""
@@ -202,26 +249,107 @@ def _group_input(spark: SparkSession, kind: str, count: int) -> tuple[object, li
 
 
 def kernel(spark: SparkSession, kind: str, count: int) -> None:
-    """The group's engine call alone (no Spark), same input, same run: one by one; shared
-    timelines and prefixes (PreTree); and also suffixes (Chop-Connect at one element)."""
+    """The group's engine call alone (no Spark), same input, same run: one by one; the shared
+    timelines decided per partition (a multi-plan without a decision); the shared timelines
+    decided once from the group's statistics (what runs); and that decision without suffixes."""
     from udafs.kernels import many
     from udafs.kernels.options import KernelOptions
 
     group, parts = _group_input(spark, kind, count)
-    modes = {"alone": KernelOptions(share_prefixes=False, share_suffixes=False),
-             "prefixes": KernelOptions(share_suffixes=False), "both": KernelOptions()}
+    planned = plan_timelines(group, statistics.collect(spark, group)).plan
+    undecided = dataclasses.replace(group.plan, timelines=None)
+    modes = {"alone": (undecided, KernelOptions(share_prefixes=False, share_suffixes=False)),
+             "per partition": (undecided, KernelOptions()),
+             "planned, prefixes only": (planned, KernelOptions(share_suffixes=False)),
+             "planned": (planned, KernelOptions())}
     times: dict[str, list[float]] = {}
     answers = {}
     for mode in [*modes, *modes]:
+        mp, options = modes[mode]
         began = time.perf_counter()
-        answers[mode] = [many.evaluate_many(group.plan, t, m, options=modes[mode]) for t, m in parts]
+        answers[mode] = [many.evaluate_many(mp, t, m, options=options) for t, m in parts]
         times.setdefault(mode, []).append(time.perf_counter() - began)
-    assert all(_same(a, b) for mode in ("prefixes", "both") for x, y in zip(answers["alone"], answers[mode])
+    assert all(_same(a, b) for mode in modes for x, y in zip(answers["alone"], answers[mode])
                for a, b in zip(x, y)), "sharing changed a result"
-    alone, pre, both = (min(times[m]) for m in modes)
-    print(f"  {kind:<8} {count:>4} kernel, {len(parts)} partitions, one thread: one by one {alone:6.2f} s; "
-          f"shared timelines + prefixes {pre:6.2f} s ({alone / pre:4.2f}x); + suffixes {both:6.2f} s "
-          f"({alone / both:4.2f}x) (best of 2 each, results equal)")
+    best = {mode: min(times[mode]) for mode in modes}
+    shown = "; ".join(f"{mode} {t:6.2f} s ({best['alone'] / t:4.2f}x)" for mode, t in best.items())
+    decided = ", ".join(str(len(t.members)) for t in planned.timelines or ()) or "none"
+    print(f"  {kind:<8} {count:>4} kernel, {len(parts)} partitions, one thread: {shown} (best of 2 each, results "
+          f"equal; planned timelines of {decided} members)")
+
+
+def calibrate(spark: SparkSession, kind: str, count: int) -> list[tuple[list[float], float]]:
+    """Observations for the cost model of :mod:`udafs.timelines`: on the group's input
+    (every partition, one thread), each member alone and random sets of 2..all members on
+    one timeline, cut by :func:`udafs.timelines.choose_cuts`; per observation the model's
+    terms (row steps, timeline rows, timeline rows x symbols, plans x calls) and the best
+    of 2 seconds; on the whole partitions and on their first 30 rows each (where the fixed
+    costs per engine call and per plan show)."""
+    group, whole = _group_input(spark, kind, count)
+    observed = []
+    for rows_per_call in (None, 30):  # the whole partitions, then only their first rows (fixed costs show)
+        parts = whole if rows_per_call is None else [(t[:rows_per_call], m[:rows_per_call]) for t, m in whole]
+        observed += _observe(group, parts)
+    return observed
+
+
+def _observe(group: SharedGroup, parts: list[tuple[np.ndarray, np.ndarray]]) -> list[tuple[list[float], float]]:
+    from udafs import timelines
+    from udafs.kernels import many
+    from udafs.multiplan import MultiPlan
+
+    plans = group.plan.plans
+    per_symbol = [sum(int(np.count_nonzero(m & (1 << k))) for _, m in parts) for k in range(len(group.symbols))]
+
+    def rows(symbols: int) -> float:
+        return sum(r for k, r in enumerate(per_symbol) if symbols >> k & 1)
+
+    def terms(chosen: list[int], cuts: tuple[int, ...]) -> list[float]:
+        return list(timelines.cost_terms([plans[i] for i in chosen], cuts, rows, len(parts)))
+
+    def timed(chosen: list[int], together: bool) -> float:
+        n = len(chosen)
+        cuts = timelines.choose_cuts([plans[i] for i in chosen])
+        shared = (timelines.SharedTimeline(tuple(range(n)), cuts),) if together else ()
+        mp = MultiPlan(tuple(plans[i] for i in chosen), group.plan.fields, tuple(group.plan.slots[i] for i in chosen),
+                       (None,) * n, (False,) * n, shared)
+        best = float("inf")
+        for _ in range(2):
+            began = time.perf_counter()
+            for t, m in parts:
+                many.evaluate_many(mp, t, m)
+            best = min(best, time.perf_counter() - began)
+        return best
+
+    rng = random.Random(11)
+    observed = [(terms([i], (plans[i].length - 1,)), timed([i], False)) for i in range(len(plans))]
+    for size in (2, 3, 5, 8, 12, len(plans)):
+        chosen = sorted(rng.sample(range(len(plans)), min(size, len(plans))))
+        observed.append((terms(chosen, timelines.choose_cuts([plans[i] for i in chosen])), timed(chosen, True)))
+    return observed
+
+
+def fit(observed: list[tuple[list[float], float]]) -> None:
+    """Non-negative least squares of seconds on the model's terms, relative errors (every
+    subset of the terms beside the row steps, the best fit with no negative constant);
+    the constants in row steps."""
+    x = np.array([t for t, _ in observed]) / np.array([[s] for _, s in observed])
+    best: tuple[float, np.ndarray] | None = None
+    for used in itertools.product((False, True), repeat=4):
+        columns = [0] + [j + 1 for j, keep in enumerate(used) if keep]
+        u = np.zeros(5)
+        u[columns], *_ = np.linalg.lstsq(x[:, columns], np.ones(len(observed)), rcond=None)
+        rms = float(np.sqrt(np.mean((x @ u - 1) ** 2)))
+        if (u >= 0).all() and (best is None or rms < best[0]):
+            best = (rms, u)
+    assert best is not None
+    u = best[1]
+    error = np.abs(x @ u - 1)
+    step, per_row, per_symbol, per_call, per_member = u
+    print(f"  fit over {len(observed)} observations: {step * 1e9:.1f} ns per row step; TIMELINE_WORK "
+          f"{per_row / step:.2f}, SYMBOL_WORK {per_symbol / step:.3f}, CALL_WORK {per_call / step:,.0f}, "
+          f"MEMBER_WORK {per_member / step:,.0f} row steps; relative error median {np.median(error):.1%}, "
+          f"max {error.max():.1%}")
 
 
 def middle(spark: SparkSession, kind: str, count: int) -> None:
@@ -327,6 +455,11 @@ def main() -> None:
     parser.add_argument("--stream", default="routes,funnels")
     parser.add_argument("--kernel", action="store_true",
                         help="time only the engine call: one by one, shared prefixes, shared prefixes and suffixes")
+    parser.add_argument("--compare", type=int, metavar="ROUNDS",
+                        help="time the shared run with the timelines decided at plan time against per partition")
+    parser.add_argument("--save", metavar="FILE", help="with --calibrate: write the observations (JSON)")
+    parser.add_argument("--calibrate", action="store_true",
+                        help="fit the shared-timeline cost model (udafs.timelines) to the engine's measured times")
     parser.add_argument("--middle", action="store_true",
                         help="time the optimizer's shared middles as snapshot matrices vs member by member")
     parser.add_argument("--masks", action="store_true",
@@ -344,6 +477,27 @@ def main() -> None:
     spark = sparkseq.session()
     print(f"{spark.sparkContext.master}, Spark {spark.version}; {args.events:,} events per stream, {args.keys} keys; "
           "patterns of length 10, WITHIN 10 minutes SLIDE 1 minute, COUNT(*); one run")
+    if args.calibrate:
+        observed = []
+        for kind in args.stream.split(","):
+            make_stream(spark, kind, args.events, args.keys)
+            for count in map(int, args.queries.split(",")):
+                observed += calibrate(spark, kind, count)
+        fit(observed)
+        if args.save:
+            Path(args.save).write_text(json.dumps(observed))
+        spark.stop()
+        return
+    if args.compare:
+        for kind in args.stream.split(","):
+            make_stream(spark, kind, args.events, args.keys)
+            warm_up = ";\n".join(statement(kind, p) for p in queries(kind, 2, 10, seed=1))
+            collect_workload(spark, warm_up)
+            release_workload(spark, warm_up)
+            for count in map(int, args.queries.split(",")):
+                compare(spark, kind, count, args.compare)
+        spark.stop()
+        return
     if not (args.kernel or args.middle):
         print(f"  {'stream':<8} {'qs':>4} {'alone':>11} {'shared':>11} {'speedup':>9} {'plan+run':>9} "
               f"{'pass':>9} {'collect':>9} {'optimizer':>11} {'stats':>9}   sharing optimizer")

@@ -20,9 +20,12 @@ Operators reading the same table or view with the same PARTITION BY and ORDER BY
 (:mod:`sql_rewrites.shared`) is cached once as ``__sparkseq_shared_<digest>`` — one
 scan, one shuffle, one engine call per partition for all of them — right before the
 first statement that needs it, and every member's operator reads its own rows from
-it. Each statement keeps its own result (the returned DataFrames, or the views it
-creates). Statements run in order, as :func:`sparkseq.sql` runs them; every statement
-is checked first, so a mistake in any of them raises before any job starts.
+it. Inside the pass, which members are counted together on one timeline is decided
+once, before it runs, from one statistics job over the source (rows per symbol;
+:mod:`sql_rewrites.timeline_plan`), and the engine runs that decision as given. Each
+statement keeps its own result (the returned DataFrames, or the views it creates).
+Statements run in order, as :func:`sparkseq.sql` runs them; every statement is checked
+first, so a mistake in any of them raises before any job starts.
 
 A source with a key too big for one worker changes that: the group's members take the
 path a statement alone takes, from one statistics job for the group
@@ -68,8 +71,9 @@ from sql_rewrites.hierarchy import HierarchyResolver
 from sql_rewrites.logical import MatchAggregateQuery
 from sql_rewrites.rewriter import Replacement, Statement
 from sql_rewrites.shared import Member, SharedGroup, build_group, group_members, sharing_key, symbol_keys
-from sql_rewrites.sharing import Units
+from sql_rewrites.sharing import Statistics, Units
 from sql_rewrites.statement_effects import created_relations
+from sql_rewrites.timeline_plan import describe_timelines, needs_statistics, plan_timelines
 from sql_rewrites.windows import describe_length
 from sql_rewrites.workload_paths import GroupPaths
 from udafs import contract
@@ -294,9 +298,11 @@ def explain_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyRe
     """What :func:`workload` would do with ``text``: the sharing groups, and for each its
     members with their execution paths (the statistics job for big keys, when Spark's
     estimate of the source leaves room for one), shared symbols, collected statistics
-    (one job per group), the sharing
-    optimizer's candidates, conflicts, pruning, chosen plan and estimated cost against
-    not sharing, and the group's Spark SQL. Nothing else runs."""
+    (one job per group), the shared timelines the pass executes (the same decision the
+    pass is given), the sharing optimizer's candidates, conflicts, pruning, chosen plan
+    and estimated cost against not sharing (an estimate, not executed), and the group's
+    Spark SQL. Nothing else runs. ``sample_percent`` samples the optimizer's statistics
+    only; the executed decision always reads all rows, as the run does."""
     from sparkseq import statistics
     from sql_rewrites import sharing
 
@@ -313,7 +319,8 @@ def explain_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyRe
         lines += ["", f"group {g + 1}: {len(group.members)} operators over {first.node.this.sql(dialect=SparkSeq)}, "
                       f"PARTITION BY {keys}, ORDER BY {first.order.name}; cached as {plan.table(g)}"]
         units = _units(first)
-        run = group_run(spark, group)
+        stats = statistics.collect(spark, group, sample_percent=sample_percent)
+        run = group_run(spark, group, None if sample_percent is not None else stats)
         for i, member in enumerate(group.members):
             p = member.query.plan
             window = "" if p.within is None else f" WITHIN {units.length(p.within)}" + (
@@ -323,12 +330,6 @@ def explain_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyRe
         keys_of = symbol_keys(group)
         for k, (name, condition) in enumerate(group.symbols):
             lines.append(f"  {'symbols' if k == 0 else '':<8} bit {k:<2} {name:<12} {condition.sql(dialect=SparkSeq)}")
-        stats = statistics.collect(spark, group, sample_percent=sample_percent)
-        queries = [sharing.query_from_plan(f"m{i}", p, keys_of) for i, p in enumerate(group.plan.plans)]
-        chosen = sharing.optimize(queries, stats)
-        lines += ["", "  sharing optimizer (Sharon): statistics from the data, "
-                      f"{stats.partitions:,} partitions over {_span(stats.span, units)} of event time"]
-        lines += ["  " + line for line in sharing.explain(chosen, units=units).splitlines()]
         lines.append("")
         if run.shared is None:
             lines.append("  execution: no shared pass, every member runs on its own path (above)")
@@ -337,7 +338,17 @@ def explain_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyRe
             lines.append("  execution: one scan, one shuffle and one engine call per partition for "
                          + (f"members {_members(run.paths.shared)}; members {_members(leaving)} run on their own "
                             "paths (above)" if leaving else "all members"))
-            lines += ["  " + line for line in _engine_sharing(run.shared.plan.plans, run.paths.shared)]
+            basis = ("no statistics needed: no two members could share a timeline" if run.statistics is None else
+                     f"rows per symbol from the statistics job, {run.statistics.partitions:,} partitions")
+            lines.append(f"  in the engine call, as executed (udafs.timelines cost model; {basis}):")
+            lines += ["    " + line for line in describe_timelines(run.shared, run.statistics, run.paths.shared)]
+        queries = [sharing.query_from_plan(f"m{i}", p, keys_of) for i, p in enumerate(group.plan.plans)]
+        chosen = sharing.optimize(queries, stats)
+        lines += ["", "  sharing optimizer (Sharon) -- an estimate, not executed: the engine runs the timelines "
+                      "above; of the patterns below it shares only what is a prefix or a suffix there, never a "
+                      "sub-pattern in the middle (measured not to pay, docs/sharing.md). Statistics from the data, "
+                      f"{stats.partitions:,} partitions over {_span(stats.span, units)} of event time"]
+        lines += ["  " + line for line in sharing.explain(chosen, units=units).splitlines()]
         if dot:
             lines += ["", sharing.sharon_graph_dot(chosen)]
         if run.shared is not None:
@@ -359,41 +370,6 @@ def _span(span: float | None, units: Units) -> str:
     return "an unknown span" if span is None else units.length(span)
 
 
-def _engine_sharing(plans: tuple, numbers: tuple[int, ...]) -> list[str]:
-    """What the engine shares between the members of a group's pass (for EXPLAIN);
-    ``numbers``: each plan's member number in the group."""
-    from udafs.kernels import pretree
-
-    shapes = [pretree.shape_of(p) for p in plans]
-    together = [i for i, shape in enumerate(shapes) if shape is not None and shapes.count(shape) > 1]
-    alone = [i for i in range(len(plans)) if i not in together]
-
-    def named(indices: list[int] | tuple[int, ...]) -> str:
-        return ", ".join(str(numbers[i]) for i in indices)
-
-    lines = []
-    if len(together) > 1:
-        lines.append(f"  members {named(together)}: may share one timeline per window shape, each prefix counted "
-                     "once (PreTree) — per partition, where its row counts say a shared timeline costs no more "
-                     "(udafs.kernels.pretree.groups); prefixes common to several members:")
-        prefixes = pretree.shared_prefixes(plans)
-        lines += [f"    {prefix.describe()[:-1]}, ...) for members {named(who)}" for who, prefix in prefixes]
-        if not prefixes:
-            lines.append("    (no two members start alike)")
-        suffixes = pretree.shared_suffixes(plans)
-        if suffixes:
-            lines.append("  suffixes counted once backwards and connected to each member's own prefix at the first "
-                         "element shown (Chop-Connect at one element, udafs.kernels.pretree.splits):")
-            lines += [f"    SEQ(..., {suffix.describe()[4:]} for members {named(who)}" for who, suffix in suffixes]
-    if alone:
-        lines.append(f"  members {named(alone)}: counted one by one (measures other than COUNT(*), "
-                     "WITHIN without SLIDE, or alone in their window shape)")
-    lines.append("  shared sub-patterns in the middle of members (neither a prefix nor a suffix) are the "
-                 "optimizer's estimate only: the engine does not combine them (Chop-Connect with snapshots; "
-                 "measured not to pay here, docs/sharing.md)")
-    return lines
-
-
 def _members(indices: list[int] | tuple[int, ...]) -> str:
     return ", ".join(map(str, indices))
 
@@ -401,19 +377,33 @@ def _members(indices: list[int] | tuple[int, ...]) -> str:
 @dataclass(frozen=True)
 class GroupRun:
     """How a sharing group runs: each member's path, and the pass of the members that
-    stay shared (None when none do)."""
+    stay shared (None when none do) with its shared timelines decided
+    (:func:`sql_rewrites.timeline_plan.plan_timelines`) from ``statistics``."""
 
     paths: GroupPaths
     shared: SharedGroup | None
+    statistics: Statistics | None = None
 
 
-def group_run(spark: SparkSession, group: SharedGroup) -> GroupRun:
+def group_run(spark: SparkSession, group: SharedGroup, statistics: Statistics | None = None) -> GroupRun:
     """The paths of ``group``'s members from its statistics (:func:`decide_group`, at most
-    one job) and the shared pass of those that stay grouped."""
+    one job), the shared pass of those that stay grouped, and which of them share a
+    timeline in it, from the rows per symbol of one more job
+    (:func:`sparkseq.statistics.collect`; skipped when no two members could share one,
+    or when ``statistics`` of the group's source, all rows, are given)."""
+    from sparkseq import statistics as collected
+
     paths = decide_group(spark, group.members[0].query, [m.query.single_plan for m in group.members])
-    if len(paths.shared) == len(group.members):
-        return GroupRun(paths, group)
-    return GroupRun(paths, build_group([group.members[i] for i in paths.shared]) if paths.shared else None)
+    shared: SharedGroup | None = group
+    if len(paths.shared) < len(group.members):
+        shared = build_group([group.members[i] for i in paths.shared]) if paths.shared else None
+    if shared is None:
+        return GroupRun(paths, None)
+    if not needs_statistics(shared):
+        return GroupRun(paths, plan_timelines(shared, None))
+    if statistics is None:
+        statistics = collected.collect(spark, shared)
+    return GroupRun(paths, plan_timelines(shared, statistics), statistics)
 
 
 def _cache_group(spark: SparkSession, shared: SharedGroup, table: str) -> None:

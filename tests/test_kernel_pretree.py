@@ -1,6 +1,7 @@
-"""Property tests: plans evaluated together on one timeline with shared prefixes
-(``udafs.kernels.pretree``, used by ``evaluate_many``) equal the brute-force oracle,
-plan by plan."""
+"""Property tests: plans evaluated together on one timeline with shared prefixes and
+suffixes (``udafs.kernels.pretree``, used by ``evaluate_many``) equal the brute-force
+oracle, plan by plan, whichever plans share a timeline and wherever they are cut; and
+``evaluate_many`` runs exactly the shared timelines its multi-plan carries."""
 
 from __future__ import annotations
 
@@ -15,8 +16,10 @@ from udafs.kernels import GroupResult
 from udafs.kernels.evaluate import with_fallback
 from udafs.kernels.measures import finalize
 from udafs.kernels.options import DEFAULT, KernelOptions
-from udafs.kernels.pretree import evaluate_shared, shape_of
+from udafs.kernels.pretree import evaluate_shared
+from udafs.multiplan import MultiPlan
 from udafs.plan import CountType, Element, Measure, MeasureKind, Plan
+from udafs.timelines import SharedTimeline, choose_cuts, choose_timelines, shape_of
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -71,11 +74,14 @@ def families(draw: st.DrawFn, window: str, sql: bool = False) -> list[Plan]:
     return plans
 
 
-def check_family(plans: list[Plan], ev: oracle.Events, options: KernelOptions = DEFAULT) -> None:
+def check_family(plans: list[Plan], ev: oracle.Events, options: KernelOptions = DEFAULT,
+                 cuts: list[int] | tuple[int, ...] | None = None) -> None:
+    """The plans on one timeline, cut at ``cuts`` (default: :func:`choose_cuts`), equal the oracle."""
     assert all(shape_of(p) is not None for p in plans)
     ts, mask, _ = to_arrays(ev)
     order = np.argsort(ts, kind="stable")
-    results = with_fallback(plans[0], lambda ar: evaluate_shared(plans, ts[order], mask[order], ar), options)
+    cut = choose_cuts(plans) if cuts is None else cuts
+    results = with_fallback(plans[0], lambda ar: evaluate_shared(plans, ts[order], mask[order], ar, cut), options)
     for plan, (parts, starts) in zip(plans, results):
         values, valid = finalize(plan, parts)
         ends = None if starts is None else starts + plan.within
@@ -106,16 +112,9 @@ def test_shared_prefixes_exact_number_systems(data: st.DataObject) -> None:
 def test_any_cut_is_exact(window: str, data: st.DataObject) -> None:
     """Chop-Connect at one element is exact wherever the plans are cut (the cost model only
     picks where): cuts drawn at random, every plan equals the oracle."""
-    from udafs.kernels import pretree
-
     plans = data.draw(families(window))
     cuts = [data.draw(st.integers(0, p.length - 1)) for p in plans]
-    saved = pretree.splits
-    pretree.splits = lambda given: cuts if list(given) == plans else saved(given)
-    try:
-        check_family(plans, data.draw(events(plans[0])))
-    finally:
-        pretree.splits = saved
+    check_family(plans, data.draw(events(plans[0])), cuts=cuts)
 
 
 def count_steps(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int, int]]:
@@ -146,7 +145,7 @@ def test_prefixes_are_computed_once(monkeypatch: pytest.MonkeyPatch) -> None:
     plans = [plan(0, 1, 2), plan(0, 1, 3), plan(0, 1)]
     ts = np.arange(12, dtype=np.int64)
     mask = np.array([1, 2, 4, 8] * 3, dtype=np.int64)
-    results = with_fallback(plans[0], lambda ar: pretree.evaluate_shared(plans, ts, mask, ar))
+    results = with_fallback(plans[0], lambda ar: pretree.evaluate_shared(plans, ts, mask, ar, choose_cuts(plans)))
     assert [int(parts[0].value[0]) for parts, _ in results] == [10, 10, 6]
     assert calls.count((0, 1, 0)) == 1 and len(calls) == 3
 
@@ -164,13 +163,13 @@ def test_suffixes_are_computed_once(monkeypatch: pytest.MonkeyPatch) -> None:
                     negations=(0,) * (len(syms) + 1))
 
     plans = [plan(x, 1, 2, 3) for x in (0, 4, 5, 6)]
-    assert pretree.splits(plans) == [1, 1, 1, 1]
-    assert pretree.splits(plans[:2]) == [3, 3]
-    assert pretree.splits([plan(0, 1, 2, 3), plan(0, 1, 2, 4)]) == [3, 3]  # a shared prefix: not cut
+    assert choose_cuts(plans) == (1, 1, 1, 1)
+    assert choose_cuts(plans[:2]) == (3, 3)
+    assert choose_cuts([plan(0, 1, 2, 3), plan(0, 1, 2, 4)]) == (3, 3)  # a shared prefix: not cut
     calls = count_steps(monkeypatch)
     ts = np.arange(28, dtype=np.int64)
     mask = np.array([1, 16, 32, 64, 2, 4, 8] * 4, dtype=np.int64)
-    results = with_fallback(plans[0], lambda ar: pretree.evaluate_shared(plans, ts, mask, ar))
+    results = with_fallback(plans[0], lambda ar: pretree.evaluate_shared(plans, ts, mask, ar, (1, 1, 1, 1)))
     monkeypatch.undo()
     alone = [with_fallback(p, lambda ar, p=p: pretree.evaluate_shared([p], ts, mask, ar))[0] for p in plans]
     assert [int(r[0][0].value[0]) for r in results] == [int(r[0][0].value[0]) for r in alone] == [35] * 4
@@ -188,49 +187,101 @@ def test_shared_suffix_keeps_the_trailing_negation() -> None:
                     negations=(0,) * len(syms) + (32,), within=10, slide=5)
 
     plans = [plan(x, 1, 2, 3) for x in (0, 4, 6, 7)]
-    assert pretree.splits(plans) == [1, 1, 1, 1]
+    assert choose_cuts(plans) == (1, 1, 1, 1)
     ts = np.arange(10, dtype=np.int64)
     mask = np.array([1, 16, 2, 4, 8, 32, 1, 2, 4, 8], dtype=np.int64)
-    shared = with_fallback(plans[0], lambda ar: pretree.evaluate_shared(plans, ts, mask, ar))
+    shared = with_fallback(plans[0], lambda ar: pretree.evaluate_shared(plans, ts, mask, ar, (1, 1, 1, 1)))
     alone = [with_fallback(p, lambda ar, p=p: pretree.evaluate_shared([p], ts, mask, ar))[0] for p in plans]
     counts = [[int(v) for v in parts[0].value] for parts, _ in shared]
     assert counts == [[int(v) for v in parts[0].value] for parts, _ in alone]
     assert counts[:2] == [[1, 4, 1], [1, 3, 0]]
 
 
-def test_grouping_follows_the_symbol_row_estimate() -> None:
-    """Plans over the same symbols share a timeline; plans over disjoint ones do not,
-    unless they start alike."""
-    from udafs.kernels.pretree import groups
+def rows_of(mask: np.ndarray):  # noqa: ANN201 - udafs.timelines.Rows
+    """The rows of a symbol mask in ``mask``, as the kernel counts them per partition."""
+    return lambda symbols: int(np.count_nonzero(mask & symbols))
 
+
+def grouped(timelines: tuple[SharedTimeline, ...]) -> list[list[int]]:
+    return [list(t.members) for t in timelines]
+
+
+def test_grouping_follows_the_cost_model() -> None:
+    """Plans over the same symbols share a timeline; plans over disjoint ones do not,
+    unless they start alike; a plan alone in its window shape shares with nobody."""
     def plan(*syms: int) -> Plan:
         return Plan(symbols=tuple(f"S{i}" for i in range(8)), elements=tuple(Element(s) for s in syms),
                     negations=(0,) * (len(syms) + 1), within=10, slide=5)
 
-    mask = np.array([1 << (i % 8) for i in range(80)], dtype=np.int64)
-    assert groups([plan(0, 1, 2, 3), plan(3, 2, 1, 0), plan(1, 0, 3, 2)], mask) == [[0, 1, 2]]
-    assert groups([plan(0, 1), plan(2, 3), plan(4, 5), plan(6, 7)], mask) == []
-    assert groups([plan(0, 1, 2), plan(0, 1, 3), plan(4, 5), plan(6, 7)], mask) == [[0, 1]]
+    rows = rows_of(np.array([1 << (i % 8) for i in range(80_000)], dtype=np.int64))
+    assert grouped(choose_timelines([plan(0, 1, 2, 3), plan(3, 2, 1, 0), plan(1, 0, 3, 2)], rows)) == [[0, 1, 2]]
+    assert grouped(choose_timelines([plan(0, 1), plan(2, 3), plan(4, 5), plan(6, 7)], rows)) == []
+    assert grouped(choose_timelines([plan(0, 1, 2), plan(0, 1, 3), plan(4, 5), plan(6, 7)], rows)) == [[0, 1]]
     no_window = Plan(symbols=("S0", "S1"), elements=(Element(0), Element(1)), negations=(0, 0, 0))
-    assert groups([plan(0, 1), no_window, plan(0, 1)], mask) == [[0, 2]]
+    assert grouped(choose_timelines([plan(0, 1), no_window, plan(0, 1)], rows)) == [[0, 2]]
+    assert grouped(choose_timelines([plan(0, 1), no_window, plan(0, 1)], rows, candidates=[0, 1])) == []
+
+
+@st.composite
+def forced_timelines(draw: st.DrawFn, plans: list[Plan]) -> tuple[SharedTimeline, ...]:
+    """Any grouping of the plans into shared timelines (plans of one window shape, two or
+    more each), any cuts."""
+    shuffled = draw(st.permutations(range(len(plans))))
+    out, rest = [], list(shuffled)
+    while len(rest) >= 2 and draw(st.booleans()):
+        size = draw(st.integers(2, len(rest)))
+        members, rest = tuple(rest[:size]), rest[size:]
+        out.append(SharedTimeline(members, tuple(draw(st.integers(0, plans[i].length - 1)) for i in members)))
+    return tuple(out)
+
+
+def check_many(plans: list[Plan], ev: oracle.Events, mp: MultiPlan, options: KernelOptions = DEFAULT
+               ) -> list[SharedTimeline]:
+    """Every plan's ``evaluate_many`` result equals the oracle; returns the timelines it ran."""
+    from udafs.kernels import many
+
+    ts, mask, _ = to_arrays(ev)
+    ran: list[SharedTimeline] = []
+    for plan, res in zip(plans, many.evaluate_many(mp, ts, mask, [], options=options, ran=ran)):
+        want = oracle.evaluate(ev, plan)
+        if plan.slide is None and not ((mask & plan.pattern_symbols_mask) != 0).any():
+            want = []  # as its own statement: no row for a group without its symbols
+        assert [(ws, we, [int(v) for v in vals]) for ws, we, vals in as_rows(res)] == want, plan
+    return ran
+
+
+def multi(plans: list[Plan], timelines: tuple[SharedTimeline, ...] | None) -> MultiPlan:
+    n = len(plans)
+    return MultiPlan(tuple(plans), (plans[0].measures[0],), ((0,),) * n, (None,) * n, (False,) * n, timelines)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_evaluate_many_runs_the_forced_timelines_exactly(data: st.DataObject) -> None:
+    """Whatever shared timelines and cuts a multi-plan carries, ``evaluate_many`` runs
+    exactly those (its members present in the group, the decided cuts) and every plan
+    equals the oracle."""
+    plans = data.draw(families(data.draw(st.sampled_from(["none", "slide"]))))
+    timelines = data.draw(forced_timelines(plans))
+    ev = data.draw(events(plans[0]))
+    ran = check_many(plans, ev, multi(plans, timelines))
+    _, mask, _ = to_arrays(ev)
+    present = int(np.bitwise_or.reduce(mask)) if len(mask) else 0
+    expected = []
+    for t in timelines:
+        kept = [(i, k) for i, k in zip(t.members, t.cuts) if present & plans[i].pattern_symbols_mask]
+        if kept:
+            expected.append(SharedTimeline(tuple(i for i, _ in kept), tuple(k for _, k in kept)))
+    assert ran == expected
 
 
 @pytest.mark.parametrize("share", [True, False])
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_evaluate_many_with_and_without_prefix_sharing(share: bool, data: st.DataObject) -> None:
-    """``evaluate_many`` (which groups plans by ``pretree.groups``) equals the oracle,
-    and so does its one-by-one path (``share_prefixes`` off)."""
-    from udafs.kernels import many
-    from udafs.multiplan import MultiPlan
-
+    """``evaluate_many`` on a multi-plan without a decision (it chooses per group by the
+    cost model, as for an E-Cube) equals the oracle, and so does its one-by-one path
+    (``share_prefixes`` off, nothing run together)."""
     plans = data.draw(families(data.draw(st.sampled_from(["none", "slide"]))))
-    ev = data.draw(events(plans[0]))
-    mp = MultiPlan(tuple(plans), (plans[0].measures[0],), ((0,),) * len(plans), (None,) * len(plans),
-                   (False,) * len(plans))
-    ts, mask, _ = to_arrays(ev)
-    for plan, res in zip(plans, many.evaluate_many(mp, ts, mask, [], options=KernelOptions(share_prefixes=share))):
-        want = oracle.evaluate(ev, plan)
-        if plan.slide is None and not ((mask & plan.pattern_symbols_mask) != 0).any():
-            want = []  # as its own statement: no row for a group without its symbols
-        assert [(ws, we, [int(v) for v in vals]) for ws, we, vals in as_rows(res)] == want, plan
+    ran = check_many(plans, data.draw(events(plans[0])), multi(plans, None), KernelOptions(share_prefixes=share))
+    assert share or ran == []

@@ -9,6 +9,8 @@ every view must equal the oracle for its own plan, partition by partition.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -68,30 +70,70 @@ def test_members_sharing_prefixes_equal_each_statement_alone(spark, data) -> Non
         assert_same(p, got(p, spark.table(f"wl{i}").collect()), expected(p, groups))
 
 
-def test_explain_names_the_prefixes_and_suffixes_the_engine_shares(spark) -> None:  # noqa: ANN001
-    events_frame(spark, [oracle.Events([1, 2, 3], [1, 2, 4], ([1, 2, 3], [1.0, 2.0, 3.0]))]).createOrReplaceTempView(
-        "cases")
+EXPLAINED = (("SEQ(A, B, C)", "COUNT(*) AS n"), ("SEQ(A, B, D)", "COUNT(*) AS n"), ("SEQ(A, C)", "COUNT(*) AS n"),
+             ("SEQ(A, B)", "COUNT(B) AS n"), ("SEQ(D, A, B, C, D)", "COUNT(*) AS n"),
+             ("SEQ(C, A, B, C, D)", "COUNT(*) AS n"), ("SEQ(B, A, B, C, D)", "COUNT(*) AS n"),
+             ("SEQ(D, D, A, B, C, D)", "COUNT(*) AS n"))
+
+
+def explained_script(spark) -> str:  # noqa: ANN001
+    """Eight members over ``cases`` (one row per symbol, many keys): seven COUNT(*) members
+    of one window shape with common prefixes and suffixes, one COUNT(B)."""
+    rows = [oracle.Events(list(range(1, 9)), [1, 2, 4, 8, 1, 2, 4, 8], ([0] * 8, [0.0] * 8))] * 6
+    events_frame(spark, rows).createOrReplaceTempView("cases")
     bit = {"A": 1, "B": 2, "C": 4, "D": 8}
-    window = "WITHIN 10 SLIDE 5"
 
     def define(pattern: str) -> str:
         return "DEFINE " + ", ".join(f"{s} AS mask = {bit[s]}" for s in sorted(set(pattern[4:-1].split(", "))))
 
-    script = ";\n".join(
+    return ";\n".join(
         f"SELECT * FROM cases MATCH_AGGREGATE (PARTITION BY g ORDER BY ts PATTERN {pattern} {define(pattern)} "
-        f"MEASURES {measure} {window}) AS m"
-        for pattern, measure in (("SEQ(A, B, C)", "COUNT(*) AS n"), ("SEQ(A, B, D)", "COUNT(*) AS n"),
-                                 ("SEQ(A, C)", "COUNT(*) AS n"), ("SEQ(A, B)", "COUNT(B) AS n"),
-                                 ("SEQ(D, A, B, C, D)", "COUNT(*) AS n"), ("SEQ(C, A, B, C, D)", "COUNT(*) AS n"),
-                                 ("SEQ(B, A, B, C, D)", "COUNT(*) AS n"), ("SEQ(D, D, A, B, C, D)", "COUNT(*) AS n")))
+        f"MEASURES {measure} WITHIN 10 SLIDE 5) AS m" for pattern, measure in EXPLAINED)
+
+
+def test_explain_names_the_prefixes_and_suffixes_the_engine_shares(spark) -> None:  # noqa: ANN001
+    text = explain_workload(spark, explained_script(spark))
+    assert "in the engine call, as executed (udafs.timelines cost model; rows per symbol from the statistics " \
+           "job, 6 partitions)" in text
+    assert "timeline 1: members 0, 1, 2, 4, 5, 6, 7 on one timeline; estimated" in text
+    assert "prefix counted once: SEQ(A, B, ...) for members 0, 1" in text
+    assert "suffix counted once: SEQ(..., A, B, C, D) for members 5, 6" in text  # Chop-Connect after element 1
+    assert "suffix counted once: SEQ(..., D, A, B, C, D) for members 4, 7" in text
+    assert "members 3: counted one by one (measures other than COUNT(*)" in text
+    assert "sharing optimizer (Sharon) -- an estimate, not executed" in text
+
+
+def test_explain_prints_the_timelines_the_engine_runs(spark, monkeypatch) -> None:  # noqa: ANN001
+    """What EXPLAIN prints is the decision the group's pass is given (the multi-plan JSON
+    bound into the pass), and ``evaluate_many`` runs exactly that decision on the pass's
+    input, partition by partition."""
+    import numpy as np
+
+    from sparkseq import workloads
+    from sql_rewrites.dialect import SparkSeq
+    from sql_rewrites.timeline_plan import describe_timelines
+    from udafs.kernels.many import evaluate_many
+    from udafs.multiplan import MultiPlan
+    from udafs.timelines import SharedTimeline
+
+    script = explained_script(spark)
     text = explain_workload(spark, script)
-    assert ("members 0, 1, 2, 4, 5, 6, 7: may share one timeline per window shape, each prefix counted once "
-            "(PreTree)") in text
-    assert "SEQ(A, B, ...) for members 0, 1" in text
-    assert "SEQ(..., A, B, C, D) for members 5, 6" in text  # Chop-Connect after their first element
-    assert "SEQ(..., D, A, B, C, D) for members 4, 7" in text
-    assert "members 3: counted one by one" in text
-    assert "neither a prefix nor a suffix" in text
+    given: list[str] = []
+    real = workloads.shared_pass
+    monkeypatch.setattr(workloads, "shared_pass", lambda plan, *args: (given.append(plan), real(plan, *args))[1])
+    sparkseq.workload(spark, script)  # the group's pass runs (and is cached) with its first statement
+    assert len(given) == 1
+    ran_plan = MultiPlan.from_json(given[0])
+    assert ran_plan.timelines  # a decision, not left to each partition
+    group = dataclasses.replace(sparkseq.plan_workload(spark, script).groups[0], plan=ran_plan)
+    for line in describe_timelines(group, None):  # EXPLAIN's lines for what ran, without the cost figures
+        assert any(printed.strip().startswith(line.strip()) for printed in text.splitlines()), line
+    events, (ts, mask, *_) = group.events()
+    for _, rows in spark.sql(events.sql(dialect=SparkSeq)).toPandas().groupby("g"):
+        ran: list[SharedTimeline] = []
+        evaluate_many(ran_plan, rows[ts].to_numpy(np.int64), rows[mask].to_numpy(np.int64), ran=ran)
+        assert ran == list(ran_plan.timelines)
+    sparkseq.release_workload(spark, script)
 
 
 def test_a_bad_statement_fails_before_any_job_and_creates_nothing(spark) -> None:  # noqa: ANN001

@@ -19,6 +19,12 @@ of exactly one of N's children's subtrees, or of N itself). Its counts and sums 
 then the sums of theirs, its MIN/MAX their MIN/MAX, its AVG the quotient of the summed
 sums and non-NULL pair counts, window by window. Plans that only
 serve such a derivation are ``hidden``: evaluated, never reported.
+
+``timelines`` is the decision of which COUNT(*) plans are evaluated together on one
+timeline, prefixes and suffixes counted once (:mod:`udafs.timelines`), made before the
+pass from the data's statistics (a workload group's, :mod:`sql_rewrites.timeline_plan`);
+the engine obeys it exactly. None (an E-Cube's plans): the engine decides per
+partition, by the same cost model over the partition's rows.
 """
 
 from __future__ import annotations
@@ -28,8 +34,10 @@ from dataclasses import dataclass
 
 from udafs.errors import PlanError
 from udafs.plan import CountType, Measure, Plan, ValueType
+from udafs.timelines import SharedTimeline
 
-MULTI_VERSION = 1
+#: 2 added ``timelines`` (``"t"``); version 1 documents (without it) are still read.
+MULTI_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -41,6 +49,7 @@ class MultiPlan:
     slots: tuple[tuple[int, ...], ...]
     derived: tuple[tuple[int, ...] | None, ...]
     hidden: tuple[bool, ...]
+    timelines: tuple[SharedTimeline, ...] | None = None
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -95,6 +104,7 @@ class MultiPlan:
             "slots": [list(s) for s in self.slots],
             "d": [None if d is None else list(d) for d in self.derived],
             "h": [int(h) for h in self.hidden],
+            "t": None if self.timelines is None else [t.to_list() for t in self.timelines],
         }
         return json.dumps(doc, separators=(",", ":"))
 
@@ -103,14 +113,16 @@ class MultiPlan:
         """Parse and validate :meth:`to_json` output."""
         try:
             doc = json.loads(text)
-            if doc.get("v") != MULTI_VERSION or "multi" not in doc:
-                raise PlanError(f"not a multi-plan of version {MULTI_VERSION}")
+            if doc.get("v") not in (1, MULTI_VERSION) or "multi" not in doc:
+                raise PlanError(f"not a multi-plan of version 1 or {MULTI_VERSION}")
+            timelines = doc.get("t")
             return MultiPlan(
                 plans=tuple(Plan.from_json(json.dumps(p)) for p in doc["multi"]),
                 fields=tuple(Measure.from_list(f) for f in doc["f"]),
                 slots=tuple(tuple(int(x) for x in s) for s in doc["slots"]),
                 derived=tuple(None if d is None else tuple(int(x) for x in d) for d in doc["d"]),
                 hidden=tuple(bool(h) for h in doc["h"]),
+                timelines=None if timelines is None else tuple(SharedTimeline.from_list(t) for t in timelines),
             )
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
             if isinstance(exc, PlanError):
@@ -141,6 +153,7 @@ def _validate(mp: MultiPlan) -> None:
         if len(set(mp.slots[i])) != len(mp.slots[i]):
             raise PlanError(f"plan {i} maps two measures to one field")
     _validate_derivations(mp)
+    _validate_timelines(mp)
 
 
 def _validate_derivations(mp: MultiPlan) -> None:
@@ -169,6 +182,22 @@ def _validate_derivations(mp: MultiPlan) -> None:
 
     for i in range(len(mp.plans)):
         visit(i)
+
+
+def _validate_timelines(mp: MultiPlan) -> None:
+    if mp.timelines is None:
+        return
+    seen: set[int] = set()
+    for timeline in mp.timelines:
+        if len(timeline.members) < 2:
+            raise PlanError(f"a shared timeline needs two or more plans, got {timeline.members}")
+        timeline.check(mp.plans)
+        for i in timeline.members:
+            if i in seen:
+                raise PlanError(f"plan {i} is in two shared timelines")
+            if mp.derived[i] is not None:
+                raise PlanError(f"plan {i} is derived from its parts; it cannot share a timeline")
+            seen.add(i)
 
 
 __all__ = ["MultiPlan"]

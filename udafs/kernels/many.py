@@ -2,8 +2,8 @@
 
 The group is validated and sorted by time once; each evaluated plan then takes its
 own rows (a mask test keeps them in order, so its own sort is free) and runs the
-usual path — except COUNT(*) plans that :func:`udafs.kernels.pretree.groups` puts
-together, which share one timeline and count common prefixes once. Derived plans
+usual path — except COUNT(*) plans that share one timeline (``MultiPlan.timelines``,
+:mod:`udafs.timelines`) and count common prefixes and suffixes once. Derived plans
 (``MultiPlan.derived``) are not evaluated: their partial measures are the exact
 combination (:func:`udafs.kernels.measures.combine`) of their parts' partials, window by
 window, so a coarse cuboid costs a few array additions.
@@ -24,12 +24,14 @@ from udafs.kernels.options import DEFAULT, KernelOptions
 from udafs.kernels.segments import sliding_windows
 from udafs.multiplan import MultiPlan
 from udafs.plan import Measure, Plan, ValueType
+from udafs.timelines import SharedTimeline, choose_timelines
 
 Evaluated = tuple[list[Partial], "np.ndarray | None"]
 
 
-def evaluate_many(mp: MultiPlan, ts: np.ndarray, mask: np.ndarray,
-                  columns: Sequence[Column] = (), *, options: KernelOptions = DEFAULT) -> list[GroupResult | None]:
+def evaluate_many(mp: MultiPlan, ts: np.ndarray, mask: np.ndarray, columns: Sequence[Column] = (), *,
+                  options: KernelOptions = DEFAULT, ran: list[SharedTimeline] | None = None
+                  ) -> list[GroupResult | None]:
     """Exact aggregates of every plan of ``mp`` over one group of events.
 
     Parameters
@@ -38,7 +40,10 @@ def evaluate_many(mp: MultiPlan, ts: np.ndarray, mask: np.ndarray,
         The plans; they share symbols, value columns, count type and windows.
     ts, mask, columns, options
         As for :func:`udafs.kernels.evaluate_group`; ``options.share_prefixes`` off evaluates
-        every plan on its own.
+        every plan on its own, ``options.share_suffixes`` off cuts none.
+    ran : list, optional
+        Appended with every shared timeline evaluated (members and cuts as run), so that
+        callers can see the engine obey ``mp.timelines``.
 
     Returns
     -------
@@ -60,7 +65,9 @@ def evaluate_many(mp: MultiPlan, ts: np.ndarray, mask: np.ndarray,
         union |= p.pattern_symbols_mask
     ts, mask, cols = _sorted(ts, mask, cols, union)
     present = int(np.bitwise_or.reduce(mask)) if len(mask) else 0
-    done: dict[int, Evaluated] = _shared_prefixes(mp, ts, mask, present, options) if options.share_prefixes else {}
+    done: dict[int, Evaluated] = {}
+    if options.share_prefixes:
+        done = _shared_timelines(mp, ts, mask, present, options, ran)
 
     def evaluated(i: int) -> Evaluated:
         if i not in done:
@@ -88,25 +95,41 @@ def evaluate_many(mp: MultiPlan, ts: np.ndarray, mask: np.ndarray,
     return out
 
 
-def _shared_prefixes(mp: MultiPlan, ts: np.ndarray, mask: np.ndarray, present: int,
-                     options: KernelOptions) -> dict[int, Evaluated]:
-    """Plans evaluated together on one timeline, prefixes shared
-    (:mod:`udafs.kernels.pretree`): of the plans that would otherwise run one by one
-    through :func:`_evaluate`, those :func:`pretree.groups` puts together."""
-    candidates = []
-    for i, plan in enumerate(mp.plans):
+def _shared_timelines(mp: MultiPlan, ts: np.ndarray, mask: np.ndarray, present: int, options: KernelOptions,
+                      ran: list[SharedTimeline] | None) -> dict[int, Evaluated]:
+    """Plans evaluated together on one timeline (:func:`udafs.kernels.pretree.evaluate_shared`):
+    those of ``mp.timelines``, the decision made before the pass, as given; for a
+    multi-plan without one, those :func:`udafs.timelines.choose_timelines` puts together
+    from this group's rows. A plan with no row of its symbols here (it reports no row, or
+    zeros as a hidden part) leaves its timeline; the others keep their cuts."""
+    def evaluable(i: int) -> bool:
+        plan = mp.plans[i]
         if mp.derived[i] is not None or not present & plan.pattern_symbols_mask:
-            continue
-        if mp.hidden[i] and any(not present >> el.symbol & 1 for el in plan.elements):
-            continue
-        candidates.append(i)
+            return False
+        return not (mp.hidden[i] and any(not present >> el.symbol & 1 for el in plan.elements))
+
+    timelines = mp.timelines
+    if timelines is None:
+        counted: dict[int, int] = {}
+
+        def rows(symbols: int) -> int:
+            if symbols not in counted:
+                counted[symbols] = int(np.count_nonzero(mask & symbols))
+            return counted[symbols]
+
+        timelines = choose_timelines(mp.plans, rows, candidates=[i for i in range(len(mp.plans)) if evaluable(i)])
     done: dict[int, Evaluated] = {}
-    for group in pretree.groups([mp.plans[i] for i in candidates], mask):
-        members = [candidates[g] for g in group]
+    for timeline in timelines:
+        kept = [(i, k) for i, k in zip(timeline.members, timeline.cuts) if evaluable(i)]
+        if not kept:
+            continue
+        members = tuple(i for i, _ in kept)
         plans = [mp.plans[i] for i in members]
-        suffixes = options.share_suffixes
-        shared = with_fallback(plans[0], lambda ar: pretree.evaluate_shared(plans, ts, mask, ar, suffixes), options)
+        cuts = tuple(k for _, k in kept) if options.share_suffixes else tuple(p.length - 1 for p in plans)
+        shared = with_fallback(plans[0], lambda ar: pretree.evaluate_shared(plans, ts, mask, ar, cuts), options)
         done.update(zip(members, shared))
+        if ran is not None:
+            ran.append(SharedTimeline(members, cuts))
     return done
 
 
