@@ -51,3 +51,17 @@ def isolated_hierarchies(spark: SparkSession) -> Iterator[None]:
         hierarchies.drop_hierarchy(spark, name)
     for name, hierarchy in saved.items():
         hierarchies.register_hierarchy(spark, name, hierarchy.parent_of.items())
+
+
+@pytest.fixture()
+def small_thresholds(spark: SparkSession) -> Iterator[None]:
+    """Path thresholds small enough for test data: keys over 50 rows are split by time in
+    chunks of about 40 rows, over 100 rows streamed; ``sparkseq.path`` reset afterwards."""
+    from sparkseq.execution_paths import CHUNK_ROWS_CONF, PATH_CONF, SPLIT_ROWS_CONF, STREAM_ROWS_CONF
+
+    spark.conf.set(SPLIT_ROWS_CONF, "50")
+    spark.conf.set(CHUNK_ROWS_CONF, "40")
+    spark.conf.set(STREAM_ROWS_CONF, "100")
+    yield
+    for key in (SPLIT_ROWS_CONF, CHUNK_ROWS_CONF, STREAM_ROWS_CONF, PATH_CONF):
+        spark.conf.unset(key)

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 import sparkseq
-from sparkseq.execution_paths import CHUNK_ROWS_CONF, PATH_CONF, SPLIT_ROWS_CONF, STREAM_ROWS_CONF
+from sparkseq.execution_paths import PATH_CONF, SPLIT_ROWS_CONF, STREAM_ROWS_CONF
 from sql_rewrites.errors import SqlRewriteError
 from tests.test_spark_timesplit import assert_same_rows
 
@@ -49,14 +49,10 @@ def events(spark) -> str:
 
 
 @pytest.fixture()
-def small_thresholds(spark, isolated_hierarchies: None) -> Iterator[None]:
+def small_thresholds(spark, small_thresholds: None, isolated_hierarchies: None) -> Iterator[None]:
+    """conftest's small path thresholds, with the sectors hierarchy registered."""
     sparkseq.register_hierarchy(spark, "sectors", SECTORS)
-    spark.conf.set(SPLIT_ROWS_CONF, "50")
-    spark.conf.set(CHUNK_ROWS_CONF, "40")
-    spark.conf.set(STREAM_ROWS_CONF, "100")
     yield
-    for key in (SPLIT_ROWS_CONF, CHUNK_ROWS_CONF, STREAM_ROWS_CONF, PATH_CONF):
-        spark.conf.unset(key)
 
 
 def statement(events: str, body: str) -> str:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Iterator
 
 import pytest
 from pyspark.errors import PySparkException
@@ -33,16 +32,6 @@ def events(spark) -> str:
     frame = spark.createDataFrame(rows, "k string, ts bigint, type string, v int, f double")
     frame.selectExpr("*", "timestamp_seconds(ts) AS at").createOrReplaceTempView("split_events")
     return "split_events"
-
-
-@pytest.fixture()
-def small_thresholds(spark) -> Iterator[None]:
-    spark.conf.set(SPLIT_ROWS_CONF, "50")
-    spark.conf.set(CHUNK_ROWS_CONF, "40")
-    spark.conf.set(STREAM_ROWS_CONF, "100")
-    yield
-    for key in (SPLIT_ROWS_CONF, CHUNK_ROWS_CONF, STREAM_ROWS_CONF, PATH_CONF):
-        spark.conf.unset(key)
 
 
 def run(spark, text: str, path: str) -> tuple[list, str]:
