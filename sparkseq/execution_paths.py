@@ -34,10 +34,10 @@ from sql_rewrites.logical import MatchAggregateQuery
 from sql_rewrites.path_queries import (
     NATIVE_NAME,
     PathFunctions,
+    big_keys_sql,
     cube_on_paths,
     key_types_sql,
     operator_on_path,
-    statistics_sql,
 )
 from sql_rewrites.rewriter import Replaced, Replacement
 from sql_rewrites.timesplit import (
@@ -182,8 +182,8 @@ def source_size(spark: SparkSession, query: MatchAggregateQuery) -> tuple[int | 
 
 def big_keys(spark: SparkSession, query: MatchAggregateQuery, threshold: int) -> list[KeyStatistics]:
     """Row count, time range and key hash of the keys with more than ``threshold`` rows
-    (one job: :func:`sql_rewrites.path_queries.statistics_sql`)."""
-    rows = spark.sql(statistics_sql(query, threshold, MAX_KEYS_REPORTED)).collect()
+    (one job: :func:`sql_rewrites.path_queries.big_keys_sql`)."""
+    rows = spark.sql(big_keys_sql(query, threshold, MAX_KEYS_REPORTED)).collect()
     keyed = bool(query.partition_keys)
     return [KeyStatistics(int(r["n"]), int(r["t0"]), int(r["t1"]), int(r["h"]) if keyed else None)
             for r in rows if r["t0"] is not None]

@@ -11,7 +11,7 @@ and the names of the registered functions (:class:`PathFunctions`):
 * :func:`operator_on_path` / :func:`cube_on_paths`: the operator's replacement, a
   statement alone or an E-Cube as the UNION ALL of its cuboids
   (:mod:`sql_rewrites.cube_paths`);
-* :func:`statistics_sql`, :func:`key_types_sql`: the statistics job and the query whose
+* :func:`big_keys_sql`, :func:`key_types_sql`: the statistics job and the query whose
   schema names the partition keys' types (the streaming UDTF's output names them).
 
 Every identifier is quoted: user text only ever enters as names and values.
@@ -109,7 +109,7 @@ def cube_on_paths(query: MatchAggregateQuery, choices: Sequence[PathChoice],
     return cube_union(query, outputs), ", ".join(dict.fromkeys(names))
 
 
-def statistics_sql(query: MatchAggregateQuery, threshold: int, limit: int) -> str:
+def big_keys_sql(query: MatchAggregateQuery, threshold: int, limit: int) -> str:
     """The statistics job over the operator's source: row count ``n``, first and last
     engine time ``t0`` and ``t1`` and, with PARTITION BY, ``xxhash64`` of the key values
     ``h`` (as the time-split query computes it) of the keys with more than ``threshold``
@@ -153,5 +153,5 @@ __all__ = [
     "key_types_sql",
     "operator_on_path",
     "path_output",
-    "statistics_sql",
+    "big_keys_sql",
 ]

@@ -15,11 +15,11 @@ from sql_rewrites.generate import engine_input
 from sql_rewrites.path_queries import (
     NATIVE_NAME,
     PathFunctions,
+    big_keys_sql,
     cube_on_paths,
     key_types_sql,
     operator_on_path,
     path_output,
-    statistics_sql,
 )
 from sql_rewrites.timesplit import Path, PathChoice, SplitKey
 from tests.test_sql_cube_paths import HIERARCHY, ROLLUP, SCHEMA, branches
@@ -35,12 +35,12 @@ def analysed(sql: str):
 
 
 def test_statistics_query_counts_the_big_keys() -> None:
-    tree = parse_statement(statistics_sql(analysed(KEYED), 4_000_000, 101))
+    tree = parse_statement(big_keys_sql(analysed(KEYED), 4_000_000, 101))
     assert [e.alias for e in tree.expressions] == ["n", "t0", "t1", "h"]
     assert tree.args["group"].sql(dialect=SparkSeq) == "GROUP BY `k`"
     assert tree.args["having"].sql(dialect=SparkSeq) == "HAVING COUNT(*) > 4000000"
     assert tree.args["limit"].expression.name == "101" and "MAX(XXHASH64(`k`)) AS `h`" in tree.sql(dialect=SparkSeq)
-    alone = parse_statement(statistics_sql(analysed(WHOLE), 50, 2))
+    alone = parse_statement(big_keys_sql(analysed(WHOLE), 50, 2))
     assert [e.alias for e in alone.expressions] == ["n", "t0", "t1"] and alone.args.get("group") is None
 
 
