@@ -71,7 +71,8 @@ def plan_timelines(group: SharedGroup, statistics: SymbolStatistics | None) -> S
 def describe_statistics(statistics: SymbolStatistics) -> str:
     """What the decision was made from, for EXPLAIN."""
     read = "all rows" if statistics.sampled == 1 else f"a sample of about one row in {round(1 / statistics.sampled):,}"
-    return f"rows per symbol from the statistics job ({read}), {statistics.partitions:,} partitions"
+    calls = statistics.partitions
+    return f"rows per symbol from the statistics job ({read}), {calls:,} partition{'' if calls == 1 else 's'}"
 
 
 def describe_timelines(group: SharedGroup, statistics: SymbolStatistics | None,

@@ -167,6 +167,5 @@ def test_explain_share_speaks_in_time_units(shell) -> None:  # noqa: ANN001
     done = shell["explain"]
     assert done.returncode == 0, done.stderr
     assert "SEQ(view, buy) WITHIN 10 minutes SLIDE 1 minute" in done.stdout
-    assert "partitions over 1 minute of event time" in done.stdout
-    assert "(costs: estimated engine operations per second of event time, all partitions)" in done.stdout
-    assert "/s vs " in done.stdout and "class 0: group '', WITHIN 10 minutes SLIDE 1 minute" in done.stdout
+    assert "rows per symbol from the statistics job (all rows), 1 partition):" in done.stdout
+    assert "timeline 1: members 0, 1 on one timeline; estimated " in done.stdout

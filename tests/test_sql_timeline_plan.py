@@ -107,6 +107,7 @@ def test_a_sample_s_counts_are_scaled_up_and_its_keys_kept() -> None:
         "rows per symbol from the statistics job (a sample of about one row in 16), 7 partitions")
     assert SymbolStatistics.from_sample({"a": 0}, 0, 16).partitions == 1  # an empty sample: one call
     assert describe_statistics(SymbolStatistics.from_sample({"a": 5}, 2, 1)).endswith("(all rows), 2 partitions")
+    assert describe_statistics(SymbolStatistics.from_sample({"a": 5}, 1, 1)).endswith("(all rows), 1 partition")
 
 
 def test_the_statistics_query_samples_by_a_hash_of_keys_and_time() -> None:
