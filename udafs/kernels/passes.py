@@ -161,7 +161,7 @@ def tie_groups(tl: Timeline, sym: int) -> tuple[np.ndarray, np.ndarray, np.ndarr
             new[1:] |= seg_rows[1:] != seg_rows[:-1]
         starts = np.flatnonzero(new)
         gid = np.cumsum(new) - 1
-        seg = tl.seg_id[r[starts]]
+        seg = tl.seg_of(sym)[starts]
         first = np.ones(len(starts), dtype=bool)
         first[1:] = seg[1:] != seg[:-1]
         seg_first = np.maximum.accumulate(np.where(first, np.arange(len(starts)), 0))
