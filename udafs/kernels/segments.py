@@ -45,7 +45,7 @@ def batches(lengths: np.ndarray, budget: int | None = None) -> list[tuple[int, i
     return out
 
 
-def range_timeline(ts: np.ndarray, mask: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Timeline:
+def range_timeline(ts: np.ndarray, mask: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> RangeTimeline:
     """Timeline whose segments are the non-empty ``[starts, ends)`` ranges of the base rows."""
     return RangeTimeline(ts, mask, starts, ends)
 
@@ -124,6 +124,23 @@ class _Base:
 _NONE = np.zeros(0, dtype=np.int64)
 
 
+def _rows_before(rows: np.ndarray, group: np.ndarray, n_groups: int, at: np.ndarray) -> np.ndarray:
+    """``out[g, k]`` = number of ``rows`` of group ``g`` below ``at[k]`` (``rows`` ascending
+    within each group): one binary search per row among the sorted ``at`` and a count per
+    (group, k), instead of one binary search per (group, k)."""
+    perm = None
+    if len(at) > 1 and (at[1:] < at[:-1]).any():
+        perm = np.argsort(at, kind="stable")
+        at = at[perm]
+    w = len(at) + 1
+    first_above = np.searchsorted(at, rows, "right")  # row < at[k] exactly for k >= first_above
+    hist = np.bincount(group * w + first_above, minlength=n_groups * w).reshape(n_groups, w)
+    out = np.cumsum(hist[:, :-1], axis=1)
+    if perm is not None:
+        out[:, perm] = out.copy()
+    return out
+
+
 class RangeTimeline(Timeline):
     """A timeline whose segment ``k`` is the base rows ``[starts[k], ends[k])`` of one sorted
     base array (sliding windows, negation intervals), with its per-symbol indexes built from
@@ -182,13 +199,15 @@ class RangeTimeline(Timeline):
         row its index in ``grouped`` and its segment."""
         if self._lists_made is None:
             order, gb = self.base.grouped
-            symbols = np.flatnonzero(gb[1:] > gb[:-1])
-            width = self.base.n + 1
-            keys = np.repeat(np.arange(64, dtype=np.int64) * width, np.diff(gb)) + order  # ascending
-            lo = np.searchsorted(keys, (symbols * width)[:, None] + self.starts)
-            hi = np.searchsorted(keys, (symbols * width)[:, None] + self.ends)
+            counts = np.diff(gb)
+            symbols = np.flatnonzero(counts)
+            group = np.repeat(np.arange(len(symbols), dtype=np.int64), counts[symbols])  # of each grouped row
+            first = gb[symbols][:, None]
+            lo = first + _rows_before(order, group, len(symbols), self.starts)
+            hi = first + _rows_before(order, group, len(symbols), self.ends)
             idx, bounds = concat_ranges(lo.ravel(), hi.ravel())
-            seg = np.repeat(np.tile(np.arange(self.n_seg, dtype=np.int64), len(symbols)), (hi - lo).ravel())
+            segment = np.arange(len(symbols) * self.n_seg, dtype=np.int64) % max(self.n_seg, 1)
+            seg = np.repeat(segment, (hi - lo).ravel())
             self._lists_made = symbols, lo, bounds, idx, seg
         return self._lists_made
 
@@ -220,6 +239,16 @@ class RangeTimeline(Timeline):
     def seg_of(self, sym: int) -> np.ndarray:
         return self._lists(sym)[3]
 
+    def n_rows(self, sym: int) -> int:
+        return int(self._lists(sym)[1][-1])
+
+    def segments_holding(self, bits: int) -> np.ndarray:
+        symbols, lo, bounds, _, _ = self._all_lists()
+        mine = np.flatnonzero((bits >> symbols) & 1)
+        w = self.n_seg
+        counts = (bounds[1:] - bounds[:-1]).reshape(-1, w)  # per (listed symbol, segment)
+        return (counts[mine] > 0).any(axis=0) if len(mine) else np.zeros(w, dtype=bool)
+
     def sym_segments(self, sym: int) -> np.ndarray:
         return self._lists(sym)[1]
 
@@ -238,6 +267,15 @@ class RangeTimeline(Timeline):
             self._cache[key] = self._base_tie_start(sym) + self.shift[self.seg_of(sym)]
         return self._cache[key]
 
+    def _offsets(self, sym: int) -> np.ndarray:
+        """Per segment, the ``sym`` row list's index of a ``sym`` row minus its rank among the
+        base ``sym`` rows."""
+        key = ("off", sym)
+        if key not in self._cache:
+            lo, bounds, _, _ = self._lists(sym)
+            self._cache[key] = bounds[:-1] - lo
+        return self._cache[key]
+
     def prev_ranges(self, prev_sym: int, sym: int, neg: int) -> tuple[np.ndarray, np.ndarray]:
         key = ("pr", prev_sym, sym, neg)
         if key not in self._cache:
@@ -245,7 +283,7 @@ class RangeTimeline(Timeline):
             _, _, idx, seg = self._lists(sym)
             # a prev row's place in the row list = its rank among the base prev rows + (bounds - lo)
             # of its segment; ranks are taken once per base row, then copied with it
-            offset = (p_bounds[:-1] - p_lo)[seg]
+            offset = self._offsets(prev_sym)[seg]
             hi = self.base.rank_before(prev_sym, self.base.tie_start_of(sym))[idx]
             if self.cuts_ties:
                 np.maximum(hi, p_lo[seg], out=hi)

@@ -153,6 +153,19 @@ class Timeline:
             self._cache[key] = rows
         return self._cache[key]
 
+    def n_rows(self, sym: int) -> int:
+        """Number of ``sym`` rows."""
+        return len(self.rows(sym))
+
+    def segments_holding(self, bits: int) -> np.ndarray:
+        """Per segment: does it hold a row of any of the symbols ``bits``?"""
+        out = np.zeros(self.n_seg, dtype=bool)
+        for sym in range(bits.bit_length()):
+            if bits >> sym & 1:
+                b = self.sym_segments(sym)
+                out |= b[1:] > b[:-1]
+        return out
+
     def count_before(self, sym: int) -> np.ndarray:
         """``c[g]`` = number of ``sym`` rows with index < g, for g in 0..n."""
         key = ("cnt", sym)
