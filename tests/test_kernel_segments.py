@@ -47,7 +47,9 @@ def same_indexes(got: Timeline, want: Timeline) -> None:
         for method in ("rows", "seg_of", "sym_segments", "tie_start_of"):
             np.testing.assert_array_equal(getattr(got, method)(sym), getattr(want, method)(sym),
                                           err_msg=f"{method}({sym})")
+        assert got.n_rows(sym) == want.n_rows(sym)
         for neg in range(1 << N_SYM):
+            np.testing.assert_array_equal(got.segments_holding(neg), want.segments_holding(neg))
             for method in ("no_neg_before", "no_neg_after"):
                 np.testing.assert_array_equal(getattr(got, method)(sym, neg), getattr(want, method)(sym, neg),
                                               err_msg=f"{method}({sym}, {neg})")

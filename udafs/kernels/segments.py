@@ -50,6 +50,9 @@ def range_timeline(ts: np.ndarray, mask: np.ndarray, starts: np.ndarray, ends: n
     return RangeTimeline(ts, mask, starts, ends)
 
 
+_NONE = np.zeros(0, dtype=np.int64)
+
+
 class _Base:
     """One sorted base array's rows grouped by symbol, and its tie-group starts."""
 
@@ -69,7 +72,9 @@ class _Base:
                 order = np.argsort(sym, kind="stable").astype(np.int64, copy=False)
                 counts = np.bincount(sym, minlength=64)
             else:
-                per = [np.flatnonzero((mask & (1 << s)) != 0) for s in range(63)] + [_NONE]  # bit 63: no symbol
+                present = int(np.bitwise_or.reduce(mask)) if self.n else 0
+                per = [np.flatnonzero((mask & (1 << s)) != 0) if present >> s & 1 else _NONE
+                       for s in range(63)] + [_NONE]  # bit 63: no symbol
                 order = np.concatenate(per).astype(np.int64, copy=False)
                 counts = np.array([len(p) for p in per])
             bounds = np.zeros(65, dtype=np.int64)
@@ -119,9 +124,6 @@ class _Base:
             marks[at + 1] = self.tie_start[at]
             self._cache[key] = np.maximum.accumulate(marks)[self.tie_start]
         return self._cache[key]
-
-
-_NONE = np.zeros(0, dtype=np.int64)
 
 
 def _rows_before(rows: np.ndarray, group: np.ndarray, n_groups: int, at: np.ndarray) -> np.ndarray:
@@ -246,8 +248,10 @@ class RangeTimeline(Timeline):
         symbols, lo, bounds, _, _ = self._all_lists()
         mine = np.flatnonzero((bits >> symbols) & 1)
         w = self.n_seg
+        if not (len(mine) and w):
+            return np.zeros(w, dtype=bool)
         counts = (bounds[1:] - bounds[:-1]).reshape(-1, w)  # per (listed symbol, segment)
-        return (counts[mine] > 0).any(axis=0) if len(mine) else np.zeros(w, dtype=bool)
+        return (counts[mine] > 0).any(axis=0)
 
     def sym_segments(self, sym: int) -> np.ndarray:
         return self._lists(sym)[1]
