@@ -17,12 +17,16 @@ projections with a statement-number column — read by one job:
   (``<output>/__sparkseq_statement=<n>/``, Parquet), for results too big for the driver;
   each statement's DataFrame then reads its own partition.
 
+Statements that only select a sharing group member's columns do not need a branch of
+their own: one *routed* select over the group's pass gives all of them their rows
+(:mod:`sql_rewrites.routed_results`; :class:`Routed` here), so the pass is read once.
+
 Pure Spark plumbing: what the statements compute is decided by the workload's plan.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,10 +56,28 @@ class ResultLayout:
         slot, names, _ = self.statements[number]
         return [F.col(_slot_column(slot, j)).alias(name) for j, name in enumerate(names)]
 
+    def targets(self, number: int) -> tuple[str, ...]:
+        """The result table's columns holding statement ``number``'s columns, in order."""
+        slot, names, _ = self.statements[number]
+        return tuple(_slot_column(slot, j) for j in range(len(names)))
 
-def result_table(frames: Sequence[tuple[int, DataFrame]]) -> tuple[DataFrame, ResultLayout]:
+
+@dataclass(frozen=True)
+class Routed:
+    """Statements whose rows one select over a group's pass gives (module docstring):
+    ``select(layout)`` returns :data:`STATEMENT_COLUMN` and their target columns
+    (:meth:`ResultLayout.targets`) of the result table."""
+
+    numbers: frozenset[int]
+    select: Callable[[ResultLayout], DataFrame]
+
+
+def result_table(frames: Sequence[tuple[int, DataFrame]], routed: Sequence[Routed] = ()
+                 ) -> tuple[DataFrame, ResultLayout]:
     """One DataFrame holding the rows of every ``(statement number, DataFrame)``: a union
-    of per-statement projections (module docstring). ``frames`` is not empty."""
+    of per-statement projections, and of one select per :class:`Routed` for the statements
+    it routes (module docstring). ``frames`` is not empty; routed statements are among
+    ``frames`` too (their schemas place their columns)."""
     slots: dict[tuple[str, ...], int] = {}
     slot_types: list[list[T.DataType]] = []
     statements: dict[int, tuple[int, tuple[str, ...], T.StructType]] = {}
@@ -66,28 +88,35 @@ def result_table(frames: Sequence[tuple[int, DataFrame]]) -> tuple[DataFrame, Re
             slots[key] = len(slots)
             slot_types.append(types)
         statements[number] = (slots[key], tuple(frame.columns), frame.schema)
-    branches = []
-    for number, frame in frames:
-        slot = statements[number][0]
-        own = frame.toDF(*(_slot_column(slot, j) for j in range(len(frame.columns))))
-        projection = [F.lit(number).cast("int").alias(STATEMENT_COLUMN)]
+    layout = ResultLayout(statements, T.StructType())
+
+    def completed(branch: DataFrame) -> DataFrame:  # every column of the table, typed NULL where not filled
+        projection = [F.col(STATEMENT_COLUMN).cast("int").alias(STATEMENT_COLUMN)]
         for s, types in enumerate(slot_types):
             for j, data_type in enumerate(types):
                 name = _slot_column(s, j)
-                projection.append(F.col(name) if s == slot else F.lit(None).cast(data_type).alias(name))
-        branches.append(own.select(*projection))
+                projection.append(F.col(name) if name in branch.columns else F.lit(None).cast(data_type).alias(name))
+        return branch.select(*projection)
+
+    branches = [completed(r.select(layout)) for r in routed]
+    skipped = frozenset().union(*(r.numbers for r in routed))
+    for number, frame in frames:
+        if number not in skipped:
+            own = frame.toDF(*layout.targets(number))
+            branches.append(completed(own.select(F.lit(number).alias(STATEMENT_COLUMN), "*")))
     table = branches[0]
     for branch in branches[1:]:
         table = table.union(branch)
     return table, ResultLayout(statements, table.schema)
 
 
-def collect_results(frames: Sequence[tuple[int, DataFrame]]) -> dict[int, pa.Table]:
+def collect_results(frames: Sequence[tuple[int, DataFrame]], routed: Sequence[Routed] = ()) -> dict[int, pa.Table]:
     """Every statement's rows as an Arrow table, from one Spark job (``toArrow``), by
-    statement number; columns named and typed as the statement's DataFrame gives them."""
+    statement number; columns named and typed as the statement's DataFrame gives them
+    (``routed``: :func:`result_table`)."""
     if not frames:
         return {}
-    table, layout = result_table(frames)
+    table, layout = result_table(frames, routed)
     collected = table.toArrow()
     numbers = collected.column(STATEMENT_COLUMN).to_numpy(zero_copy_only=False)
     order = np.argsort(numbers, kind="stable")
@@ -106,14 +135,14 @@ def collect_results(frames: Sequence[tuple[int, DataFrame]]) -> dict[int, pa.Tab
 
 
 def write_results(spark: SparkSession, frames: Sequence[tuple[int, DataFrame]], output: str | Path, *,
-                  mode: str = "errorifexists") -> dict[int, DataFrame]:
+                  mode: str = "errorifexists", routed: Sequence[Routed] = ()) -> dict[int, DataFrame]:
     """Write every statement's rows with one Spark job, Parquet partitioned by statement
     number under ``output`` (``mode``: Spark's save mode; ``append`` adds statements to an
-    earlier write); returns each statement's DataFrame over its partition, by statement
-    number (reading one is a job of its own)."""
+    earlier write; ``routed``: :func:`result_table`); returns each statement's DataFrame
+    over its partition, by statement number (reading one is a job of its own)."""
     if not frames:
         return {}
-    table, layout = result_table(frames)
+    table, layout = result_table(frames, routed)
     path = str(output)
     table.write.partitionBy(STATEMENT_COLUMN).mode(mode).parquet(path)
     # the result table's schema, given: no inference, and a statement without rows (no
@@ -123,4 +152,4 @@ def write_results(spark: SparkSession, frames: Sequence[tuple[int, DataFrame]], 
             for number in layout.statements}
 
 
-__all__ = ["STATEMENT_COLUMN", "ResultLayout", "collect_results", "result_table", "write_results"]
+__all__ = ["STATEMENT_COLUMN", "ResultLayout", "Routed", "collect_results", "result_table", "write_results"]

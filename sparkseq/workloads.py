@@ -48,6 +48,10 @@ statement's result from one job: :func:`collect_workload` (each statement's rows
 Parquet partitioned by statement, for results of any size; each DataFrame reads its
 part) — :mod:`sparkseq.workload_results`; one job per run of statements that write no
 data (a statement that may change what an earlier query reads has those collected first).
+There, a group whose members are all read by statements that only select their columns
+(``SELECT k, window_start, n FROM t MATCH_AGGREGATE (...) m``), all delivered by one job,
+is not cached: that job reads its pass once and routes each row to its statement
+(:mod:`sql_rewrites.routed_results`).
 """
 
 from __future__ import annotations
@@ -55,7 +59,7 @@ from __future__ import annotations
 import functools
 import hashlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
@@ -65,11 +69,12 @@ from pyspark.sql import types as T
 from sparkseq import live
 from sparkseq.execution_paths import PathReplacer, decide_group, path_replacement
 from sparkseq.scripts import SESSION_KEYWORDS, Checked, check_script, run_script
-from sparkseq.workload_results import collect_results, write_results
+from sparkseq.workload_results import STATEMENT_COLUMN, ResultLayout, Routed, collect_results, write_results
 from sql_rewrites.dialect import SparkSeq
 from sql_rewrites.hierarchy import HierarchyResolver
 from sql_rewrites.logical import MatchAggregateQuery
 from sql_rewrites.rewriter import Replacement, Statement
+from sql_rewrites.routed_results import Route, routed_select, selected_columns
 from sql_rewrites.shared import Member, SharedGroup, build_group, group_members, sharing_key, symbol_keys
 from sql_rewrites.sharing import Statistics, Units
 from sql_rewrites.statement_effects import created_relations
@@ -138,13 +143,20 @@ def _relation(source_sql: str) -> str:
 
 @dataclass(frozen=True)
 class StatementResult:
-    """One statement of a workload run by :func:`collect_workload`: its DataFrame (typed,
-    for interactive use; reading it is a job of its own) and, for a query, its rows from
-    the workload's one result job."""
+    """One statement of a workload run by :func:`collect_workload`: for a query, its rows
+    from the workload's one result job (``arrow``), and its DataFrame (typed, for
+    interactive use; reading it is a job of its own)."""
 
     statement: Statement
-    frame: DataFrame
-    arrow: pa.Table | None = None  # None for a statement that is not a query
+    arrow: pa.Table | None  # None for a statement that is not a query
+    made: Callable[[], DataFrame] = field(repr=False, compare=False)
+
+    @functools.cached_property
+    def frame(self) -> DataFrame:
+        """The statement's DataFrame: for a statement whose rows were routed from its group's
+        pass (:mod:`sql_rewrites.routed_results`; that pass is not cached), a DataFrame of
+        the rows in ``arrow``, made when first asked for."""
+        return self.made()
 
 
 def workload(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver | None = None,
@@ -171,10 +183,10 @@ def workload(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver |
     frames: dict[int, DataFrame] = {}
     written = 0
 
-    def deliver(pending: list[tuple[int, DataFrame]]) -> None:
+    def deliver(pending: list[tuple[int, DataFrame]], routed: list[Routed]) -> None:
         nonlocal written
         mode = "append" if written else "overwrite" if overwrite else "errorifexists"
-        frames.update(write_results(spark, pending, output, mode=mode))
+        frames.update(write_results(spark, pending, output, mode=mode, routed=routed))
         written += 1
 
     ran = _run_delivering(spark, text, plan, hierarchies, deliver)
@@ -197,27 +209,94 @@ def collect_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyRe
     """
     plan = plan_workload(spark, text, hierarchies=hierarchies)
     tables: dict[int, pa.Table] = {}
-    ran = _run_delivering(spark, text, plan, hierarchies, lambda pending: tables.update(collect_results(pending)))
-    return [StatementResult(statement, frame, tables.get(number)) for number, (statement, frame) in enumerate(ran)]
+    routed: set[int] = set()
+
+    def deliver(pending: list[tuple[int, DataFrame]], by_group: list[Routed]) -> None:
+        tables.update(collect_results(pending, by_group))
+        routed.update(*(r.numbers for r in by_group))
+
+    def made(number: int, frame: DataFrame) -> Callable[[], DataFrame]:
+        if number not in routed:
+            return lambda: frame
+        return lambda: spark.createDataFrame(tables[number], schema=frame.schema)
+
+    ran = _run_delivering(spark, text, plan, hierarchies, deliver)
+    return [StatementResult(statement, tables.get(number), made(number, frame))
+            for number, (statement, frame) in enumerate(ran)]
 
 
 def _run_delivering(spark: SparkSession, text: str, plan: WorkloadPlan, hierarchies: HierarchyResolver | None,
-                    deliver: Callable[[list[tuple[int, DataFrame]]], None]) -> list[tuple[Statement, DataFrame]]:
+                    deliver: Callable[[list[tuple[int, DataFrame]], list[Routed]], None]
+                    ) -> list[tuple[Statement, DataFrame]]:
     """Run every statement in order; hand the query statements' DataFrames to ``deliver``
-    together, and before any statement that may change the data they read."""
+    together, and before any statement that may change the data they read, with the
+    routed selects (:class:`_Routing`) that give some of them their rows."""
     ran: list[tuple[Statement, DataFrame]] = []
     pending: list[tuple[int, DataFrame]] = []
-    statements = _run_plan(spark, text, plan, hierarchies)
+    routing = _Routing(spark, plan)
+    statements = _run_plan(spark, text, plan, hierarchies, routing)
     for number, statement in enumerate(plan.statements):
         if pending and not _keeps_data(statement):
-            deliver(pending)
+            deliver(pending, routing.selects(pending))
             pending = []
         ran.append(next(statements))
         if statement.is_query:
             pending.append((number, ran[-1][1]))
     if pending:
-        deliver(pending)
+        deliver(pending, routing.selects(pending))
     return ran
+
+
+class _Routing:
+    """Which sharing groups' statements get their rows routed from the group's pass
+    (:mod:`sql_rewrites.routed_results`) when results are delivered: a group all of whose
+    pass members are read by statements that only select their columns, all delivered by
+    one job. Such a group's pass is a view, not cached: the delivering job reads it once."""
+
+    def __init__(self, spark: SparkSession, plan: WorkloadPlan) -> None:
+        self.spark, self.plan = spark, plan
+        batch, self.batches = 0, []
+        for statement in plan.statements:  # the job that delivers each statement (_run_delivering)
+            batch += not _keeps_data(statement)
+            self.batches.append(batch)
+        self.groups: dict[int, tuple[SharedGroup, str]] = {}
+        self.statements: dict[int, tuple[int, int, tuple[str, ...]]] = {}  # number: (group, member, columns)
+
+    def routable(self, shared: SharedGroup) -> bool:
+        """Whether every member of ``shared`` is read by a query statement that only selects
+        its columns, all in one delivery."""
+        numbers = {m.statement for m in shared.members}
+        return (len(numbers) == len(shared.members) and len({self.batches[n] for n in numbers}) == 1
+                and all(self.plan.statements[m.statement].is_query and self._columns(m) is not None
+                        for m in shared.members))
+
+    def add(self, group: int, shared: SharedGroup, table: str) -> None:
+        self.groups[group] = (shared, table)
+        for index, member in enumerate(shared.members):
+            columns = self._columns(member)
+            assert columns is not None  # routable
+            self.statements[member.statement] = (group, index, columns)
+
+    def _columns(self, member: Member) -> tuple[str, ...] | None:
+        explanation = self.plan.checked[member.statement].explanation
+        assert explanation is not None  # members are operators of checked statements
+        return selected_columns(member.query, explanation.operators[member.ordinal].replacement)
+
+    def selects(self, pending: list[tuple[int, DataFrame]]) -> list[Routed]:
+        """The routed selects giving the routed statements among ``pending`` their rows."""
+        by_group: dict[int, list[tuple[int, int, tuple[str, ...]]]] = {}
+        for number, _ in pending:
+            if number in self.statements:
+                group, index, columns = self.statements[number]
+                by_group.setdefault(group, []).append((number, index, columns))
+        return [self._routed(*self.groups[group], entries) for group, entries in by_group.items()]
+
+    def _routed(self, shared: SharedGroup, table: str, entries: list[tuple[int, int, tuple[str, ...]]]) -> Routed:
+        def select(layout: ResultLayout) -> DataFrame:
+            routes = [Route(index, number, columns, layout.targets(number)) for number, index, columns in entries]
+            return self.spark.sql(routed_select(shared, table, routes, STATEMENT_COLUMN))
+
+        return Routed(frozenset(number for number, _, _ in entries), select)
 
 
 def _keeps_data(statement: Statement) -> bool:
@@ -245,8 +324,8 @@ def run_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyResolv
     return _run_plan(spark, text, plan_workload(spark, text, hierarchies=hierarchies), hierarchies)
 
 
-def _run_plan(spark: SparkSession, text: str, plan: WorkloadPlan, hierarchies: HierarchyResolver | None
-              ) -> Iterator[tuple[Statement, DataFrame]]:
+def _run_plan(spark: SparkSession, text: str, plan: WorkloadPlan, hierarchies: HierarchyResolver | None,
+              routing: _Routing | None = None) -> Iterator[tuple[Statement, DataFrame]]:
     runs: dict[int, GroupRun] = {}
     cached: set[int] = set()
 
@@ -267,7 +346,11 @@ def _run_plan(spark: SparkSession, text: str, plan: WorkloadPlan, hierarchies: H
                 return path_replacement(spark, query, run.paths.choices[index])
             table = plan.table(group)
             if group not in cached:
-                _cache_group(spark, run.shared, table)
+                if routing is not None and routing.routable(run.shared):
+                    _pass_view(spark, run.shared, table, table)  # read once, by the job delivering the results
+                    routing.add(group, run.shared, table)
+                else:
+                    _cache_group(spark, run.shared, table)
                 cached.add(group)
             return run.shared.replacement(run.paths.shared.index(index), table), table
 
@@ -286,10 +369,12 @@ def release_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyRe
 
 
 def _drop_cached(spark: SparkSession, name: str) -> bool:
-    """Uncache and drop a group's cached result and its staging view; False when there was none.
-    (Dropping a view made by ``CACHE TABLE ... AS SELECT`` leaves its data cached.)"""
+    """Uncache and drop a group's result (cached, or a view of its pass) and its staging
+    views; False when there was none. (Dropping a view made by ``CACHE TABLE ... AS
+    SELECT`` leaves its data cached.)"""
     spark.sql(f"UNCACHE TABLE IF EXISTS `{name}`")
-    spark.catalog.dropTempView(f"{name}_pass")
+    for staging in (f"{name}_pass", f"{name}_engine"):
+        spark.catalog.dropTempView(staging)
     return spark.catalog.dropTempView(name)
 
 
@@ -407,12 +492,20 @@ def group_run(spark: SparkSession, group: SharedGroup, statistics: Statistics | 
 
 
 def _cache_group(spark: SparkSession, shared: SharedGroup, table: str) -> None:
-    """Compute a group's shared result once (one job) and keep it cached as ``table``.
+    """Compute a group's shared result once (one job) and keep it cached as ``table``
+    (:func:`_pass_view`)."""
+    _pass_view(spark, shared, table, f"{table}_pass")
+    spark.sql(f"CACHE TABLE `{table}` AS SELECT * FROM `{table}_pass`")
+
+
+def _pass_view(spark: SparkSession, shared: SharedGroup, table: str, view: str) -> None:
+    """A group's shared result (the group's ``table``, run before: dropped) as the
+    temporary view ``view``.
 
     The pass is a grouped-map Arrow function (:mod:`udafs.spark_shared`) over the
     group's engine input rows: its per-window rows reach Spark as Arrow tables, not as
     one ``array<struct>`` per partition converted through Python objects. An engine
-    error (a count too large for its type) fails the caching job with its message."""
+    error (a count too large for its type) fails the job reading the view with its message."""
     events, (ts, mask, *values) = shared.events()
     frame = spark.sql(events.sql(dialect=SparkSeq))
     keys = [c for c in frame.columns if c not in (ts, mask, *values)]
@@ -423,10 +516,10 @@ def _cache_group(spark: SparkSession, shared: SharedGroup, table: str) -> None:
     body = shared_pass(shared.plan.to_json(), ts, mask, values, (*shared.output_names, error))
     result = frame.groupBy(*keys).applyInArrow(body, schema)
     _drop_cached(spark, table)  # the same group run before: recomputed from the data now
-    staging = f"{table}_pass"
+    staging = f"{table}_engine"
     result.createOrReplaceTempView(staging)
     columns = ", ".join(f"`{c}`" for c in (*keys, *shared.cached_names))
-    spark.sql(f"CACHE TABLE `{table}` AS SELECT {columns} FROM `{staging}` "
+    spark.sql(f"CREATE OR REPLACE TEMP VIEW `{view}` AS SELECT {columns} FROM `{staging}` "
               f"WHERE CASE WHEN `{error}` IS NULL THEN TRUE ELSE raise_error(`{error}`) END")
 
 

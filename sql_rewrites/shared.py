@@ -106,24 +106,28 @@ class SharedGroup:
         is the window start plus the member's WITHIN (:meth:`replacement` adds it back)."""
         return tuple(name for name in self.output_names if name != WINDOW_END)
 
+    def output_columns(self, index: int) -> tuple[tuple[str, exp.Expr], ...]:
+        """Member ``index``'s output columns over the group's result: (name, value from the
+        result's columns), typed as its own rewrite would be, in the operator's order."""
+        query = self.members[index].query
+        columns: list[tuple[str, exp.Expr]] = [(k.name, exp.column(k.name)) for k in query.partition_keys]
+        if query.plan.slide is not None:
+            end = exp.Add(this=exp.column(WINDOW_START), expression=exp.Literal.number(query.plan.within))
+            for bound, name in ((exp.column(WINDOW_START), "window_start"), (end, "window_end")):
+                columns.append((name, time_from_engine(bound, query.order.kind, query.order.column.dtype)))
+        for measure, field in zip(query.measures, self.plan.slots[index]):
+            columns.append((measure.name, measure.from_engine(exp.column(field_column(field)))))
+        return tuple(columns)
+
     def replacement(self, index: int, table: str) -> exp.Subquery:
         """Member ``index``'s operator as a select of its rows from the cached ``table``,
         typed and named as its own rewrite would be."""
         query = self.members[index].query
-        projections: list[exp.Expr] = [exp.alias_(exp.column(k.name), k.name) for k in query.partition_keys]
-        if query.plan.slide is not None:
-            end = exp.Add(this=exp.column(WINDOW_START), expression=exp.Literal.number(query.plan.within))
-            for bound, name in ((exp.column(WINDOW_START), "window_start"), (end, "window_end")):
-                value = time_from_engine(bound, query.order.kind, query.order.column.dtype)
-                projections.append(exp.alias_(value, name))
-        for measure, field in zip(query.measures, self.plan.slots[index]):
-            projections.append(exp.alias_(measure.from_engine(exp.column(field_column(field))), measure.name))
+        projections = [exp.alias_(value, name) for name, value in self.output_columns(index)]
         select = exp.select(*projections).from_(exp.to_table(table)).where(
             exp.EQ(this=exp.column(PLAN_COLUMN), expression=exp.Literal.number(index)))
         alias = query.node.args.get("alias")
-        for node in select.walk():
-            if isinstance(node, exp.Identifier):
-                node.set("quoted", True)
+        sanitize(select)
         return exp.Subquery(this=select, alias=alias.copy() if alias else None)
 
 

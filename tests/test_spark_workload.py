@@ -451,3 +451,28 @@ def test_errors_of_one_job_results_are_those_of_each_statement(spark) -> None:  
     finally:
         sparkseq.release_workload(spark, script)
         spark.catalog.dropTempView("many")
+
+
+def test_statements_selecting_columns_are_routed_from_one_uncached_pass(spark, kinds: str, tmp_path) -> None:  # noqa: ANN001
+    """Statements that only select their operator's columns (renamed, reordered, ``*``) get
+    their rows from one select over the group's pass, which is not cached; one statement
+    doing more (a WHERE) makes the group cached, as before."""
+    sparkseq.register_hierarchy(spark, "groups", "kind_groups")
+    plain = [VARIED[0].replace("SELECT g, window_start, window_end, n", "SELECT n AS count, m.window_end, G"),
+             VARIED[1].replace("SELECT g, n, s, lo", "SELECT *"), VARIED[2]]
+    mixed = [*plain, VARIED[6]]
+    try:
+        for script, cached in ((";\n".join(plain), False), (";\n".join(mixed), True)):
+            alone = [f for _, f in sparkseq.sql_api.run_statements(spark, script)]
+            results = sparkseq.collect_workload(spark, script)
+            assert spark.catalog.isCached(sparkseq.plan_workload(spark, script).table(0)) is cached
+            written = sparkseq.workload(spark, script, output=tmp_path / "out", overwrite=True)
+            for own, result, frame in zip(alone, results, written):
+                expected_rows = own.toArrow()
+                assert result.arrow.schema == expected_rows.schema and rows(result.arrow) == rows(expected_rows)
+                assert types(result.frame) == types(own) and rows(result.frame.toArrow()) == rows(expected_rows)
+                assert types(frame) == types(own) and rows(frame.toArrow()) == rows(expected_rows)
+            assert all(r.arrow.num_rows > 0 for r in results[:3])
+            sparkseq.release_workload(spark, script)
+    finally:
+        sparkseq.drop_hierarchy(spark, "groups")

@@ -1,0 +1,119 @@
+"""A sharing group's result rows routed to the statements that only select a member's columns.
+
+Delivering a workload's results (``sparkseq.collect_workload``, ``workload(output=...)``)
+as a union of each statement's own select from the group's result scans that result once
+per statement (20 statements: 20 scans of millions of rows), and needs the result cached
+to compute the pass only once. Most statements of a workload do nothing with their
+operator but return some of its columns::
+
+    SELECT k, window_start, n FROM clicks MATCH_AGGREGATE (...) AS m
+
+Such a statement's rows are its member's rows of the group's result, converted as its
+own rewrite converts them (:meth:`sql_rewrites.shared.SharedGroup.output_columns`). So
+every such statement of a group is read by ONE select over the pass
+(:func:`routed_select`): each row goes to the statement of its member — a ``CASE`` on the
+member index gives the statement number and fills that statement's columns of the
+result table — and rows of members no such statement reads are left out. The pass is
+then read once, by the job that delivers the results, and needs no cache.
+
+:func:`selected_columns` recognises the statements (only column selections: ``*``,
+``m.*``, column names, renamed or not; no ``WHERE``, joins, grouping, ordering, limits,
+``DISTINCT``, CTEs or expressions). Pure: analysed queries in, Spark SQL text out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from sql_rewrites.dialect import SparkSeq
+from sql_rewrites.generate import sanitize
+from sql_rewrites.logical import MatchAggregateQuery
+from sql_rewrites.shared import PLAN_COLUMN, SharedGroup
+
+#: The only clauses a statement that selects its operator's columns may have.
+_SELECTING = frozenset({"expressions", "from_"})
+
+
+def selected_columns(query: MatchAggregateQuery, place: exp.Expr | None = None) -> tuple[str, ...] | None:
+    """The operator's output columns, in order, that the statement holding it returns when
+    it only selects them (module docstring); None for any other statement. ``place`` is the
+    node in the operator's place in the statement's tree: the operator itself (the
+    default), or, once the statement is rewritten, its replacement
+    (:attr:`sql_rewrites.rewriter.OperatorExplanation.replacement`)."""
+    place = query.node if place is None else place
+    select = place.parent.parent if isinstance(place.parent, exp.From) else None
+    if not isinstance(select, exp.Select) or select.parent is not None:
+        return None  # not the FROM of the statement's top-level SELECT
+    if {name for name, value in select.args.items() if value} - _SELECTING:
+        return None
+    outputs = {o.name.casefold(): o.name for o in query.outputs}
+    alias = query.alias.casefold()
+    columns: list[str] = []
+    for projection in select.expressions:
+        value = projection.this if isinstance(projection, exp.Alias) else projection
+        if isinstance(value, exp.Star):
+            columns += [o.name for o in query.outputs]
+            continue
+        if not isinstance(value, exp.Column) or value.args.get("db") or value.args.get("catalog"):
+            return None
+        if value.table and value.table.casefold() != alias:
+            return None
+        if isinstance(value.this, exp.Star):
+            if isinstance(projection, exp.Alias):
+                return None
+            columns += [o.name for o in query.outputs]
+            continue
+        name = outputs.get(value.name.casefold())
+        if name is None:
+            return None
+        columns.append(name)
+    return tuple(columns)
+
+
+@dataclass(frozen=True)
+class Route:
+    """Member ``member``'s rows go to statement ``statement``: its output ``columns`` (names
+    of :meth:`SharedGroup.output_columns`) into the result table's columns ``targets``."""
+
+    member: int
+    statement: int
+    columns: tuple[str, ...]
+    targets: tuple[str, ...]
+
+
+def routed_select(group: SharedGroup, table: str, routes: Sequence[Route], statement_column: str) -> str:
+    """One select over the group's result ``table`` giving every routed statement its rows:
+    ``statement_column`` (the statement number) and each route's target columns (NULL in
+    rows of other statements). ``routes`` is not empty; members are routed at most once.
+
+    Raises
+    ------
+    ValueError
+        A member routed twice, or a route whose columns and targets differ in number.
+    """
+    members = [route.member for route in routes]
+    if len(set(members)) != len(members):
+        raise ValueError("a member's rows can go to one statement only")
+    member = exp.column(PLAN_COLUMN)
+    number = exp.Case(this=member.copy())
+    filled: dict[str, exp.Case] = {}
+    for route in routes:
+        if len(route.columns) != len(route.targets):
+            raise ValueError(f"statement {route.statement}: {len(route.columns)} columns for "
+                             f"{len(route.targets)} targets")
+        index = exp.Literal.number(route.member)
+        number = number.when(index.copy(), exp.Literal.number(route.statement))
+        values = dict(group.output_columns(route.member))
+        for column, target in zip(route.columns, route.targets):
+            case = filled.setdefault(target, exp.Case(this=member.copy()))
+            filled[target] = case.when(index.copy(), values[column].copy())
+    projections = [exp.alias_(number, statement_column)] + [exp.alias_(case, target) for target, case in filled.items()]
+    where = exp.In(this=member.copy(), expressions=[exp.Literal.number(m) for m in members])
+    select = exp.select(*projections).from_(exp.to_table(table)).where(where)
+    return sanitize(select).sql(dialect=SparkSeq)
+
+
+__all__ = ["Route", "routed_select", "selected_columns"]
