@@ -270,6 +270,17 @@ class _Routing:
                 and all(self.plan.statements[m.statement].is_query and self._columns(m) is not None
                         for m in shared.members))
 
+    def describe(self, shared: SharedGroup) -> str:
+        """How ``collect_workload`` and ``workload(output=...)`` deliver the pass of ``shared``."""
+        if self.routable(shared):
+            return ("routed: every member's statement only selects its columns, so the job delivering the results "
+                    "reads the pass once (not cached) and routes each row to its statement")
+        others = sorted({m.statement + 1 for m in shared.members if not self.plan.statements[m.statement].is_query
+                         or self._columns(m) is None})
+        why = (f"statement(s) {_members(others)} do more than select their operator's columns" if others else
+               "its statements are delivered by more than one job")
+        return f"cached, one branch of the result job per statement: {why}"
+
     def add(self, group: int, shared: SharedGroup, table: str) -> None:
         self.groups[group] = (shared, table)
         for index, member in enumerate(shared.members):

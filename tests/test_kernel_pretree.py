@@ -207,16 +207,26 @@ def grouped(timelines: tuple[SharedTimeline, ...]) -> list[list[int]]:
 
 
 def test_grouping_follows_the_cost_model() -> None:
-    """Plans over the same symbols share a timeline; plans over disjoint ones do not,
-    unless they start alike; a plan alone in its window shape shares with nobody."""
+    """Plans of one window shape share a timeline where the model finds it cheaper: over the
+    same symbols, and over disjoint symbols of similar rows too (each symbol's row list is
+    built from its own rows, so one timeline saves each plan's fixed costs: 0.67-0.79x the
+    plans alone, measured on the kernel at 500-80,000 rows); not a plan over seven rare
+    symbols with one over a frequent symbol (every symbol pays a count per window of the
+    frequent one's: measured 1.2-1.5x alone), though plans among them that start alike
+    still do; a plan alone in its window shape shares
+    with nobody."""
     def plan(*syms: int) -> Plan:
         return Plan(symbols=tuple(f"S{i}" for i in range(8)), elements=tuple(Element(s) for s in syms),
                     negations=(0,) * (len(syms) + 1), within=10, slide=5)
 
     rows = rows_of(np.array([1 << (i % 8) for i in range(80_000)], dtype=np.int64))
     assert grouped(choose_timelines([plan(0, 1, 2, 3), plan(3, 2, 1, 0), plan(1, 0, 3, 2)], rows)) == [[0, 1, 2]]
-    assert grouped(choose_timelines([plan(0, 1), plan(2, 3), plan(4, 5), plan(6, 7)], rows)) == []
-    assert grouped(choose_timelines([plan(0, 1, 2), plan(0, 1, 3), plan(4, 5), plan(6, 7)], rows)) == [[0, 1]]
+    assert grouped(choose_timelines([plan(0, 1), plan(2, 3), plan(4, 5), plan(6, 7)], rows)) == [[0, 1, 2, 3]]
+    skewed = rows_of(np.array([1 << 7] * 1_000_000 + [1 << (i % 7) for i in range(700)], dtype=np.int64))
+    assert grouped(choose_timelines([plan(0, 1, 2, 3, 4, 5, 6), plan(7, 7)], skewed)) == []
+    # not all of one shape, but those that start alike (a common first step)
+    alike = [plan(0, 1, 2, 3, 4, 5, 6), plan(0, 1, 6, 5, 4, 3), plan(7, 7)]
+    assert grouped(choose_timelines(alike, skewed)) == [[0, 1]]
     no_window = Plan(symbols=("S0", "S1"), elements=(Element(0), Element(1)), negations=(0, 0, 0))
     assert grouped(choose_timelines([plan(0, 1), no_window, plan(0, 1)], rows)) == [[0, 2]]
     assert grouped(choose_timelines([plan(0, 1), no_window, plan(0, 1)], rows, candidates=[0, 1])) == []

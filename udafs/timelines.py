@@ -20,9 +20,11 @@ Cost model (units: one *row step* — one row of a symbol's row list taking part
 step of a forward pass; the constants are fitted by ``bench/sharing.py --calibrate``):
 
 * a timeline of ``R`` rows over ``S`` symbols costs ``R x (TIMELINE_WORK + SYMBOL_WORK x S)``:
-  the window rows replicated and sorted once, then each symbol's row list, prefix counts
-  and ranks built over the whole timeline; a timeline with cut plans builds its reversed
-  twin's row lists too (one more ``SYMBOL_WORK x R`` per symbol of the suffixes);
+  the window rows replicated once and every symbol's row list copied from its own base
+  rows (together about ``R``), plus per symbol one count per window (the small ``S`` term;
+  before row lists were built from each symbol's own rows it was a scan and a prefix sum
+  of the whole timeline per symbol, and dominated); a timeline with cut plans builds its
+  reversed twin's row lists too (one more ``SYMBOL_WORK x R`` per symbol of the suffixes);
 * each node of the prefix trie and of the suffix trie (one step of a pass: an exclusive
   cumulative sum of the previous counts and a gather at the predecessor ranges) costs the
   rows of its symbol, and each plan's last sum over its cut element's rows the same;
@@ -58,18 +60,19 @@ Rows = Callable[[int], float]
 # least squares of the engine's measured seconds on the model's terms, relative errors): 368
 # observations — each member alone and random sets of 2 to all members on one timeline, for
 # the 20- and 60-query groups of bench/sharing.py's routes and funnels (2 M events, 200 keys,
-# WITHIN 10 min SLIDE 1 min), on whole partitions and on their first 30 rows — gave 17.7 ns
-# per row step, TIMELINE_WORK 0.71, SYMBOL_WORK 0.414, CALL_WORK 8,065, MEMBER_WORK 10,311;
-# relative error median 14.5 %, max 45.3 % (docs/sharing.md).
+# WITHIN 10 min SLIDE 1 min), on whole partitions and on their first 30 rows — gave, with
+# each symbol's row list built from its own rows (:class:`udafs.kernels.segments.RangeTimeline`),
+# 15.5 ns per row step, TIMELINE_WORK 4.57, SYMBOL_WORK 0.036, CALL_WORK 15,339, MEMBER_WORK
+# 21,201; relative error median 23.0 %, max 82.8 % (a loaded machine; docs/sharing.md).
 
-#: Work per timeline row, independent of symbols (window replication, segment bounds).
-TIMELINE_WORK = 0.7
-#: Work per timeline row and symbol (row list, prefix counts, ranks).
-SYMBOL_WORK = 0.41
+#: Work per timeline row, independent of symbols (window replication, the row lists' copies).
+TIMELINE_WORK = 4.6
+#: Work per timeline row and symbol (what is left per symbol: one count per window and symbol).
+SYMBOL_WORK = 0.036
 #: Work per timeline and engine call (partition): windows, batches, fixed numpy overheads.
-CALL_WORK = 8_000.0
+CALL_WORK = 15_000.0
 #: Work per plan and engine call: its own windows, partials and result arrays.
-MEMBER_WORK = 10_000.0
+MEMBER_WORK = 21_000.0
 
 
 class Shape(NamedTuple):

@@ -124,7 +124,7 @@ def run_chunk(chunk: Chunk, pat: Pattern, channels: tuple[Channel, ...], nums: N
     tl = chunk.tl
     fw: list[_Arrays] = []
     for i, sym in enumerate(pat.symbols):
-        n = len(tl.rows(sym))
+        n = tl.n_rows(sym)
         if i == 0:
             entry = _Arrays(nums.ar.ones(n), [_full(n, c.identity, c, nums) for c in channels])
         else:

@@ -45,7 +45,7 @@ def forward(tl: Timeline, pat: Pattern, ar: Arith, start: np.ndarray | None = No
     out: list[np.ndarray] = []
     for i, sym in enumerate(pat.symbols):
         if i == 0:
-            entry = ar.ones(len(tl.rows(sym))) if start is None else start
+            entry = ar.ones(tl.n_rows(sym)) if start is None else start
         else:
             entry = tl.step(pat.symbols[i - 1], sym, pat.gaps[i - 1], out[-1], ar)
         entry = tl.weigh(sym, entry, ar)  # weighted timelines: the bound row's probability
@@ -86,7 +86,7 @@ def reach_forward(tl: Timeline, pat: Pattern, start: np.ndarray | None = None) -
     out: list[np.ndarray] = []
     for i, sym in enumerate(pat.symbols):
         if i == 0:
-            e = np.ones(len(tl.rows(sym)), dtype=bool) if start is None else np.asarray(start, dtype=bool)
+            e = np.ones(tl.n_rows(sym), dtype=bool) if start is None else np.asarray(start, dtype=bool)
         else:
             lo, hi = tl.prev_ranges(pat.symbols[i - 1], sym, pat.gaps[i - 1])
             cs = count_true(out[-1])
@@ -161,7 +161,7 @@ def tie_groups(tl: Timeline, sym: int) -> tuple[np.ndarray, np.ndarray, np.ndarr
             new[1:] |= seg_rows[1:] != seg_rows[:-1]
         starts = np.flatnonzero(new)
         gid = np.cumsum(new) - 1
-        seg = tl.seg_id[r[starts]]
+        seg = tl.seg_of(sym)[starts]
         first = np.ones(len(starts), dtype=bool)
         first[1:] = seg[1:] != seg[:-1]
         seg_first = np.maximum.accumulate(np.where(first, np.arange(len(starts)), 0))

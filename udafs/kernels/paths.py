@@ -102,12 +102,12 @@ def _window_batch(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: Sequence[C
     """Partials of the windows whose rows are ``[starts, ends)`` (all non-empty)."""
     symbols = measure_symbols(plan)
     tl = range_timeline(ts, mask, starts, ends)
-    assert tl.origin is not None  # range_timeline's rows are copies of the caller's
     pat = Pattern.of(plan)
     r = _edge_weighted_run(tl, pat, plan.negations[0], plan.negations[-1], ar, bool(symbols))
     acc = new_acc(symbols, tl.n, ar)
-    if symbols:
-        add_pairs(acc, tl, pat, r.pairs, ar)
+    if not symbols:  # COUNT(*) only: no row is read (the replicated rows are never built)
+        return partials(plan, Tally(r.totals, np.zeros(0, dtype=np.int64), tl.bounds, acc), cols, ar)
+    add_pairs(acc, tl, pat, r.pairs, ar)
     return partials(plan, Tally(r.totals, tl.origin, tl.bounds, acc), cols, ar)
 
 

@@ -420,7 +420,7 @@ def _anchored(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column], 
         tl = range_timeline(ts, mask, starts[a:b], ends[a:b])
         seg_anchor = anchors[a:b]
         start = ar.asarray(tl.ts[tl.rows(first_sym)] == seg_anchor[tl.seg_of(first_sym)])
-        end_ok = np.ones(len(tl.rows(last_sym)), dtype=bool)
+        end_ok = np.ones(tl.n_rows(last_sym), dtype=bool)
         if lead_t is not None:
             k = np.searchsorted(lead_t, seg_anchor, "left")  # N times before each anchor
             has = k > 0

@@ -132,7 +132,7 @@ def forward(tl: Timeline, pp: PredPattern, cols: Sequence[Column], ar: Arith,
     out: list[np.ndarray] = []
     for i, sym in enumerate(pat.symbols):
         if i == 0:
-            entry = ar.ones(len(tl.rows(sym))) if start is None else start
+            entry = ar.ones(tl.n_rows(sym)) if start is None else start
         elif pp.rank is None and pp.within2 is None and pp.steps[i - 1] is None:
             entry = tl.step(pat.symbols[i - 1], sym, pat.gaps[i - 1], out[-1], ar)
         else:

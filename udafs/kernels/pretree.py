@@ -78,13 +78,19 @@ def evaluate_shared(plans: Sequence[Plan], ts: np.ndarray, mask: np.ndarray, ar:
     k = sliding_windows(ts, w, s)
     starts = np.searchsorted(ts, k * s, "left")
     ends = np.searchsorted(ts, k * s + w, "left")
-    per_batch = [_totals(plans, range_timeline(ts, mask, starts[a:b], ends[a:b]), ar, cut)
-                 for a, b in batches(ends - starts)]
+    per_batch = []  # per batch of windows: their numbers, every plan's totals, the windows each plan reports
+    for a, b in batches(ends - starts):
+        tl = range_timeline(ts, mask, starts[a:b], ends[a:b])
+        # a plan reports the windows holding a row of its own symbols (sliding_windows of its rows)
+        per_batch.append((k[a:b], _totals(plans, tl, ar, cut), [tl.segments_holding(p.pattern_symbols_mask)
+                                                                 for p in plans]))
     out: list[Evaluated] = []
     for i, p in enumerate(plans):
-        windows = np.concatenate([t[i] for t in per_batch]) if per_batch else ar.zeros(0)
-        own = sliding_windows(ts[(mask & p.pattern_symbols_mask) != 0], w, s)
-        out.append((_count_partials(p, windows[np.searchsorted(k, own)], ar), own * s))
+        windows, counts = np.zeros(0, dtype=np.int64), ar.zeros(0)
+        if per_batch:
+            windows = np.concatenate([numbers[held[i]] for numbers, _, held in per_batch])
+            counts = np.concatenate([t[i][held[i]] for _, t, held in per_batch])
+        out.append((_count_partials(p, counts, ar), windows * s))
     return out
 
 
@@ -135,7 +141,7 @@ def _walk(path: list[list], node: tuple, tl: Timeline, pat: Pattern, ar: Arith, 
         if j == 0 and start is not None:
             entry = start
         elif j == 0:
-            entry = ar.asarray(tl.no_neg_before(sym, lead)) if lead else ar.ones(len(tl.rows(sym)))
+            entry = ar.asarray(tl.no_neg_before(sym, lead)) if lead else ar.ones(tl.n_rows(sym))
         else:
             parent = path[j - 1]
             if parent[2] is None:

@@ -39,16 +39,30 @@ class Timeline:
     def __init__(self, ts: np.ndarray, mask: np.ndarray, bounds: np.ndarray,
                  origin: np.ndarray | None = None, weight: np.ndarray | None = None,
                  inv: np.ndarray | None = None, group: np.ndarray | None = None) -> None:
-        self.ts = ts
-        self.mask = mask
+        self._ts, self._mask, self._origin = ts, mask, origin
         self.bounds = np.asarray(bounds, dtype=_IDX)
-        self.origin = origin
         self.weight, self.inv, self.group = weight, inv, group
         self.n = len(ts)
         self.n_seg = len(self.bounds) - 1
         self._cache: dict[object, Any] = {}  # arrays, flags and tuples of arrays, by name
         self._reversed: Timeline | None = None  # the reversed twin, owned by this timeline
         self._origin_ref: weakref.ref[Timeline] | None = None  # a reversed twin's way back
+
+    # -- rows ------------------------------------------------------------------
+    @property
+    def ts(self) -> np.ndarray:
+        """Timestamp of every row."""
+        return self._ts
+
+    @property
+    def mask(self) -> np.ndarray:
+        """Symbol mask of every row."""
+        return self._mask
+
+    @property
+    def origin(self) -> np.ndarray | None:
+        """Row of the caller's base array of every row (None: the identity)."""
+        return self._origin
 
     # -- structure ---------------------------------------------------------
     @property
@@ -138,6 +152,19 @@ class Timeline:
                 rows = np.flatnonzero((self.mask & (1 << sym)) != 0).astype(_IDX, copy=False)
             self._cache[key] = rows
         return self._cache[key]
+
+    def n_rows(self, sym: int) -> int:
+        """Number of ``sym`` rows."""
+        return len(self.rows(sym))
+
+    def segments_holding(self, bits: int) -> np.ndarray:
+        """Per segment: does it hold a row of any of the symbols ``bits``?"""
+        out = np.zeros(self.n_seg, dtype=bool)
+        for sym in range(bits.bit_length()):
+            if bits >> sym & 1:
+                b = self.sym_segments(sym)
+                out |= b[1:] > b[:-1]
+        return out
 
     def count_before(self, sym: int) -> np.ndarray:
         """``c[g]`` = number of ``sym`` rows with index < g, for g in 0..n."""
