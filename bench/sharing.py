@@ -16,8 +16,8 @@ collected to the driver as Arrow by one result job — and of (alone) each state
 by itself, one after the other, its rows collected with ``toArrow()``; the results must
 be equal statement by statement (names, types, rows). The shared time is also split
 into planning and running the statements (plan+run, without the pass), the group's
-caching job (pass) and the result job (collect). Also the sharing optimizer's time on
-the workload with statistics collected from the data (the statistics job is timed apart).
+caching job (pass) and the result job (collect); the statistics job of the plan-time timeline
+decision (:func:`sparkseq.statistics.collect`) is timed apart.
 
 With ``--kernel`` it times only the group's engine call (no Spark: the group's input
 collected once, every partition evaluated in this process): every member one by one; the
@@ -28,19 +28,9 @@ run), with prefixes only and with prefixes and suffixes; results checked equal.
 With ``--calibrate`` it fits the constants of the shared-timeline cost model
 (:mod:`udafs.timelines`) to the engine call's measured seconds (``--save FILE`` keeps the
 observations). With ``--compare ROUNDS`` it times the whole shared run
-(:func:`collect_workload`) with the decision made at plan time against the decision left
-to each partition (no statistics job), alternating in one session.
-
-With ``--middle`` it asks whether the sub-patterns the sharing optimizer shares in the
-*middle* of queries (Chop-Connect with snapshots; the engine does not execute them)
-would pay in the engine: on every partition's shared sliding-window timeline, the
-middle's steps of a forward pass (exclusive cumulative sum of the counts, gather at the
-predecessor ranges) for each member one by one, against all members at once as one
-snapshot matrix (one column of start counts per member: one cumulative sum over the
-stacked columns, one gather) — the vectorised form of the thesis's snapshots. The
-predecessor ranges (the per-symbol index work) are computed before timing; the engine
-already shares them between members of one timeline. Results checked equal; the
-group's whole engine call is timed in the same run for scale.
+(:func:`collect_workload`) with the decision made at plan time (its statistics job over a
+sample of the source, as workloads run, and over all rows) against the decision left to
+each partition (no statistics job), alternating in one session.
 
 With ``--masks`` it times reading and masking a 20-query group's input rows (the scan
 and the row mask of the group's pass, written to Spark's no-op sink; best of 3 after a
@@ -48,7 +38,7 @@ warm-up) in two fresh Spark sessions started one after the other in this run, wi
 without ``-XX:-DontCompileHugeMethods`` (:data:`sparkseq.session.JIT_HUGE_METHODS`).
 
 Usage: .venv/bin/python bench/sharing.py [--events N] [--queries 20,60,120] [--stream routes,funnels]
-                                         [--kernel | --middle | --masks | --calibrate [--save FILE] | --compare N]
+                                         [--kernel | --masks | --calibrate [--save FILE] | --compare N]
 """
 
 from __future__ import annotations
@@ -76,8 +66,7 @@ import sparkseq  # noqa: E402
 from sparkseq import statistics, workloads  # noqa: E402
 from sparkseq.session import JIT_HUGE_METHODS, default_conf, scratch_dir  # noqa: E402
 from sparkseq.workloads import collect_workload, plan_workload, release_workload  # noqa: E402
-from sql_rewrites import sharing  # noqa: E402
-from sql_rewrites.shared import SharedGroup, symbol_keys  # noqa: E402
+from sql_rewrites.shared import SharedGroup  # noqa: E402
 from sql_rewrites.timeline_plan import plan_timelines  # noqa: E402
 
 START = 1_714_550_400  # 2024-05-01 08:00 UTC, seconds
@@ -165,69 +154,77 @@ def run(spark: SparkSession, kind: str, count: int) -> None:
     began = time.perf_counter()
     stats = statistics.collect(spark, group)
     t_stats = time.perf_counter() - began
-    keys = symbol_keys(group)
-    began = time.perf_counter()
-    chosen = sharing.optimize([sharing.query_from_plan(f"q{i}", p, keys) for i, p in enumerate(group.plan.plans)],
-                              stats)
-    t_opt = time.perf_counter() - began
+    decided = plan_timelines(group, stats).plan.timelines or ()
     release_workload(spark, script)  # the next workload does not share memory with this one's cache
     rows = sum(r.arrow.num_rows for r in results if r.arrow is not None)
     t_plan = t_shared - spent["pass"] - spent["collect"]
     print(f"  {kind:<8} {count:>4} {t_alone:9.1f} s {t_shared:9.1f} s {t_alone / t_shared:8.2f}x "
-          f"{t_plan:7.1f} s {spent['pass']:7.1f} s {spent['collect']:7.1f} s {t_opt * 1000:8.0f} ms {t_stats:7.1f} s   "
-          f"{len(chosen.shared):>3} shared, est. {1 - chosen.cost / chosen.cost_unshared:5.1%} saved   "
-          f"{rows:,} result rows")
+          f"{t_plan:7.1f} s {spent['pass']:7.1f} s {spent['collect']:7.1f} s {t_stats:7.1f} s   "
+          f"{', '.join(str(len(t.members)) for t in decided) or 'none':>9}   {rows:,} result rows")
 
 
 def compare(spark: SparkSession, kind: str, count: int, rounds: int) -> None:
     """The shared run (:func:`collect_workload`) with the shared timelines decided once from
-    the group's statistics job (what runs) against the same run with the decision left to
-    each partition (the multi-plan without one, no statistics job: how the pass chose
-    before), alternating, same session; results equal."""
+    the group's statistics job (what runs: a sample of the source when Spark estimates it
+    as large), the same with the statistics job reading all rows, and the decision left to
+    each partition (the multi-plan without one, no statistics job), alternating, same
+    session; results equal."""
     script = ";\n".join(statement(kind, p) for p in queries(kind, count, 10))
-    decide, needs = workloads.plan_timelines, workloads.needs_statistics
+    decide, needs, every = workloads.plan_timelines, workloads.needs_statistics, statistics.sample_every
 
     def undecided(group: SharedGroup, statistics: object) -> SharedGroup:
         return dataclasses.replace(group, plan=dataclasses.replace(group.plan, timelines=None))
 
-    times: dict[str, list[float]] = {"planned": [], "per partition": []}
+    times: dict[str, list[float]] = {"planned": [], "planned, all rows": [], "per partition": []}
+    jobs: dict[str, list[float]] = {mode: [] for mode in times}  # the statistics job's seconds per run
+    collect = statistics.collect
     answers = {}
     for _ in range(rounds):
         for mode in times:
+            spent = {"statistics": 0.0}
+            statistics.collect = _timed(spent, "statistics", collect)
             if mode == "per partition":
                 workloads.plan_timelines, workloads.needs_statistics = undecided, lambda group: False
+            if mode == "planned, all rows":
+                statistics.sample_every = lambda *estimate: 1
             try:
                 began = time.perf_counter()
                 results = collect_workload(spark, script)
                 times[mode].append(time.perf_counter() - began)
             finally:
-                workloads.plan_timelines, workloads.needs_statistics = decide, needs
+                workloads.plan_timelines, workloads.needs_statistics, statistics.sample_every = decide, needs, every
+                statistics.collect = collect
+            jobs[mode].append(spent["statistics"])
             answers[mode] = [r.arrow for r in results]
             release_workload(spark, script)
     assert all(a is not None and b is not None and same_rows(a, b)
-               for a, b in zip(answers["planned"], answers["per partition"])), "the decision changed a result"
-    planned, partition = (float(np.median(times[m])) for m in ("planned", "per partition"))
-    shown = ", ".join(f"{t:.1f}" for t in times["planned"])
-    other = ", ".join(f"{t:.1f}" for t in times["per partition"])
-    print(f"  {kind:<8} {count:>4} shared run, median of {rounds}: planned {planned:6.1f} s ({shown}); "
-          f"per partition {partition:6.1f} s ({other}); planned/per partition {planned / partition:4.2f}x "
+               for mode in times for a, b in zip(answers["per partition"], answers[mode])), \
+        "the decision changed a result"
+    medians = {mode: float(np.median(values)) for mode, values in times.items()}
+    shown = "; ".join(f"{mode} {medians[mode]:6.1f} s ({', '.join(f'{t:.1f}' for t in times[mode])}; "
+                      f"statistics job {np.median(jobs[mode]):.2f} s)" for mode in times)
+    base = medians["per partition"]
+    print(f"  {kind:<8} {count:>4} shared run, median of {rounds}: {shown}; over per partition: planned "
+          f"{medians['planned'] / base:4.2f}x, planned from all rows {medians['planned, all rows'] / base:4.2f}x "
           "(results equal)")
+
+
+def _timed(spent: dict[str, float], key: str, function: Callable) -> Callable:
+    """``function``, adding the seconds of each call to ``spent[key]``."""
+    def call(*args: object, **kwargs: object) -> object:
+        began = time.perf_counter()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            spent[key] += time.perf_counter() - began
+    return call
 
 
 @contextlib.contextmanager
 def _timing(spent: dict[str, float]) -> Iterator[None]:
     """Time the group passes' caching jobs and the one result job of a workload run."""
-    def timed(key: str, function: Callable) -> Callable:
-        def call(*args: object, **kwargs: object) -> object:
-            began = time.perf_counter()
-            try:
-                return function(*args, **kwargs)
-            finally:
-                spent[key] += time.perf_counter() - began
-        return call
-
     cache, collect = workloads._cache_group, workloads.collect_results
-    workloads._cache_group, workloads.collect_results = timed("pass", cache), timed("collect", collect)
+    workloads._cache_group, workloads.collect_results = _timed(spent, "pass", cache), _timed(spent, "collect", collect)
     try:
         yield
     finally:
@@ -352,61 +349,6 @@ def fit(observed: list[tuple[list[float], float]]) -> None:
           f"max {error.max():.1%}")
 
 
-def middle(spark: SparkSession, kind: str, count: int) -> None:
-    """The optimizer's shared middles as snapshot matrices vs member by member (module docstring)."""
-    from udafs.kernels.arith import Arith, Kind
-    from udafs.kernels.segments import range_timeline, sliding_windows
-
-    group, parts = _group_input(spark, kind, count)
-    plans = group.plan.plans
-    keys = symbol_keys(group)
-    chosen = sharing.optimize([sharing.query_from_plan(f"q{i}", p, keys) for i, p in enumerate(plans)],
-                              statistics.collect(spark, group))
-    middles = []  # (symbols, gaps, number of members) of each shared pattern read in a member's middle
-    for shared in chosen.shared:
-        inner = [o for o in shared.occurrences if o.start > 0]
-        if len(inner) > 1:
-            p, a, n = plans[int(inner[0].query[1:])], inner[0].start, len(shared.pattern)
-            middles.append(([e.symbol for e in p.elements[a:a + n]], list(p.negations[a + 1:a + n]), len(inner)))
-    w, s = plans[0].within, plans[0].slide
-    ar = Arith(Kind.INT)
-    one_by_one = stacked = 0.0
-    for t, m in parts:
-        k = sliding_windows(t, w, s)
-        tl = range_timeline(t, m, np.searchsorted(t, k * s, "left"), np.searchsorted(t, k * s + w, "left"))
-        for symbols, gaps, members in middles:
-            ranges = [tl.prev_ranges(a, b, gap) for a, b, gap in zip(symbols, symbols[1:], gaps)]
-            starts = [np.ones(len(tl.rows(symbols[0])), dtype=np.int64) for _ in range(members)]
-            began = time.perf_counter()
-            alone = []
-            for column in starts:
-                for lo, hi in ranges:
-                    cs = ar.excl_cumsum(column)
-                    column = cs[hi] - cs[lo]
-                alone.append(column)
-            middle_time = time.perf_counter()
-            matrix = np.stack(starts)  # members x rows: one snapshot column per member
-            for lo, hi in ranges:
-                cs = ar.excl_cumsum(matrix.ravel())  # one sum over all columns; differences stay per column
-                offset = (np.arange(members) * matrix.shape[1])[:, None]
-                matrix = cs[offset + hi] - cs[offset + lo]
-            done = time.perf_counter()
-            assert np.array_equal(np.stack(alone), matrix), "the snapshot matrix changed a count"
-            one_by_one += middle_time - began
-            stacked += done - middle_time
-    from udafs.kernels.many import evaluate_many
-
-    began = time.perf_counter()
-    for t, m in parts:
-        evaluate_many(group.plan, t, m)
-    engine = time.perf_counter() - began
-    steps = sum((len(sy) - 1) * n for sy, _, n in middles)
-    print(f"  {kind:<8} {count:>4} middle: {len(middles)} shared middles read by {sum(n for *_, n in middles)} "
-          f"members ({steps} member steps per partition); member by member {one_by_one:6.2f} s, snapshot matrix "
-          f"{stacked:6.2f} s: matrix/member-by-member {stacked / max(one_by_one, 1e-9):4.2f}x (results equal); "
-          f"the whole engine call {engine:6.2f} s (middle steps {one_by_one / engine:5.1%} of it)")
-
-
 def masks(kind: str, events: int, keys: int) -> None:
     """Reading and masking a 20-query group's input with and without JIT of huge methods,
     each in a fresh Spark session (a child process of this run)."""
@@ -460,8 +402,6 @@ def main() -> None:
     parser.add_argument("--save", metavar="FILE", help="with --calibrate: write the observations (JSON)")
     parser.add_argument("--calibrate", action="store_true",
                         help="fit the shared-timeline cost model (udafs.timelines) to the engine's measured times")
-    parser.add_argument("--middle", action="store_true",
-                        help="time the optimizer's shared middles as snapshot matrices vs member by member")
     parser.add_argument("--masks", action="store_true",
                         help="time reading and masking a group's input with and without JIT of huge methods")
     parser.add_argument("--mask-child", choices=("on", "off"), help=argparse.SUPPRESS)
@@ -498,14 +438,14 @@ def main() -> None:
                 compare(spark, kind, count, args.compare)
         spark.stop()
         return
-    if not (args.kernel or args.middle):
+    if not args.kernel:
         print(f"  {'stream':<8} {'qs':>4} {'alone':>11} {'shared':>11} {'speedup':>9} {'plan+run':>9} "
-              f"{'pass':>9} {'collect':>9} {'optimizer':>11} {'stats':>9}   sharing optimizer")
+              f"{'pass':>9} {'collect':>9} {'stats':>9}   timelines of")
     for kind in args.stream.split(","):
         make_stream(spark, kind, args.events, args.keys)
-        if args.kernel or args.middle:
+        if args.kernel:
             for count in map(int, args.queries.split(",")):
-                (kernel if args.kernel else middle)(spark, kind, count)
+                kernel(spark, kind, count)
             continue
         # warm-ups, one per path: a statement alone, and a two-statement workload (its Arrow pass)
         sparkseq.sql(spark, statement(kind, queries(kind, 1, 10)[0])).collect()

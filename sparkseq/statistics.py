@@ -1,35 +1,28 @@
-"""Statistics for the sharing optimizer, collected from the data with one Spark job.
+"""Rows per symbol of a sharing group's source, for the plan-time timeline decision: one Spark job.
 
-For a sharing group (:class:`sql_rewrites.shared.SharedGroup`) the optimizer needs the
-rate of every symbol's events per partition and time unit
-(:class:`sql_rewrites.sharing.Statistics`). :func:`collect` runs the one aggregate of
-:func:`sql_rewrites.shared.statistics_sql` over the group's source (optionally a
-``TABLESAMPLE``): the rows of each symbol (its DEFINE / TYPE BY condition), the number
-of partitions and the time span, in engine time units (microseconds for timestamps).
+:func:`collect` runs the one aggregate of :func:`sql_rewrites.shared.statistics_sql`
+over the group's source — over a sample of it when Spark estimates the source as large
+(:func:`sql_rewrites.symbol_statistics.sample_every`) — and returns the rows of each
+symbol (its DEFINE / TYPE BY condition) and the number of partitions as a
+:class:`~sql_rewrites.symbol_statistics.SymbolStatistics`.
 """
 
 from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
+from sparkseq.execution_paths import source_size
 from sql_rewrites.shared import SharedGroup, statistics_sql, symbol_keys
-from sql_rewrites.sharing import Statistics
+from sql_rewrites.symbol_statistics import SymbolStatistics, sample_every
 
 
-def collect(spark: SparkSession, group: SharedGroup, *, sample_percent: float | None = None) -> Statistics:
-    """Per-symbol counts, partitions and span of the group's source (one job).
-
-    Parameters
-    ----------
-    sample_percent : float, optional
-        Read a ``TABLESAMPLE (p PERCENT)`` of the source instead of all of it.
-    """
-    row = spark.sql(statistics_sql(group, sample_percent=sample_percent)).first()
+def collect(spark: SparkSession, group: SharedGroup) -> SymbolStatistics:
+    """Rows per symbol and partitions of the group's source (one job; module docstring)."""
+    every = sample_every(*source_size(spark, group.members[0].query))
+    row = spark.sql(statistics_sql(group, sample_every=every)).first()
     assert row is not None  # an aggregate without GROUP BY has one row
-    span = max(1, (row["hi"] or 0) - (row["lo"] or 0)) if row["lo"] is not None else 1
     counts = {key: int(row[f"c{k}"] or 0) for k, key in enumerate(symbol_keys(group))}
-    fraction = 1.0 if sample_percent is None else sample_percent / 100
-    return Statistics.from_counts(counts, span, max(1, int(row["partitions"] or 1)), fraction)
+    return SymbolStatistics.from_sample(counts, int(row["partitions"] or 0), every)
 
 
 __all__ = ["collect"]

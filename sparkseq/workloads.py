@@ -75,10 +75,10 @@ from sql_rewrites.hierarchy import HierarchyResolver
 from sql_rewrites.logical import MatchAggregateQuery
 from sql_rewrites.rewriter import Replacement, Statement
 from sql_rewrites.routed_results import Route, routed_select, selected_columns
-from sql_rewrites.shared import Member, SharedGroup, build_group, group_members, sharing_key, symbol_keys
-from sql_rewrites.sharing import Statistics, Units
+from sql_rewrites.shared import Member, SharedGroup, build_group, group_members, sharing_key
 from sql_rewrites.statement_effects import created_relations
-from sql_rewrites.timeline_plan import describe_timelines, needs_statistics, plan_timelines
+from sql_rewrites.symbol_statistics import SymbolStatistics
+from sql_rewrites.timeline_plan import describe_statistics, describe_timelines, needs_statistics, plan_timelines
 from sql_rewrites.windows import describe_length
 from sql_rewrites.workload_paths import GroupPaths
 from udafs import contract
@@ -389,19 +389,12 @@ def _drop_cached(spark: SparkSession, name: str) -> bool:
     return spark.catalog.dropTempView(name)
 
 
-def explain_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver | None = None,
-                     sample_percent: float | None = None, dot: bool = False) -> str:
+def explain_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver | None = None) -> str:
     """What :func:`workload` would do with ``text``: the sharing groups, and for each its
     members with their execution paths (the statistics job for big keys, when Spark's
-    estimate of the source leaves room for one), shared symbols, collected statistics
-    (one job per group), the shared timelines the pass executes (the same decision the
-    pass is given), the sharing optimizer's candidates, conflicts, pruning, chosen plan
-    and estimated cost against not sharing (an estimate, not executed), and the group's
-    Spark SQL. Nothing else runs. ``sample_percent`` samples the optimizer's statistics
-    only; the executed decision always reads all rows, as the run does."""
-    from sparkseq import statistics
-    from sql_rewrites import sharing
-
+    estimate of the source leaves room for one), shared symbols, the shared timelines the
+    pass executes (the decision the pass is given, from the same statistics job the run
+    makes, :func:`group_run`), and the group's Spark SQL. Nothing else runs."""
     plan = plan_workload(spark, text, hierarchies=hierarchies)
     lines = [f"-- workload of {len(plan.statements)} statements, {len(plan.groups)} sharing group(s)"]
     shared = {(m.statement, m.ordinal) for g in plan.groups for m in g.members}
@@ -414,56 +407,33 @@ def explain_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyRe
         keys = ", ".join(k.name for k in first.partition_keys) or "(none)"
         lines += ["", f"group {g + 1}: {len(group.members)} operators over {first.node.this.sql(dialect=SparkSeq)}, "
                       f"PARTITION BY {keys}, ORDER BY {first.order.name}; cached as {plan.table(g)}"]
-        units = _units(first)
-        stats = statistics.collect(spark, group, sample_percent=sample_percent)
-        run = group_run(spark, group, None if sample_percent is not None else stats)
+        clock = first.order.kind.takes_intervals
+        run = group_run(spark, group)
         for i, member in enumerate(group.members):
             p = member.query.plan
-            window = "" if p.within is None else f" WITHIN {units.length(p.within)}" + (
-                "" if p.slide is None else f" SLIDE {units.length(p.slide)}")
+            window = "" if p.within is None else f" WITHIN {describe_length(p.within, clock)}" + (
+                "" if p.slide is None else f" SLIDE {describe_length(p.slide, clock)}")
             lines.append(f"  member {i}: statement {member.statement + 1}, {group.plan.plans[i].describe()}{window}")
             lines.append(f"    path: {run.paths.describe(i)}")
-        keys_of = symbol_keys(group)
         for k, (name, condition) in enumerate(group.symbols):
             lines.append(f"  {'symbols' if k == 0 else '':<8} bit {k:<2} {name:<12} {condition.sql(dialect=SparkSeq)}")
         lines.append("")
         if run.shared is None:
             lines.append("  execution: no shared pass, every member runs on its own path (above)")
-        else:
-            leaving = [i for i in range(len(group.members)) if not run.paths.is_shared(i)]
-            lines.append("  execution: one scan, one shuffle and one engine call per partition for "
-                         + (f"members {_members(run.paths.shared)}; members {_members(leaving)} run on their own "
-                            "paths (above)" if leaving else "all members"))
-            basis = ("no statistics needed: no two members could share a timeline" if run.statistics is None else
-                     f"rows per symbol from the statistics job, {run.statistics.partitions:,} partitions")
-            lines.append(f"  in the engine call, as executed (udafs.timelines cost model; {basis}):")
-            lines += ["    " + line for line in describe_timelines(run.shared, run.statistics, run.paths.shared)]
-        queries = [sharing.query_from_plan(f"m{i}", p, keys_of) for i, p in enumerate(group.plan.plans)]
-        chosen = sharing.optimize(queries, stats)
-        lines += ["", "  sharing optimizer (Sharon) -- an estimate, not executed: the engine runs the timelines "
-                      "above; of the patterns below it shares only what is a prefix or a suffix there, never a "
-                      "sub-pattern in the middle (measured not to pay, docs/sharing.md). Statistics from the data, "
-                      f"{stats.partitions:,} partitions over {_span(stats.span, units)} of event time"]
-        lines += ["  " + line for line in sharing.explain(chosen, units=units).splitlines()]
-        if dot:
-            lines += ["", sharing.sharon_graph_dot(chosen)]
-        if run.shared is not None:
-            events, _ = run.shared.events()
-            lines += ["", f"  Spark SQL of the group's input (grouped by the partition keys into one Arrow pass, "
-                          f"udafs.spark_shared, cached as {plan.table(g)}):",
-                      "  " + events.sql(dialect=SparkSeq, pretty=True).replace("\n", "\n  ")]
+            continue
+        leaving = [i for i in range(len(group.members)) if not run.paths.is_shared(i)]
+        lines.append("  execution: one scan, one shuffle and one engine call per partition for "
+                     + (f"members {_members(run.paths.shared)}; members {_members(leaving)} run on their own "
+                        "paths (above)" if leaving else "all members"))
+        basis = ("no statistics needed: no two members could share a timeline" if run.statistics is None else
+                 describe_statistics(run.statistics))
+        lines.append(f"  in the engine call, as executed (udafs.timelines cost model; {basis}):")
+        lines += ["    " + line for line in describe_timelines(run.shared, run.statistics, run.paths.shared)]
+        events, _ = run.shared.events()
+        lines += ["", f"  Spark SQL of the group's input (grouped by the partition keys into one Arrow pass, "
+                      f"udafs.spark_shared, cached as {plan.table(g)}):",
+                  "  " + events.sql(dialect=SparkSeq, pretty=True).replace("\n", "\n  ")]
     return "\n".join(lines)
-
-
-def _units(query: object) -> Units:
-    """How a group's windows and costs read: minutes and operations per second for a
-    timestamp event time (engine time is microseconds), the column's units otherwise."""
-    clock = query.order.kind.takes_intervals  # type: ignore[attr-defined]
-    return Units(length=lambda value: describe_length(value, clock), per_second=1e6 if clock else None)
-
-
-def _span(span: float | None, units: Units) -> str:
-    return "an unknown span" if span is None else units.length(span)
 
 
 def _members(indices: list[int] | tuple[int, ...]) -> str:
@@ -478,15 +448,14 @@ class GroupRun:
 
     paths: GroupPaths
     shared: SharedGroup | None
-    statistics: Statistics | None = None
+    statistics: SymbolStatistics | None = None
 
 
-def group_run(spark: SparkSession, group: SharedGroup, statistics: Statistics | None = None) -> GroupRun:
+def group_run(spark: SparkSession, group: SharedGroup) -> GroupRun:
     """The paths of ``group``'s members from its statistics (:func:`decide_group`, at most
     one job), the shared pass of those that stay grouped, and which of them share a
     timeline in it, from the rows per symbol of one more job
-    (:func:`sparkseq.statistics.collect`; skipped when no two members could share one,
-    or when ``statistics`` of the group's source, all rows, are given)."""
+    (:func:`sparkseq.statistics.collect`; skipped when no two members could share one)."""
     from sparkseq import statistics as collected
 
     paths = decide_group(spark, group.members[0].query, [m.query.single_plan for m in group.members])
@@ -497,8 +466,7 @@ def group_run(spark: SparkSession, group: SharedGroup, statistics: Statistics | 
         return GroupRun(paths, None)
     if not needs_statistics(shared):
         return GroupRun(paths, plan_timelines(shared, None))
-    if statistics is None:
-        statistics = collected.collect(spark, shared)
+    statistics = collected.collect(spark, shared)
     return GroupRun(paths, plan_timelines(shared, statistics), statistics)
 
 

@@ -211,28 +211,31 @@ def build_group(members: Sequence[Member]) -> SharedGroup:
 
 
 def symbol_keys(group: SharedGroup) -> tuple[str, ...]:
-    """The sharing optimizer's type key of each symbol of the group: its condition as SQL."""
+    """The key of each symbol of the group, by which statistics name it: its condition as SQL."""
     return tuple(condition.sql(dialect=SparkSeq) for _, condition in group.symbols)
 
 
-def statistics_sql(group: SharedGroup, *, sample_percent: float | None = None) -> str:
-    """One aggregate over the group's source (a ``TABLESAMPLE (p PERCENT)`` of it with
-    ``sample_percent``): its partitions (``partitions``), first and last time in engine
-    units (``lo``, ``hi``) and per symbol ``k`` the rows of its condition (``c<k>``)."""
+def statistics_sql(group: SharedGroup, *, sample_every: int = 1) -> str:
+    """One aggregate over the group's source: its partitions (``partitions``) and per
+    symbol ``k`` the rows of its condition (``c<k>``). With ``sample_every`` above 1 it
+    reads only the rows whose hash of partition keys and time is 0 modulo ``sample_every``
+    (about one in ``sample_every``, the same rows for the same data): the counts are then
+    of that sample, and ``partitions`` the keys it holds."""
     first = group.members[0].query
-    source = first.node.this.copy()
-    if sample_percent is not None:
-        source.set("sample", exp.TableSample(percent=exp.Literal.number(sample_percent)))
-    time = time_to_engine(first.order.expression.copy(), first.order.kind)
     keys = [k.expression.copy() for k in first.partition_keys]
-    columns = [
-        exp.alias_(exp.Count(this=exp.Distinct(expressions=keys)) if keys else exp.Literal.number(1), "partitions"),
-        exp.alias_(exp.Min(this=time.copy()), "lo"), exp.alias_(exp.Max(this=time.copy()), "hi"),
-    ]
-    for k, (_, condition) in enumerate(group.symbols):
-        hit = exp.case().when(condition.copy(), exp.Literal.number(1)).else_(exp.Literal.number(0))
-        columns.append(exp.alias_(exp.Sum(this=hit), f"c{k}"))
-    select = exp.select(*columns).from_(source)
+    inner = exp.select(*(
+        exp.alias_(exp.Sum(this=exp.case().when(condition.copy(), exp.Literal.number(1))
+                           .else_(exp.Literal.number(0))), f"c{k}")
+        for k, (_, condition) in enumerate(group.symbols))).from_(first.node.this.copy())
+    if sample_every > 1:
+        hashed = exp.Anonymous(this="hash", expressions=[*(k.copy() for k in keys), first.order.expression.copy()])
+        inner = inner.where(exp.EQ(this=exp.Anonymous(this="pmod", expressions=[
+            hashed, exp.Literal.number(sample_every)]), expression=exp.Literal.number(0)))
+    if keys:
+        inner = inner.group_by(*keys)
+    counts = [exp.alias_(exp.Sum(this=exp.column(f"c{k}")), f"c{k}") for k in range(len(group.symbols))]
+    select = exp.select(exp.alias_(exp.Count(this=exp.Star()) if keys else exp.Literal.number(1), "partitions"),
+                        *counts).from_(inner.subquery("per_key"))
     sanitize(select)
     return select.sql(dialect=SparkSeq)
 

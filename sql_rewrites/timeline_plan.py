@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 
 from sql_rewrites.shared import SharedGroup, symbol_keys
-from sql_rewrites.sharing import Statistics
+from sql_rewrites.symbol_statistics import SymbolStatistics
 from udafs.plan import Plan
 from udafs.timelines import (
     SharedTimeline,
@@ -39,9 +39,8 @@ from udafs.timelines import (
 class SymbolRows:
     """Rows per symbol of a group over all its partitions, from its statistics."""
 
-    def __init__(self, group: SharedGroup, statistics: Statistics) -> None:
-        total = statistics.partitions * (statistics.span or 1.0)
-        self.per_symbol = tuple(statistics.rate(key) * total for key in symbol_keys(group))
+    def __init__(self, group: SharedGroup, statistics: SymbolStatistics) -> None:
+        self.per_symbol = tuple(statistics.rows_of(key) for key in symbol_keys(group))
         self.calls = statistics.partitions
 
     def __call__(self, symbols: int) -> float:
@@ -55,7 +54,7 @@ def needs_statistics(group: SharedGroup) -> bool:
     return needs_rows(group.plan.plans)
 
 
-def plan_timelines(group: SharedGroup, statistics: Statistics | None) -> SharedGroup:
+def plan_timelines(group: SharedGroup, statistics: SymbolStatistics | None) -> SharedGroup:
     """``group`` with its plan's shared timelines decided (module docstring);
     ``statistics`` may be None only when :func:`needs_statistics` is False."""
     plans = group.plan.plans
@@ -69,7 +68,14 @@ def plan_timelines(group: SharedGroup, statistics: Statistics | None) -> SharedG
     return dataclasses.replace(group, plan=dataclasses.replace(group.plan, timelines=timelines))
 
 
-def describe_timelines(group: SharedGroup, statistics: Statistics | None,
+def describe_statistics(statistics: SymbolStatistics) -> str:
+    """What the decision was made from, for EXPLAIN."""
+    read = "all rows" if statistics.sampled == 1 else f"a sample of about one row in {round(1 / statistics.sampled):,}"
+    calls = statistics.partitions
+    return f"rows per symbol from the statistics job ({read}), {calls:,} partition{'' if calls == 1 else 's'}"
+
+
+def describe_timelines(group: SharedGroup, statistics: SymbolStatistics | None,
                        numbers: tuple[int, ...] | None = None) -> list[str]:
     """EXPLAIN's lines for the decision in ``group.plan.timelines`` (as :func:`plan_timelines`
     made it from ``statistics``): each shared timeline with its members, cuts, estimated
@@ -127,4 +133,4 @@ def _suffix(plan: Plan) -> str:
     return f"SEQ(..., {plan.describe()[4:]}"
 
 
-__all__ = ["SymbolRows", "describe_timelines", "needs_statistics", "plan_timelines"]
+__all__ = ["SymbolRows", "describe_statistics", "describe_timelines", "needs_statistics", "plan_timelines"]

@@ -12,7 +12,6 @@ ROOT = Path(__file__).resolve().parents[1]
 #: Package directory -> (document, heading of the section whose table lists its modules).
 MAPS = {
     "sql_rewrites": ("docs/architecture.md", "### `sql_rewrites/`"),
-    "sql_rewrites/sharing": ("docs/architecture.md", "### `sql_rewrites/sharing/`"),
     "udafs": ("docs/architecture.md", "### `udafs/`"),
     "sparkseq": ("docs/architecture.md", "### `sparkseq/`"),
     "udafs/kernels": ("docs/engine.md", "# The engine: `udafs/kernels`"),

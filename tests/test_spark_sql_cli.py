@@ -36,6 +36,12 @@ def test_explain_reports_errors_with_their_position(capsys: pytest.CaptureFixtur
     assert err.startswith("SqlParseError: Expecting a symbol") and "^" in err
 
 
+def test_explain_dot_was_removed_and_says_so_before_anything_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["explain", "--share", "--dot", "--table", "clicks=clicks.csv", QUERY])
+    assert exit_.value.code == cli.DOT_REMOVED and "shared timelines the pass runs" in cli.DOT_REMOVED
+
+
 def test_sql_runs_a_script_over_a_csv_file(spark, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     clicks, script = tmp_path / "clicks.csv", tmp_path / "script.sql"
     clicks.write_text(CSV)
@@ -60,7 +66,7 @@ def test_sql_share_runs_a_workload_and_explain_share_shows_the_plan(spark, capsy
     assert cli.main(["explain", "--share", "--file", str(script), "--table", f"clicks={clicks}"]) == 0
     out = capsys.readouterr().out
     assert "1 sharing group(s)" in out and "member 1: statement 2, SEQ(view, view, buy)" in out
-    assert "== Sharing plan ==" in out and "Spark SQL of the group's input" in out
+    assert "in the engine call, as executed" in out and "Spark SQL of the group's input" in out
 
 
 # --- the command as a SQL shell, in subprocesses (started together: each starts its own Spark) --------
@@ -161,6 +167,5 @@ def test_explain_share_speaks_in_time_units(shell) -> None:  # noqa: ANN001
     done = shell["explain"]
     assert done.returncode == 0, done.stderr
     assert "SEQ(view, buy) WITHIN 10 minutes SLIDE 1 minute" in done.stdout
-    assert "partitions over 1 minute of event time" in done.stdout
-    assert "(costs: estimated engine operations per second of event time, all partitions)" in done.stdout
-    assert "/s vs " in done.stdout and "class 0: group '', WITHIN 10 minutes SLIDE 1 minute" in done.stdout
+    assert "rows per symbol from the statistics job (all rows), 1 partition):" in done.stdout
+    assert "timeline 1: members 0, 1 on one timeline; estimated " in done.stdout

@@ -94,13 +94,12 @@ def explained_script(spark) -> str:  # noqa: ANN001
 def test_explain_names_the_prefixes_and_suffixes_the_engine_shares(spark) -> None:  # noqa: ANN001
     text = explain_workload(spark, explained_script(spark))
     assert "in the engine call, as executed (udafs.timelines cost model; rows per symbol from the statistics " \
-           "job, 6 partitions)" in text
+           "job (all rows), 6 partitions)" in text
     assert "timeline 1: members 0, 1, 2, 4, 5, 6, 7 on one timeline; estimated" in text
     assert "prefix counted once: SEQ(A, B, ...) for members 0, 1" in text
     assert "suffix counted once: SEQ(..., A, B, C, D) for members 5, 6" in text  # Chop-Connect after element 1
     assert "suffix counted once: SEQ(..., D, A, B, C, D) for members 4, 7" in text
     assert "members 3: counted one by one (measures other than COUNT(*)" in text
-    assert "sharing optimizer (Sharon) -- an estimate, not executed" in text
 
 
 def test_explain_prints_the_timelines_the_engine_runs(spark, monkeypatch) -> None:  # noqa: ANN001
@@ -134,6 +133,34 @@ def test_explain_prints_the_timelines_the_engine_runs(spark, monkeypatch) -> Non
         evaluate_many(ran_plan, rows[ts].to_numpy(np.int64), rows[mask].to_numpy(np.int64), ran=ran)
         assert ran == list(ran_plan.timelines)
     sparkseq.release_workload(spark, script)
+
+
+def test_a_large_source_is_sampled_and_decides_as_from_all_its_rows(spark) -> None:  # noqa: ANN001
+    """Over a source Spark estimates at more than a million rows, the statistics job reads
+    about one row in 16 — by a hash of key and time, so the same rows each time — scales the
+    counts up, still finds every key, and the shared timelines decided from it are the ones
+    all rows decide."""
+    from sparkseq import statistics
+    from sql_rewrites.shared import statistics_sql, symbol_keys
+    from sql_rewrites.symbol_statistics import SAMPLE_EVERY, SymbolStatistics
+    from sql_rewrites.timeline_plan import plan_timelines
+
+    spark.range(1_200_000).selectExpr("id % 40 AS g", "id AS ts", "CAST(1 << (id % 3) AS INT) AS mask") \
+        .createOrReplaceTempView("big_cases")
+    script = ";\n".join(
+        f"SELECT * FROM big_cases MATCH_AGGREGATE (PARTITION BY g ORDER BY ts PATTERN {pattern} "
+        "DEFINE A AS mask = 1, B AS mask = 2, C AS mask = 4 MEASURES COUNT(*) AS n WITHIN 100 SLIDE 50) AS m"
+        for pattern in ("SEQ(A, B, C)", "SEQ(A, C, B)", "SEQ(B, C, A)"))
+    group = sparkseq.plan_workload(spark, script).groups[0]
+    sampled = statistics.collect(spark, group)
+    assert sampled == statistics.collect(spark, group)  # the same sample each time
+    assert sampled.sampled == 1 / SAMPLE_EVERY and sampled.partitions == 40
+    for key in symbol_keys(group):
+        assert abs(sampled.rows_of(key) - 400_000) < 40_000, (key, sampled.rows_of(key))
+    row = spark.sql(statistics_sql(group)).first()
+    every = SymbolStatistics.of({key: row[f"c{k}"] for k, key in enumerate(symbol_keys(group))}, row["partitions"])
+    assert every.rows_of(symbol_keys(group)[0]) == 400_000 and every.partitions == 40
+    assert plan_timelines(group, sampled).plan.timelines == plan_timelines(group, every).plan.timelines
 
 
 def test_a_bad_statement_fails_before_any_job_and_creates_nothing(spark) -> None:  # noqa: ANN001

@@ -7,9 +7,22 @@ from __future__ import annotations
 import pytest
 
 from sql_rewrites.analysis import analyze_sql
-from sql_rewrites.shared import Member, SharedGroup, build_group, symbol_keys
-from sql_rewrites.sharing import Statistics
-from sql_rewrites.timeline_plan import SymbolRows, describe_timelines, needs_statistics, plan_timelines
+from sql_rewrites.shared import Member, SharedGroup, build_group, statistics_sql, symbol_keys
+from sql_rewrites.symbol_statistics import (
+    DENSE_ROW_BYTES,
+    SAMPLE_EVERY,
+    SAMPLE_FROM_ROWS,
+    UNKNOWN_BYTES,
+    SymbolStatistics,
+    sample_every,
+)
+from sql_rewrites.timeline_plan import (
+    SymbolRows,
+    describe_statistics,
+    describe_timelines,
+    needs_statistics,
+    plan_timelines,
+)
 from udafs.multiplan import MultiPlan
 
 SCHEMA = {"clicks": {"k": "INT", "ts": "BIGINT", "type": "STRING"}}
@@ -25,17 +38,25 @@ def group(*patterns: str, measure: str = "COUNT(*)", window: str = "WITHIN 600 S
     return build_group(members)
 
 
-def statistics(g: SharedGroup, rows: dict[str, int], partitions: int = 200) -> Statistics:
+def statistics(g: SharedGroup, rows: dict[str, int], partitions: int = 200) -> SymbolStatistics:
     """Statistics as ``sparkseq.statistics.collect`` builds them: ``rows`` per TYPE BY value."""
     counts = {key: rows[name] for key, (name, _) in zip(symbol_keys(g), g.symbols)}
-    return Statistics.from_counts(counts, span=3_600, partitions=partitions)
+    return SymbolStatistics.of(counts, partitions)
 
 
-def test_rows_per_symbol_come_back_from_the_rates() -> None:
+def test_rows_per_symbol_are_read_by_the_symbols_condition() -> None:
     g = group("SEQ(a, b)", "SEQ(a, c)")
     rows = SymbolRows(g, statistics(g, {"a": 1_000, "b": 50, "c": 7}))
-    assert [round(r) for r in rows.per_symbol] == [1_000, 50, 7] and rows.calls == 200
-    assert round(rows(0b101)) == 1_007
+    assert rows.per_symbol == (1_000, 50, 7) and rows.calls == 200
+    assert rows(0b101) == 1_007
+    assert SymbolRows(g, SymbolStatistics.of({}, 3)).per_symbol == (0, 0, 0)  # a symbol no row has
+
+
+def test_statistics_refuse_what_cannot_be_counted() -> None:
+    for bad in ({"rows": (("a", -1),)}, {"rows": (("a", 1), ("a", 2))}, {"partitions": 0}, {"sampled": 0.0},
+                {"sampled": 1.5}):
+        with pytest.raises(ValueError):
+            SymbolStatistics(**bad)  # type: ignore[arg-type]
 
 
 def test_the_decision_follows_the_data() -> None:
@@ -68,3 +89,29 @@ def test_explain_lines_name_the_executed_decision() -> None:
     assert lines[0].startswith("timeline 1: members 3, 4 on one timeline; estimated ")
     assert "  prefix counted once: SEQ(a, b, ...) for members 3, 4" in lines
     assert lines[-1] == "members 5: counted one by one (a shared timeline would cost more here)"
+
+
+def test_large_sources_are_sampled_by_spark_s_estimate() -> None:
+    assert sample_every(None, None) == 1  # nothing known: all rows
+    assert sample_every(UNKNOWN_BYTES, None) == 1  # Spark's default for what it cannot size
+    assert sample_every(10_000_000, 48) == 1  # the row count decides when known
+    assert sample_every(None, SAMPLE_FROM_ROWS + 1) == SAMPLE_EVERY
+    assert sample_every(SAMPLE_FROM_ROWS * DENSE_ROW_BYTES, None) == 1
+    assert sample_every(SAMPLE_FROM_ROWS * DENSE_ROW_BYTES + DENSE_ROW_BYTES, None) == SAMPLE_EVERY
+
+
+def test_a_sample_s_counts_are_scaled_up_and_its_keys_kept() -> None:
+    stats = SymbolStatistics.from_sample({"a": 3, "b": 0}, 7, 16)
+    assert stats.rows_of("a") == 48 and stats.rows_of("b") == 0 and stats.partitions == 7
+    assert stats.sampled == 1 / 16 and describe_statistics(stats) == (
+        "rows per symbol from the statistics job (a sample of about one row in 16), 7 partitions")
+    assert SymbolStatistics.from_sample({"a": 0}, 0, 16).partitions == 1  # an empty sample: one call
+    assert describe_statistics(SymbolStatistics.from_sample({"a": 5}, 2, 1)).endswith("(all rows), 2 partitions")
+    assert describe_statistics(SymbolStatistics.from_sample({"a": 5}, 1, 1)).endswith("(all rows), 1 partition")
+
+
+def test_the_statistics_query_samples_by_a_hash_of_keys_and_time() -> None:
+    g = group("SEQ(a, b)", "SEQ(a, c)")
+    whole = statistics_sql(g)
+    assert "HASH(" not in whole and "GROUP BY `k`" in whole and "COUNT(*) AS `partitions`" in whole
+    assert "WHERE PMOD(HASH(`k`, `ts`), 16) = 0 GROUP BY `k`" in statistics_sql(g, sample_every=16)
