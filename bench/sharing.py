@@ -11,13 +11,15 @@ Two synthetic streams, generated once with ``spark.range`` and written to parque
 Every query: ``WITHIN INTERVAL 10 MINUTES SLIDE INTERVAL 1 MINUTE``, ``COUNT(*)`` per
 key and window. For 20, 60 and 120 queries (``--queries``) the script prints the time
 of (shared) :func:`sparkseq.workloads.collect_workload` on the whole script — planning
-and running every statement, the group's cached pass, and every statement's rows
-collected to the driver as Arrow by one result job — and of (alone) each statement run
-by itself, one after the other, its rows collected with ``toArrow()``; the results must
-be equal statement by statement (names, types, rows). The shared time is also split
-into planning and running the statements (plan+run, without the pass), the group's
-caching job (pass) and the result job (collect); the statistics job of the plan-time timeline
-decision (:func:`sparkseq.statistics.collect`) is timed apart.
+and running every statement, the group's pass, and every statement's rows collected to
+the driver as Arrow by one result job — and of (alone) each statement run by itself, one
+after the other, its rows collected with ``toArrow()``; the results must be equal
+statement by statement (names, types, rows). The shared time is also split into
+planning and running the statements (plan+run, without the pass: the statistics jobs are
+in it), the group's caching job (cache; none when the statements' rows are routed from
+the pass, :mod:`sql_rewrites.routed_results`, as they are here) and the result job
+(collect; with routed rows, the pass runs in it); the statistics job of the plan-time
+timeline decision (:func:`sparkseq.statistics.collect`) is also timed apart (stats).
 
 With ``--kernel`` it times only the group's engine call (no Spark: the group's input
 collected once, every partition evaluated in this process): every member one by one; the
@@ -138,7 +140,7 @@ def same_rows(a: pa.Table, b: pa.Table) -> bool:
 def run(spark: SparkSession, kind: str, count: int) -> None:
     patterns = queries(kind, count, 10)
     script = ";\n".join(statement(kind, p) for p in patterns)
-    spent = {"pass": 0.0, "collect": 0.0}
+    spent = {"cache": 0.0, "collect": 0.0}
     began = time.perf_counter()
     with _timing(spent):
         results = collect_workload(spark, script)  # every statement's rows, one result job
@@ -157,9 +159,9 @@ def run(spark: SparkSession, kind: str, count: int) -> None:
     decided = plan_timelines(group, stats).plan.timelines or ()
     release_workload(spark, script)  # the next workload does not share memory with this one's cache
     rows = sum(r.arrow.num_rows for r in results if r.arrow is not None)
-    t_plan = t_shared - spent["pass"] - spent["collect"]
+    t_plan = t_shared - spent["cache"] - spent["collect"]
     print(f"  {kind:<8} {count:>4} {t_alone:9.1f} s {t_shared:9.1f} s {t_alone / t_shared:8.2f}x "
-          f"{t_plan:7.1f} s {spent['pass']:7.1f} s {spent['collect']:7.1f} s {t_stats:7.1f} s   "
+          f"{t_plan:7.1f} s {spent['cache']:7.1f} s {spent['collect']:7.1f} s {t_stats:7.1f} s   "
           f"{', '.join(str(len(t.members)) for t in decided) or 'none':>9}   {rows:,} result rows")
 
 
@@ -224,7 +226,7 @@ def _timed(spent: dict[str, float], key: str, function: Callable) -> Callable:
 def _timing(spent: dict[str, float]) -> Iterator[None]:
     """Time the group passes' caching jobs and the one result job of a workload run."""
     cache, collect = workloads._cache_group, workloads.collect_results
-    workloads._cache_group, workloads.collect_results = _timed(spent, "pass", cache), _timed(spent, "collect", collect)
+    workloads._cache_group, workloads.collect_results = _timed(spent, "cache", cache), _timed(spent, "collect", collect)
     try:
         yield
     finally:
@@ -440,7 +442,7 @@ def main() -> None:
         return
     if not args.kernel:
         print(f"  {'stream':<8} {'qs':>4} {'alone':>11} {'shared':>11} {'speedup':>9} {'plan+run':>9} "
-              f"{'pass':>9} {'collect':>9} {'stats':>9}   timelines of")
+              f"{'cache':>9} {'collect':>9} {'stats':>9}   timelines of")
     for kind in args.stream.split(","):
         make_stream(spark, kind, args.events, args.keys)
         if args.kernel:

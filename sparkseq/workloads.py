@@ -394,8 +394,11 @@ def explain_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyRe
     members with their execution paths (the statistics job for big keys, when Spark's
     estimate of the source leaves room for one), shared symbols, the shared timelines the
     pass executes (the decision the pass is given, from the same statistics job the run
-    makes, :func:`group_run`), and the group's Spark SQL. Nothing else runs."""
+    makes, :func:`group_run`), how :func:`collect_workload` and ``workload(output=...)``
+    deliver its results (routed from one read of the pass, or cached), and the group's
+    Spark SQL. Nothing else runs."""
     plan = plan_workload(spark, text, hierarchies=hierarchies)
+    routing = _Routing(spark, plan)
     lines = [f"-- workload of {len(plan.statements)} statements, {len(plan.groups)} sharing group(s)"]
     shared = {(m.statement, m.ordinal) for g in plan.groups for m in g.members}
     alone = [i + 1 for i, s in enumerate(plan.statements) if s.has_match_aggregate
@@ -429,9 +432,10 @@ def explain_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyRe
                  describe_statistics(run.statistics))
         lines.append(f"  in the engine call, as executed (udafs.timelines cost model; {basis}):")
         lines += ["    " + line for line in describe_timelines(run.shared, run.statistics, run.paths.shared)]
+        lines.append(f"  results of collect_workload and workload(output=...): {routing.describe(run.shared)}")
         events, _ = run.shared.events()
         lines += ["", f"  Spark SQL of the group's input (grouped by the partition keys into one Arrow pass, "
-                      f"udafs.spark_shared, cached as {plan.table(g)}):",
+                      f"udafs.spark_shared, cached as {plan.table(g)} by workload()):",
                   "  " + events.sql(dialect=SparkSeq, pretty=True).replace("\n", "\n  ")]
     return "\n".join(lines)
 

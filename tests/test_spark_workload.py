@@ -100,6 +100,8 @@ def test_explain_names_the_prefixes_and_suffixes_the_engine_shares(spark) -> Non
     assert "suffix counted once: SEQ(..., A, B, C, D) for members 5, 6" in text  # Chop-Connect after element 1
     assert "suffix counted once: SEQ(..., D, A, B, C, D) for members 4, 7" in text
     assert "members 3: counted one by one (measures other than COUNT(*)" in text
+    assert "results of collect_workload and workload(output=...): routed: every member's statement only selects " \
+           "its columns" in text
 
 
 def test_explain_prints_the_timelines_the_engine_runs(spark, monkeypatch) -> None:  # noqa: ANN001
@@ -490,6 +492,8 @@ def test_statements_selecting_columns_are_routed_from_one_uncached_pass(spark, k
     mixed = [*plain, VARIED[6]]
     try:
         for script, cached in ((";\n".join(plain), False), (";\n".join(mixed), True)):
+            delivery = "statement(s) 4 do more than select their operator's columns" if cached else "routed:"
+            assert delivery in explain_workload(spark, script)
             alone = [f for _, f in sparkseq.sql_api.run_statements(spark, script)]
             results = sparkseq.collect_workload(spark, script)
             assert spark.catalog.isCached(sparkseq.plan_workload(spark, script).table(0)) is cached
