@@ -13,7 +13,8 @@ key and window. For 20, 60 and 120 queries (``--queries``) the script prints the
 of (shared) :func:`sparkseq.workloads.collect_workload` on the whole script — planning
 and running every statement, the group's pass, and every statement's rows collected to
 the driver as Arrow by one result job — and of (alone) each statement run by itself, one
-after the other, its rows collected with ``toArrow()``; the results must be equal
+after the other, its rows collected with ``toArrow()`` (shared: the median of ``--repeat``
+runs, 3 by default, every run printed; alone: one run); the results must be equal
 statement by statement (names, types, rows). The shared time is also split into
 planning and running the statements (plan+run, without the pass: the statistics jobs are
 in it), the group's caching job (cache; none when the statements' rows are routed from
@@ -39,7 +40,7 @@ and the row mask of the group's pass, written to Spark's no-op sink; best of 3 a
 warm-up) in two fresh Spark sessions started one after the other in this run, with and
 without ``-XX:-DontCompileHugeMethods`` (:data:`sparkseq.session.JIT_HUGE_METHODS`).
 
-Usage: .venv/bin/python bench/sharing.py [--events N] [--queries 20,60,120] [--stream routes,funnels]
+Usage: .venv/bin/python bench/sharing.py [--events N] [--queries 20,60,120] [--stream routes,funnels] [--repeat 3]
                                          [--kernel | --masks | --calibrate [--save FILE] | --compare N]
 """
 
@@ -137,14 +138,18 @@ def same_rows(a: pa.Table, b: pa.Table) -> bool:
     return a.schema == b.schema and ordered(a).equals(ordered(b))
 
 
-def run(spark: SparkSession, kind: str, count: int) -> None:
+def run(spark: SparkSession, kind: str, count: int, repeat: int) -> None:
     patterns = queries(kind, count, 10)
     script = ";\n".join(statement(kind, p) for p in patterns)
-    spent = {"cache": 0.0, "collect": 0.0}
-    began = time.perf_counter()
-    with _timing(spent):
-        results = collect_workload(spark, script)  # every statement's rows, one result job
-    t_shared = time.perf_counter() - began
+    rounds = []
+    for _ in range(repeat):  # the first run of a new workload pays one-time costs (code generation, JIT)
+        spent = {"cache": 0.0, "collect": 0.0}
+        began = time.perf_counter()
+        with _timing(spent):
+            results = collect_workload(spark, script)  # every statement's rows, one result job
+        rounds.append((time.perf_counter() - began, spent))
+        release_workload(spark, script)
+    t_shared, spent = sorted(rounds, key=lambda r: r[0])[len(rounds) // 2]  # the median round
     t_alone = 0.0
     for i, (pattern, result) in enumerate(zip(patterns, results)):
         began = time.perf_counter()
@@ -157,12 +162,12 @@ def run(spark: SparkSession, kind: str, count: int) -> None:
     stats = statistics.collect(spark, group)
     t_stats = time.perf_counter() - began
     decided = plan_timelines(group, stats).plan.timelines or ()
-    release_workload(spark, script)  # the next workload does not share memory with this one's cache
     rows = sum(r.arrow.num_rows for r in results if r.arrow is not None)
     t_plan = t_shared - spent["cache"] - spent["collect"]
     print(f"  {kind:<8} {count:>4} {t_alone:9.1f} s {t_shared:9.1f} s {t_alone / t_shared:8.2f}x "
           f"{t_plan:7.1f} s {spent['cache']:7.1f} s {spent['collect']:7.1f} s {t_stats:7.1f} s   "
-          f"{', '.join(str(len(t.members)) for t in decided) or 'none':>9}   {rows:,} result rows")
+          f"{', '.join(str(len(t.members)) for t in decided) or 'none':>9}   {rows:,} result rows; "
+          f"shared runs {', '.join(f'{t:.1f}' for t, _ in rounds)} s")
 
 
 def compare(spark: SparkSession, kind: str, count: int, rounds: int) -> None:
@@ -399,6 +404,9 @@ def main() -> None:
     parser.add_argument("--stream", default="routes,funnels")
     parser.add_argument("--kernel", action="store_true",
                         help="time only the engine call: one by one, shared prefixes, shared prefixes and suffixes")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="time the shared run this many times and take the median (the first pays one-time "
+                             "costs of a new workload)")
     parser.add_argument("--compare", type=int, metavar="ROUNDS",
                         help="time the shared run with the timelines decided at plan time against per partition")
     parser.add_argument("--save", metavar="FILE", help="with --calibrate: write the observations (JSON)")
@@ -455,7 +463,7 @@ def main() -> None:
         collect_workload(spark, warm_up)
         release_workload(spark, warm_up)
         for count in map(int, args.queries.split(",")):
-            run(spark, kind, count)
+            run(spark, kind, count, args.repeat)
     spark.stop()
 
 
