@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from sql_rewrites import engine_contract
+from sql_rewrites.exclusive_symbols import exclusive
 from sql_rewrites.logical import MatchAggregateQuery
 from sql_rewrites.sql_types import DType, time_from_engine, time_to_engine
 from udafs.multiplan import MultiPlan
@@ -288,17 +289,27 @@ def events_select(spec: EngineInput, source: exp.Expr, roles: Roles) -> exp.Sele
 
 
 def _mask(query: MatchAggregateQuery) -> exp.Expr:
-    return mask_expression([(symbol.index, symbol.condition) for symbol in query.symbols])
+    conditions = [(symbol.index, symbol.condition) for symbol in query.symbols]
+    return mask_expression(conditions, exclusive=exclusive([c for _, c in conditions], query.source_schema))
 
 
-def mask_expression(conditions: Iterable[tuple[int, exp.Expr]]) -> exp.Expr:
+def mask_expression(conditions: Iterable[tuple[int, exp.Expr]], *, exclusive: bool = False) -> exp.Expr:
     """``CAST((CASE WHEN c_k THEN 2^k ELSE 0 END) | ... AS BIGINT)`` for ``(k, c_k)`` pairs.
 
-    A condition that is NULL counts as FALSE (SEMANTICS section 2).
+    With ``exclusive`` — at most one condition true for any row, as
+    :func:`sql_rewrites.exclusive_symbols.exclusive` proves — one ``CASE WHEN c_0 THEN 2^0
+    WHEN c_1 THEN 2^1 ... ELSE 0 END`` instead: the same mask for every row, cheaper to
+    evaluate. A condition that is NULL counts as FALSE (SEMANTICS section 2).
     """
+    pairs = list(conditions)
+    if exclusive:
+        case = exp.case()
+        for k, condition in pairs:
+            case = case.when(condition.copy(), exp.Literal.number(1 << k))
+        return exp.cast(case.else_(exp.Literal.number(0)), DType.BIGINT)
     bits = [
         exp.paren(exp.case().when(condition.copy(), exp.Literal.number(1 << k)).else_(exp.Literal.number(0)))
-        for k, condition in conditions
+        for k, condition in pairs
     ]
     combined: exp.Expr = bits[0]
     for bit in bits[1:]:
