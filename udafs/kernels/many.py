@@ -25,7 +25,7 @@ from udafs.kernels.segments import sliding_windows
 from udafs.kernels.timeline import Timeline
 from udafs.multiplan import MultiPlan
 from udafs.plan import Measure, Plan, ValueType
-from udafs.timelines import SharedTimeline, choose_timelines
+from udafs.timelines import SharedTimeline, blocked, choose_timelines
 
 Evaluated = tuple[list[Partial], "np.ndarray | None"]
 
@@ -165,21 +165,16 @@ class _BlockTimelines:
         self._built: dict[int, Timeline] = {}
         own: dict[int, int] = {}  # WITHIN length -> rows of every blocked plan, summed
         for i, plan in enumerate(mp.plans):
-            if mp.derived[i] is None and _blocked(plan):
+            if mp.derived[i] is None and blocked(plan):
                 own[plan.window] = own.get(plan.window, 0) + int(np.count_nonzero(mask & plan.pattern_symbols_mask))
         self._shared = {w for w, rows in own.items() if rows >= len(ts)}
 
     def for_plan(self, plan: Plan) -> Timeline | None:
-        if not _blocked(plan) or plan.window not in self._shared:
+        if not blocked(plan) or plan.window not in self._shared:
             return None
         if plan.window not in self._built:
             self._built[plan.window] = within.block_timeline(self._ts, self._mask, plan.window)
         return self._built[plan.window]
-
-
-def _blocked(plan: Plan) -> bool:
-    """WITHIN without SLIDE, evaluated by :func:`udafs.kernels.within.within_blocks`."""
-    return plan.within is not None and plan.slide is None and not plan.extended and plan.uncertain is None
 
 
 def _evaluate(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column], options: KernelOptions,
