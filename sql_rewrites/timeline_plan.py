@@ -27,6 +27,7 @@ from udafs.plan import Plan
 from udafs.timelines import (
     SharedTimeline,
     alone_cost,
+    blocked,
     choose_timelines,
     needs_rows,
     shape_of,
@@ -119,9 +120,15 @@ def describe_timelines(group: SharedGroup, statistics: SymbolStatistics | None,
         lines.append(f"members {named(costly)}: counted one by one (a shared timeline would cost more here)")
     if lonely:
         lines.append(f"members {named(lonely)}: counted one by one (alone in their window shape)")
-    if unshapely:
-        lines.append(f"members {named(unshapely)}: counted one by one (measures other than COUNT(*), or "
-                     "WITHIN without SLIDE)")
+    by_blocks = [i for i in unshapely if blocked(plans[i])]
+    if by_blocks:
+        lines.append(f"members {named(by_blocks)}: counted one by one (WITHIN without SLIDE: by time blocks), on "
+                     "one block timeline per WITHIN length in each partition where their rows add up to at least "
+                     "the partition's")
+    others = [i for i in unshapely if not blocked(plans[i])]
+    if others:
+        lines.append(f"members {named(others)}: counted one by one (measures other than COUNT(*), strategies or "
+                     "predicates)")
     return lines
 
 

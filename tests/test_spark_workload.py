@@ -99,7 +99,7 @@ def test_explain_names_the_prefixes_and_suffixes_the_engine_shares(spark) -> Non
     assert "prefix counted once: SEQ(A, B, ...) for members 0, 1" in text
     assert "suffix counted once: SEQ(..., A, B, C, D) for members 5, 6" in text  # Chop-Connect after element 1
     assert "suffix counted once: SEQ(..., D, A, B, C, D) for members 4, 7" in text
-    assert "members 3: counted one by one (measures other than COUNT(*)" in text
+    assert "members 3: counted one by one (measures other than COUNT(*), strategies or predicates)" in text
     assert "results of collect_workload and workload(output=...): routed: every member's statement only selects " \
            "its columns" in text
 

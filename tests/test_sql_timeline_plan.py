@@ -91,6 +91,18 @@ def test_explain_lines_name_the_executed_decision() -> None:
     assert lines[-1] == "members 5: counted one by one (a shared timeline would cost more here)"
 
 
+def test_explain_lines_say_which_members_run_by_time_blocks() -> None:
+    """WITHIN without SLIDE shares no pass but one block timeline (udafs.kernels.many); other
+    measures than COUNT(*) run alone."""
+    g = build_group([*group("SEQ(a, b)", "SEQ(a, c)", window="WITHIN 600").members,
+                     *group("SEQ(a, d)", measure="COUNT(a)").members])
+    lines = describe_timelines(plan_timelines(g, None), None)
+    assert lines == ["members 0, 1: counted one by one (WITHIN without SLIDE: by time blocks), on one block "
+                     "timeline per WITHIN length in each partition where their rows add up to at least the "
+                     "partition's",
+                     "members 2: counted one by one (measures other than COUNT(*), strategies or predicates)"]
+
+
 def test_large_sources_are_sampled_by_spark_s_estimate() -> None:
     assert sample_every(None, None) == 1  # nothing known: all rows
     assert sample_every(UNKNOWN_BYTES, None) == 1  # Spark's default for what it cannot size

@@ -95,6 +95,14 @@ def shape_of(plan: Plan) -> Shape | None:
     return Shape(plan.within, plan.slide)
 
 
+def blocked(plan: Plan) -> bool:
+    """WITHIN without SLIDE, evaluated by time blocks (:mod:`udafs.kernels.within`). Such
+    plans of one engine call never share a pass, but they share one block timeline per
+    WITHIN length (:mod:`udafs.kernels.many`: its per-symbol indexes are built once) in a
+    group where their own rows add up to at least the group's rows."""
+    return plan.within is not None and plan.slide is None and not plan.extended and plan.uncertain is None
+
+
 @dataclass(frozen=True)
 class SharedTimeline:
     """Plans (indices into a multi-plan's plans) evaluated together on one timeline, and
@@ -337,5 +345,5 @@ def shared_suffixes(plans: Sequence[Plan], timeline: SharedTimeline) -> list[tup
 
 
 __all__ = ["CALL_WORK", "MEMBER_WORK", "SYMBOL_WORK", "TIMELINE_WORK", "CostTerms", "Rows", "Shape", "SharedTimeline",
-           "alone_cost", "choose_cuts", "choose_timelines", "cost_terms", "needs_rows", "prefix_steps", "shape_of",
-           "shared_prefixes", "shared_suffixes", "suffix_key", "suffix_steps", "timeline_cost"]
+           "alone_cost", "blocked", "choose_cuts", "choose_timelines", "cost_terms", "needs_rows", "prefix_steps",
+           "shape_of", "shared_prefixes", "shared_suffixes", "suffix_key", "suffix_steps", "timeline_cost"]

@@ -16,15 +16,16 @@ from typing import Sequence
 import numpy as np
 
 from udafs.errors import PlanError
-from udafs.kernels import extended, paths, pretree
+from udafs.kernels import extended, paths, pretree, within
 from udafs.kernels.arith import Arith
 from udafs.kernels.evaluate import GroupResult, sorted_instances, tally, validate, with_fallback
-from udafs.kernels.measures import Column, Partial, combine, finalize, partials
+from udafs.kernels.measures import Column, Partial, Tally, combine, finalize, measure_symbols, partials
 from udafs.kernels.options import DEFAULT, KernelOptions
 from udafs.kernels.segments import sliding_windows
+from udafs.kernels.timeline import Timeline
 from udafs.multiplan import MultiPlan
 from udafs.plan import Measure, Plan, ValueType
-from udafs.timelines import SharedTimeline, choose_timelines
+from udafs.timelines import SharedTimeline, blocked, choose_timelines
 
 Evaluated = tuple[list[Partial], "np.ndarray | None"]
 
@@ -68,6 +69,7 @@ def evaluate_many(mp: MultiPlan, ts: np.ndarray, mask: np.ndarray, columns: Sequ
     done: dict[int, Evaluated] = {}
     if options.share_prefixes:
         done = _shared_timelines(mp, ts, mask, present, options, ran)
+    blocks = _BlockTimelines(mp, ts, mask)
 
     def evaluated(i: int) -> Evaluated:
         if i not in done:
@@ -77,7 +79,7 @@ def evaluate_many(mp: MultiPlan, ts: np.ndarray, mask: np.ndarray, columns: Sequ
             elif mp.hidden[i] and any(not present >> el.symbol & 1 for el in plan.elements):
                 done[i] = _no_match(plan, ts, mask)  # a part that cannot match: zeros, same windows
             else:
-                done[i] = _evaluate(plan, ts, mask, cols, options)
+                done[i] = _evaluate(plan, ts, mask, cols, options, blocks)
         return done[i]
 
     out: list[GroupResult | None] = []
@@ -147,9 +149,47 @@ def _sorted(ts: np.ndarray, mask: np.ndarray, cols: list[Column],
     return ts, mask, cols
 
 
-def _evaluate(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column], options: KernelOptions) -> Evaluated:
+class _BlockTimelines:
+    """The time-block timelines (:func:`udafs.kernels.within.block_timeline`) of one
+    group's rows, one per WITHIN length, shared by the plans that run WITHIN without
+    SLIDE: each plan's passes read only its own symbols' rows, and every per-symbol
+    index the timeline caches (row lists, prefix counts, predecessor ranges, next-block
+    ranges, the reversed twin) is built once for all of them instead of once per plan.
+
+    Sharing pays when the plans together hold at least as many rows as the group
+    (each alone would build its indexes over its own rows): :meth:`for_plan` gives a
+    plan the shared timeline only then, and None otherwise (the plan runs alone)."""
+
+    def __init__(self, mp: MultiPlan, ts: np.ndarray, mask: np.ndarray) -> None:
+        self._ts, self._mask = ts, mask
+        self._built: dict[int, Timeline] = {}
+        own: dict[int, int] = {}  # WITHIN length -> rows of every blocked plan, summed
+        for i, plan in enumerate(mp.plans):
+            if mp.derived[i] is None and blocked(plan):
+                own[plan.window] = own.get(plan.window, 0) + int(np.count_nonzero(mask & plan.pattern_symbols_mask))
+        self._shared = {w for w, rows in own.items() if rows >= len(ts)}
+
+    def for_plan(self, plan: Plan) -> Timeline | None:
+        if not blocked(plan) or plan.window not in self._shared:
+            return None
+        if plan.window not in self._built:
+            self._built[plan.window] = within.block_timeline(self._ts, self._mask, plan.window)
+        return self._built[plan.window]
+
+
+def _evaluate(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column], options: KernelOptions,
+              blocks: _BlockTimelines) -> Evaluated:
     if plan.extended:  # strategies and cross-event predicates (no contiguity sequence here)
         return extended.evaluate_extended(plan, ts, mask, cols, None, options)
+    timeline = blocks.for_plan(plan)
+    if timeline is not None:  # the group's rows as they are, on the shared block timeline
+        symbols = measure_symbols(plan)
+
+        def blocked(ar: Arith) -> Evaluated:
+            tally = _measured_rows(within.within_blocks(plan, ts, mask, ar, symbols, timeline=timeline), mask, symbols)
+            return partials(plan, tally, cols, ar), None
+
+        return with_fallback(plan, blocked, options)
     ts, mask, cols = sorted_instances(plan, ts, mask, cols)  # a filter: the rows are sorted already
 
     def attempt(ar: Arith) -> Evaluated:
@@ -158,6 +198,19 @@ def _evaluate(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column], 
         return partials(plan, tally(plan, ts, mask, ar), cols, ar), None
 
     return with_fallback(plan, attempt, options)
+
+
+def _measured_rows(tally: Tally, mask: np.ndarray, symbols: set[int]) -> Tally:
+    """A one-row tally over every row of the group kept to the rows of its measured
+    symbols: pair counts are zero elsewhere, so the measures are the same and cost the
+    plan's own rows, not the group's."""
+    if not symbols:
+        return tally
+    bits = 0
+    for s in symbols:
+        bits |= 1 << s
+    rows = np.flatnonzero((mask & bits) != 0)
+    return Tally(tally.counts, rows, np.array([0, len(rows)]), {s: p[rows] for s, p in tally.pairs.items()})
 
 
 def _no_rows(plan: Plan) -> GroupResult:

@@ -30,18 +30,21 @@ from udafs.plan import Plan
 
 
 def within_blocks(plan: Plan, ts: np.ndarray, mask: np.ndarray, ar: Arith, symbols: set[int],
-                  first: tuple[int, int] | None = None) -> Tally:
+                  first: tuple[int, int] | None = None, timeline: Timeline | None = None) -> Tally:
     """Tally of all matches under WITHIN (with edge negation by subtraction).
 
     With ``first = (lo, hi)`` only matches whose first row has lo <= ts < hi count
     (the streaming evaluator attributes each match to its first row's time).
+    ``timeline`` is ``block_timeline(ts, mask, plan.window)`` when the caller has it:
+    several plans over the same rows share one, and with it every per-symbol index it
+    caches (rows of other symbols on it take part in nothing).
     """
     n = len(ts)
     acc = new_acc(symbols, n, ar)
     rows, bounds = np.arange(n), np.array([0, n])
     if not n:
         return Tally(ar.zeros(1), rows, bounds, acc)
-    tl = block_timeline(ts, mask, plan.window)
+    tl = block_timeline(ts, mask, plan.window) if timeline is None else timeline
     pat = Pattern.of(plan)
     start = None if first is None else ar.asarray(in_range(tl.ts[tl.rows(pat.symbols[0])], first))
     count = positive_count(tl, pat, plan.window, ar, acc, start)
