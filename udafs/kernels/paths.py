@@ -19,19 +19,22 @@ from udafs.kernels.timeline import Timeline
 from udafs.plan import Plan
 
 
-def add_pairs(acc: dict[int, np.ndarray], tl: Timeline, pat: Pattern, pairs: list[np.ndarray] | None,
+def add_pairs(acc: dict[int, np.ndarray], tl: Timeline, pat: Pattern, pairs: Sequence[np.ndarray | None] | None,
               ar: Arith, sign: int = 1, to_base: bool = False) -> None:
     """Add (``sign`` 1) or subtract (-1) a run's per-position pair counts into ``acc``.
 
     ``acc`` arrays are indexed by the rows of ``tl``, or with ``to_base`` by its
     origin rows (replicated rows then add up onto their base row). ``pairs`` is a
-    :class:`~udafs.kernels.passes.Run`'s, from a run asked for them.
+    :class:`~udafs.kernels.passes.Run`'s, from a run asked for them (positions of
+    symbols not in ``acc`` may hold None).
     """
     if pairs is None:
         raise ValueError("add_pairs needs a run with pair counts (need_pairs=True)")
     for sym, p in zip(pat.symbols, pairs):
         if sym not in acc:
             continue
+        if p is None:
+            raise ValueError(f"the run left out the pairs of measured symbol {sym}")
         rows = tl.rows(sym)
         if not to_base:
             acc[sym][rows] = ar.add(acc[sym][rows], p) if sign > 0 else acc[sym][rows] - p
