@@ -96,7 +96,7 @@ def _violators(ts: np.ndarray, mask: np.ndarray, pat: Pattern, ar: Arith, acc: d
         if last_min is not None:
             r = tl.rows(pat.symbols[-1])
             end = ar.asarray(tl.ts[r] >= last_min[a:b][tl.seg_of(pat.symbols[-1])])
-        res: Run = run(tl, pat, ar, start, end, need_pairs=bool(acc))
+        res: Run = run(tl, pat, ar, start, end, need_pairs=bool(acc), measured=acc.keys())
         if acc:
             add_pairs(acc, tl, pat, res.pairs, ar, sign=sign, to_base=True)
         total += ar.total(res.totals)

@@ -23,6 +23,7 @@ part up to r and the part from r.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -173,16 +174,19 @@ class Run(NamedTuple):
     """One weighted evaluation of a pattern on a timeline.
 
     ``totals[k]`` = weighted matches in segment k; ``pairs[i]`` = (match, row) pair
-    counts of position i over ``tl.rows(pat.symbols[i])`` (None when not asked for).
+    counts of position i over ``tl.rows(pat.symbols[i])`` (None when not asked for; a
+    position whose symbol is not among the run's ``measured`` symbols may hold None).
     """
 
     totals: np.ndarray
-    pairs: list[np.ndarray] | None
+    pairs: Sequence[np.ndarray | None] | None
 
 
 def run(tl: Timeline, pat: Pattern, ar: Arith, start: np.ndarray | None = None,
-        end: np.ndarray | None = None, need_pairs: bool = False, live: Live = None) -> Run:
-    """Count matches of ``pat`` per segment, and per-row pair counts if asked.
+        end: np.ndarray | None = None, need_pairs: bool = False, live: Live = None,
+        measured: Collection[int] | None = None) -> Run:
+    """Count matches of ``pat`` per segment, and per-row pair counts if asked (only of the
+    positions of the ``measured`` symbols when given: :func:`last_pairs_only`).
 
     The fallback number systems (``ar.prune``) first drop rows that complete no
     match (see :func:`liveness`) unless ``live`` is given.
@@ -196,8 +200,19 @@ def run(tl: Timeline, pat: Pattern, ar: Arith, start: np.ndarray | None = None,
     totals = cs[b[1:]] - cs[b[:-1]]
     if not need_pairs:
         return Run(totals, None)
+    if measured is not None and last_pairs_only(tl, pat, measured):
+        return Run(totals, [*(None,) * (pat.length - 1), last])
     bw = backward(tl, pat, ar, end, live)
     return Run(totals, pairs_with(fw, bw, ar, tl, pat))
+
+
+def last_pairs_only(tl: Timeline, pat: Pattern, measured: Collection[int]) -> bool:
+    """Whether the pairs of the ``measured`` symbols are those of the last position only
+    and need no backward pass: no other position binds a measured symbol, and the last is
+    a single row (not Kleene) of an unweighted timeline, so its backward count is the end
+    weight and its pairs are the forward counts times the end weights."""
+    return (tl.weight is None and tl.inv is None and not pat.kleene[-1]
+            and not any(sym in measured for sym in pat.symbols[:-1]))
 
 
 def pairs_with(fw: list[np.ndarray], bw: list[np.ndarray], ar: Arith, tl: Timeline | None = None,

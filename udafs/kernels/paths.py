@@ -19,19 +19,22 @@ from udafs.kernels.timeline import Timeline
 from udafs.plan import Plan
 
 
-def add_pairs(acc: dict[int, np.ndarray], tl: Timeline, pat: Pattern, pairs: list[np.ndarray] | None,
+def add_pairs(acc: dict[int, np.ndarray], tl: Timeline, pat: Pattern, pairs: Sequence[np.ndarray | None] | None,
               ar: Arith, sign: int = 1, to_base: bool = False) -> None:
     """Add (``sign`` 1) or subtract (-1) a run's per-position pair counts into ``acc``.
 
     ``acc`` arrays are indexed by the rows of ``tl``, or with ``to_base`` by its
     origin rows (replicated rows then add up onto their base row). ``pairs`` is a
-    :class:`~udafs.kernels.passes.Run`'s, from a run asked for them.
+    :class:`~udafs.kernels.passes.Run`'s, from a run asked for them (positions of
+    symbols not in ``acc`` may hold None).
     """
     if pairs is None:
         raise ValueError("add_pairs needs a run with pair counts (need_pairs=True)")
     for sym, p in zip(pat.symbols, pairs):
         if sym not in acc:
             continue
+        if p is None:
+            raise ValueError(f"the run left out the pairs of measured symbol {sym}")
         rows = tl.rows(sym)
         if not to_base:
             acc[sym][rows] = ar.add(acc[sym][rows], p) if sign > 0 else acc[sym][rows] - p
@@ -53,7 +56,7 @@ def no_window(plan: Plan, ts: np.ndarray, mask: np.ndarray, ar: Arith, symbols: 
     if not n:
         return Tally(ar.zeros(1), np.zeros(0, dtype=np.int64), np.array([0, 0]), acc)
     tl = Timeline(ts, mask, np.array([0, n]))
-    r = run(tl, pat, ar, need_pairs=bool(symbols))
+    r = run(tl, pat, ar, need_pairs=bool(symbols), measured=symbols)
     if symbols:
         add_pairs(acc, tl, pat, r.pairs, ar)
     return Tally(r.totals, np.arange(n), np.array([0, n]), acc)
@@ -103,7 +106,7 @@ def _window_batch(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: Sequence[C
     symbols = measure_symbols(plan)
     tl = range_timeline(ts, mask, starts, ends)
     pat = Pattern.of(plan)
-    r = _edge_weighted_run(tl, pat, plan.negations[0], plan.negations[-1], ar, bool(symbols))
+    r = _edge_weighted_run(tl, pat, plan.negations[0], plan.negations[-1], ar, symbols)
     acc = new_acc(symbols, tl.n, ar)
     if not symbols:  # COUNT(*) only: no row is read (the replicated rows are never built)
         return partials(plan, Tally(r.totals, np.zeros(0, dtype=np.int64), tl.bounds, acc), cols, ar)
@@ -112,8 +115,9 @@ def _window_batch(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: Sequence[C
 
 
 def _edge_weighted_run(tl: Timeline, pat: Pattern, lead: int, trail: int, ar: Arith,
-                       need_pairs: bool) -> Run:
-    """Run with window-local leading / trailing negation as start / end weights."""
+                       measured: set[int]) -> Run:
+    """Run with window-local leading / trailing negation as start / end weights (pairs of
+    the ``measured`` symbols)."""
     start = ar.asarray(tl.no_neg_before(pat.symbols[0], lead)) if lead else None
     end = ar.asarray(tl.no_neg_after(pat.symbols[-1], trail)) if trail else None
-    return run(tl, pat, ar, start, end, need_pairs)
+    return run(tl, pat, ar, start, end, bool(measured), measured=measured)

@@ -22,7 +22,16 @@ import numpy as np
 from udafs.kernels.arith import LIMIT, Arith, Kind, Overflow
 from udafs.kernels.edges import edge_correction
 from udafs.kernels.measures import Tally
-from udafs.kernels.passes import backward, count_true, forward, pairs_with, reach_backward, reach_forward, run
+from udafs.kernels.passes import (
+    backward,
+    count_true,
+    forward,
+    last_pairs_only,
+    pairs_with,
+    reach_backward,
+    reach_forward,
+    run,
+)
 from udafs.kernels.paths import add_pairs, new_acc
 from udafs.kernels.pattern import Pattern, Split, splits
 from udafs.kernels.timeline import Timeline
@@ -75,7 +84,7 @@ def positive_count(tl: Timeline, pat: Pattern, w: int, ar: Arith, acc: dict[int,
 
     ``start`` (0/1 per first-element row) keeps only matches starting at chosen rows.
     """
-    r = run(tl, pat, ar, start, need_pairs=bool(acc))
+    r = run(tl, pat, ar, start, need_pairs=bool(acc), measured=acc.keys())
     if acc:
         add_pairs(acc, tl, pat, r.pairs, ar)
     count = ar.total(r.totals)
@@ -99,13 +108,18 @@ def _crossing(tl: Timeline, sp: Split, w: int, ar: Arith, acc: dict[int, np.ndar
     cg = ar.excl_cumsum(fw_right[-1])
     f = cg[f_hi] - cg[f_lo]
     count = ar.dot(h, f)
-    if acc:
+    if acc and any(sym in acc for sym in sp.left.symbols):
         f_start = f if start is None else ar.mul(f, start)
         fw_left = forward(tl, sp.left, ar, f_start, live_left)
         add_pairs(acc, tl, sp.left, pairs_with(fw_left, bw_left, ar, tl, sp.left), ar)
+    if acc and any(sym in acc for sym in sp.right.symbols):
         ch = ar.excl_cumsum(h)
-        bw_right = backward(tl, sp.right, ar, ch[v_hi] - ch[v_lo], live_right)
-        add_pairs(acc, tl, sp.right, pairs_with(fw_right, bw_right, ar, tl, sp.right), ar)
+        v = ch[v_hi] - ch[v_lo]
+        if last_pairs_only(tl, sp.right, acc.keys()):  # backward count of the last row: its end weight
+            add_pairs(acc, tl, sp.right, [*(None,) * (sp.right.length - 1), ar.mul(fw_right[-1], v)], ar)
+        else:
+            bw_right = backward(tl, sp.right, ar, v, live_right)
+            add_pairs(acc, tl, sp.right, pairs_with(fw_right, bw_right, ar, tl, sp.right), ar)
     return count
 
 
