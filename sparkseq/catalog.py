@@ -17,6 +17,8 @@ from sql_rewrites.errors import SchemaProviderError
 from sql_rewrites.schema import ResolvedColumns
 from sql_rewrites.sql_types import column_type
 
+#: Where Spark keeps a CHAR / VARCHAR column's declared type in a schema that shows it as a string.
+CHAR_VARCHAR_KEY = "__CHAR_VARCHAR_TYPE_STRING"
 NOT_FOUND = ("TABLE_OR_VIEW_NOT_FOUND", "SCHEMA_NOT_FOUND", "PARSE_SYNTAX_ERROR", "INVALID_IDENTIFIER")
 
 
@@ -24,18 +26,27 @@ def type_text(data_type: T.DataType) -> str | None:
     """A Spark data type as the type text the compiler reads, None where it would misread it.
 
     sqlglot reads Spark's ``TIME`` as a timestamp, so TIME (like user-defined and NULL
-    types) has no text: the compiler sees it as UNKNOWN.
+    types) has no text: the compiler sees it as UNKNOWN. A string keeps its collation
+    (``string collate UTF8_LCASE``): it decides which strings are equal.
     """
-    if isinstance(data_type, T.StringType):  # any collation: 'string collate UTF8_LCASE'
-        return "string"
     if isinstance(data_type, (T.TimeType, T.UserDefinedType, T.NullType)):
         return None
     return data_type.simpleString()
 
 
+def field_type_text(field: T.StructField) -> str | None:
+    """:func:`type_text` of a column, ``char(n)`` for a CHAR column (which Spark's schemas
+    show as a string, the declared type in the field's metadata): Spark pads what it
+    compares with one, so ``'a'`` and ``'a '`` match the same rows."""
+    declared = str((field.metadata or {}).get(CHAR_VARCHAR_KEY, ""))
+    if isinstance(field.dataType, T.StringType) and declared.lower().startswith("char("):
+        return declared
+    return type_text(field.dataType)
+
+
 def schema_types(schema: T.StructType) -> ResolvedColumns:
     """``{column: type}`` of a Spark schema, in column order, as the compiler's types."""
-    return {field.name: column_type(type_text(field.dataType)) for field in schema.fields}
+    return {field.name: column_type(field_type_text(field)) for field in schema.fields}
 
 
 def quote_name(name: str) -> str:

@@ -61,13 +61,23 @@ _AS_TEXT = (T.BooleanType, T.ByteType, T.ShortType, T.IntegerType, T.LongType, T
             T.TimestampNTZType, *_FLOATING)
 
 
-def replacer(spark: SparkSession, sql: str, *, register: bool = True) -> Replacement:
+def replacer(spark: SparkSession, sql: str, *, register: bool = True, batch: set[str] | None = None) -> Replacement:
     """The ``replace`` hook of :func:`sql_rewrites.rewriter.explain_statement` that turns
     operators over streaming sources into live operators (module docstring). With
-    ``register=False`` it only checks them (nothing is registered in the session)."""
+    ``register=False`` it only checks them (nothing is registered in the session).
+
+    ``batch``, when given, remembers the sources (as :meth:`MatchAggregateQuery.scoped_sql`
+    prints them) found not to be streaming, so that each is analysed once while it holds:
+    the caller empties it when a statement may redefine a relation (as for the schema
+    cache, :func:`sparkseq.scripts.evict_changed`)."""
     def replace(ordinal: int, query: MatchAggregateQuery) -> Replaced | None:
+        scoped = query.scoped_sql() if batch is not None else ""
+        if batch is not None and scoped in batch:
+            return None
         source = source_frame(spark, query)
         if source is None or not source.isStreaming:
+            if batch is not None and source is not None:
+                batch.add(scoped)
             return None
         live = live_query(query, sql)
         check_watermark(live, source, sql)

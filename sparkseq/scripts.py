@@ -252,6 +252,7 @@ class _Checker:
         self.wrote = False  # an earlier statement writes data (files, tables)
         self.overlay: registry.Overlay = {}
         self.schemas: dict = {}
+        self.batch: set[str] = set()  # sources found not streaming (live.replacer), forgotten with the schemas
 
     @property
     def parts(self) -> set[str]:
@@ -277,13 +278,13 @@ class _Checker:
         if self.scratch is None:  # no scratch copy: every relation the script creates is pending
             schemas: SchemaProvider = SessionSchemas(self.spark, pending=self.created, cache=self.schemas)
             return compile_statement(self.text, statement, schemas, resolver, engine_function_name,
-                                     replace=live.replacer(self.spark, self.text, register=False))
+                                     replace=live.replacer(self.spark, self.text, register=False, batch=self.batch))
         schemas = _ScriptSchemas(self.scratch, self.unreproduced, self.parts, self.schemas)
         # live operators over streaming sources are registered in the scratch copy only, so
         # that Spark analyses the statement around them there
         return compile_statement(self.text, statement, schemas, resolver,
                                  functools.partial(stand_in_function, self.scratch),
-                                 replace=live.replacer(self.scratch, self.text))
+                                 replace=live.replacer(self.scratch, self.text, batch=self.batch))
 
     def _spark_check(self, statement: Statement, explanation: StatementExplanation | None
                      ) -> tuple[Outcome, Any]:
@@ -330,6 +331,7 @@ class _Checker:
         self.created |= created
         if not statement.is_query:
             self.schemas.clear()
+            self.batch.clear()
         if outcome is Outcome.EXECUTED:
             return
         if outcome is Outcome.DEFERRED and statement.keyword in SESSION_KEYWORDS:

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from sql_rewrites import engine_contract
+from sql_rewrites.exclusive_symbols import exclusive
 from sql_rewrites.logical import MatchAggregateQuery
 from sql_rewrites.sql_types import DType, time_from_engine, time_to_engine
 from udafs.multiplan import MultiPlan
@@ -223,14 +224,14 @@ def engine_events(spec: EngineInput, source: exp.Expr, *, extra: tuple[tuple[str
     roles = engine_roles(spec)
     events = events_select(spec, source, roles)
     for name, expression in extra:
-        events = events.select(exp.alias_(expression.copy(), name))
+        events = events.select(exp.alias_(expression, name), copy=False)
     mask: exp.Expr = exp.column(roles.mask)
     if spec.instances is not None:
         mask = exp.paren(exp.BitwiseAnd(this=mask, expression=exp.Literal.number(spec.instances)))
     condition: exp.Expr = exp.column(roles.ts).is_(exp.null()).not_()
     if not all_rows:
         condition = exp.and_(exp.NEQ(this=mask, expression=exp.Literal.number(0)), condition)
-    select = exp.select("*").from_(events.subquery(roles.events)).where(condition)
+    select = exp.select("*").from_(events.subquery(roles.events, copy=False), copy=False).where(condition, copy=False)
     return sanitize(select), (roles.ts, roles.mask, *roles.values)  # type: ignore[return-value]
 
 
@@ -274,31 +275,42 @@ class Roles:
 
 
 def events_select(spec: EngineInput, source: exp.Expr, roles: Roles) -> exp.Select:
-    keys = [exp.alias_(expression.copy(), name) for name, expression in spec.keys]
+    keys = [exp.alias_(expression, name) for name, expression in spec.keys]
     if not keys:  # one group over all rows, and none over no rows (unlike a global aggregate)
         keys = [exp.alias_(exp.Literal.number(0), roles.all_rows)]
-    time = exp.alias_(spec.time.copy(), roles.ts)
-    mask = exp.alias_(spec.mask.copy(), roles.mask)
-    values = [exp.alias_(value.copy(), name) for value, name in zip(spec.values, roles.values)]
+    time = exp.alias_(spec.time, roles.ts)  # alias_ copies what it is given
+    mask = exp.alias_(spec.mask, roles.mask)
+    values = [exp.alias_(value, name) for value, name in zip(spec.values, roles.values)]
     if spec.bounds is not None:  # imprecise timestamps: first and last possible time
-        values[0:0] = [exp.alias_(b.copy(), name) for b, name in zip(spec.bounds, (roles.lo, roles.hi))]
+        values[0:0] = [exp.alias_(b, name) for b, name in zip(spec.bounds, (roles.lo, roles.hi))]
     if spec.seq is not None:  # window functions run before the groups select drops rows
-        values.insert(0, exp.alias_(spec.seq.copy(), roles.seq))
-    return exp.select(*keys, time, mask, *values).from_(source)
+        values.insert(0, exp.alias_(spec.seq, roles.seq))
+    # built fresh here, so the builders need not copy (each copy is of the whole tree so far)
+    return exp.select(*keys, time, mask, *values, copy=False).from_(source.copy(), copy=False)
 
 
 def _mask(query: MatchAggregateQuery) -> exp.Expr:
-    return mask_expression([(symbol.index, symbol.condition) for symbol in query.symbols])
+    conditions = [(symbol.index, symbol.condition) for symbol in query.symbols]
+    return mask_expression(conditions, exclusive=exclusive([c for _, c in conditions], query.source_schema))
 
 
-def mask_expression(conditions: Iterable[tuple[int, exp.Expr]]) -> exp.Expr:
+def mask_expression(conditions: Iterable[tuple[int, exp.Expr]], *, exclusive: bool = False) -> exp.Expr:
     """``CAST((CASE WHEN c_k THEN 2^k ELSE 0 END) | ... AS BIGINT)`` for ``(k, c_k)`` pairs.
 
-    A condition that is NULL counts as FALSE (SEMANTICS section 2).
+    With ``exclusive`` — at most one condition true for any row, as
+    :func:`sql_rewrites.exclusive_symbols.exclusive` proves — one ``CASE WHEN c_0 THEN 2^0
+    WHEN c_1 THEN 2^1 ... ELSE 0 END`` instead: the same mask for every row, cheaper to
+    evaluate. A condition that is NULL counts as FALSE (SEMANTICS section 2).
     """
+    pairs = list(conditions)
+    if exclusive:
+        case = exp.case()
+        for k, condition in pairs:
+            case = case.when(condition.copy(), exp.Literal.number(1 << k))
+        return exp.cast(case.else_(exp.Literal.number(0)), DType.BIGINT)
     bits = [
         exp.paren(exp.case().when(condition.copy(), exp.Literal.number(1 << k)).else_(exp.Literal.number(0)))
-        for k, condition in conditions
+        for k, condition in pairs
     ]
     combined: exp.Expr = bits[0]
     for bit in bits[1:]:
@@ -319,16 +331,17 @@ def _groups_select(spec: EngineInput, events: exp.Select, function_name: str, ro
     if spec.instances is not None:
         mask = exp.paren(exp.BitwiseAnd(this=mask, expression=exp.Literal.number(spec.instances)))
     select = (
-        exp.select(*keys, exp.alias_(call, roles.result))
-        .from_(events.subquery(roles.events))
+        exp.select(*keys, exp.alias_(call, roles.result), copy=False)
+        .from_(events.subquery(roles.events, copy=False), copy=False)
         .where(
             exp.and_(
                 exp.NEQ(this=mask, expression=exp.Literal.number(0)),
                 exp.column(roles.ts).is_(exp.null()).not_(),
-            )
+            ),
+            copy=False,
         )
     )
-    return select.group_by(*keys)
+    return select.group_by(*(k.copy() for k in keys), copy=False)
 
 
 def output_select(spec: EngineInput, groups: exp.Select, roles: Roles) -> exp.Select:
@@ -341,9 +354,10 @@ def output_select(spec: EngineInput, groups: exp.Select, roles: Roles) -> exp.Se
         view=True,
         alias=exp.TableAlias(this=exp.to_identifier(row), columns=[exp.to_identifier(f) for f in fields]),
     )
-    select = exp.select(*output_projections(spec, roles, roles.groups, row)).from_(groups.subquery(roles.groups))
+    select = exp.select(*output_projections(spec, roles, roles.groups, row)).from_(
+        groups.subquery(roles.groups, copy=False), copy=False)
     select.append("laterals", lateral)
-    return select.where(_raise_on_error(spec, roles, row))
+    return select.where(_raise_on_error(spec, roles, row), copy=False)
 
 
 def output_projections(spec: EngineInput, roles: Roles, keys: str, row: str) -> list[exp.Expr]:

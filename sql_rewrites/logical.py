@@ -176,4 +176,4 @@ class MatchAggregateQuery:
     def output_schema(self) -> RelationSchema:
         """The result as a relation schema (for operators reading this one)."""
         columns = tuple(ColumnSchema(o.name, o.dtype, o.type_text) for o in self.outputs)
-        return RelationSchema(self.alias or "match_aggregate", columns)
+        return RelationSchema(self.alias or "match_aggregate", columns, derived=True)

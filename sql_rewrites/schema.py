@@ -47,10 +47,14 @@ class ColumnSchema:
 
 @dataclass(frozen=True)
 class RelationSchema:
-    """The ordered columns of a relation; ``name`` is used in messages."""
+    """The ordered columns of a relation; ``name`` is used in messages. ``derived``: the
+    types were derived by the compiler (a subquery, CTE or operator's output), not given by
+    the schema provider — right for analysis, but blind to what sqlglot does not model
+    (a string's collation)."""
 
     name: str
     columns: tuple[ColumnSchema, ...]
+    derived: bool = False
 
     def find(self, name: str) -> ColumnSchema | None:
         """The column called ``name`` (case-insensitive), or ``None``."""

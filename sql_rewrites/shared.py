@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from sql_rewrites.dialect import SparkSeq
+from sql_rewrites.exclusive_symbols import exclusive
 from sql_rewrites.generate import EngineInput, engine_events, mask_expression, sanitize
 from sql_rewrites.logical import MatchAggregateQuery
 from sql_rewrites.sql_types import time_from_engine, time_to_engine
@@ -85,11 +86,12 @@ class SharedGroup:
         """The engine's input rows of the group — keys, time, the union mask, the union
         values (:func:`sql_rewrites.generate.engine_events`) — and those columns' names."""
         first = self.members[0].query
+        conditions = [condition for _, condition in self.symbols]
         spec = EngineInput(
             plan=self.plan,
             keys=tuple((k.name, k.expression) for k in first.partition_keys),
             time=time_to_engine(first.order.expression.copy(), first.order.kind),
-            mask=mask_expression([(k, condition) for k, (_, condition) in enumerate(self.symbols)]),
+            mask=mask_expression(list(enumerate(conditions)), exclusive=exclusive(conditions, first.source_schema)),
             values=self.values,
             measures=(),
         )

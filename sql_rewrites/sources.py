@@ -139,7 +139,7 @@ def _projection_schema(name: str, query: exp.Expr) -> RelationSchema:
             )
         dtype = projection.type or exp.DataType.build("UNKNOWN")
         columns.append(ColumnSchema(projection.alias_or_name, dtype, type_text(dtype)))
-    return RelationSchema(name, tuple(columns))
+    return RelationSchema(name, tuple(columns), derived=True)
 
 
 def visible_ctes(node: exp.Expr) -> dict[str, exp.CTE]:

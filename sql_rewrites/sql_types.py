@@ -28,6 +28,7 @@ DOUBLE from a ``CAST(x AS DOUBLE)`` column.
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -43,6 +44,8 @@ FLOATING = frozenset({DType.FLOAT, DType.DOUBLE})
 TIMESTAMP_LTZ = frozenset({DType.TIMESTAMPTZ, DType.TIMESTAMPLTZ, DType.TIMESTAMP})
 MAX_EXACT_INT_DIGITS = 18  # every DECIMAL(18, 0) value fits int64
 EPOCH_NTZ = "1970-01-01 00:00:00"
+#: Spark's text of a string type with a collation: ``string collate UTF8_LCASE``.
+COLLATED_STRING = re.compile(r"\s*string\s+collate\s+([A-Za-z0-9_]+)\s*", re.IGNORECASE)
 
 
 class OrderKind(str, enum.Enum):
@@ -71,6 +74,9 @@ def parse_type(value: str | exp.DataType) -> exp.DataType:
     """
     if isinstance(value, exp.DataType):
         return value
+    collated = COLLATED_STRING.fullmatch(str(value))
+    if collated:  # sqlglot's type parser drops the collation, which decides what equal strings are
+        return exp.DataType(this=DType.TEXT, collate=exp.Var(this=collated.group(1)))
     try:
         return exp.DataType.build(str(value), dialect="spark")
     except (ParseError, ValueError) as exc:

@@ -1,0 +1,114 @@
+"""Row masks on local Spark: the one-CASE mask equals the OR of one CASE per symbol bit for
+bit wherever the compiler takes it (``sql_rewrites.exclusive_symbols``); collated and CHAR
+columns reach the compiler with their comparison rules, keep the OR, and a workload over
+a ``COLLATE UTF8_LCASE`` column counts what the oracle counts."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pyspark.sql import types as T
+
+import sparkseq
+from sparkseq.catalog import CHAR_VARCHAR_KEY, SessionSchemas, field_type_text, type_text
+from sql_rewrites.dialect import SparkSeq
+from sql_rewrites.exclusive_symbols import exclusive
+from sql_rewrites.generate import mask_expression
+from sql_rewrites.literals import string_sql
+from sql_rewrites.schema import RelationSchema
+from tests import oracle
+from udafs.plan import Element, Plan
+
+VALUES = ["a", "A", "a ", "b", "B", "é", "e", None]
+COLLATIONS = ["UTF8_BINARY", "UTF8_LCASE", "UNICODE_CI", "UTF8_BINARY_RTRIM", "UNICODE_CI_AI"]
+
+
+@pytest.fixture(scope="module")
+def texts(spark):  # noqa: ANN001, ANN201
+    """``masks_<collation>``: every value of :data:`VALUES`, as a string of that collation."""
+    spark.createDataFrame([(v,) for v in VALUES], "v string").createOrReplaceTempView("masks_base")
+    for collation in COLLATIONS:
+        spark.sql(f"CREATE OR REPLACE TEMP VIEW masks_{collation} AS SELECT v COLLATE {collation} AS v FROM masks_base")
+    return spark
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@given(collation=st.sampled_from(COLLATIONS),
+       sets=st.lists(st.lists(st.sampled_from([v for v in VALUES if v is not None]), min_size=1, max_size=2),
+                     min_size=2, max_size=4))
+def test_one_case_equals_the_or_wherever_it_is_taken(texts, collation: str, sets: list[list[str]]) -> None:  # noqa: ANN001
+    from sqlglot import parse_one
+
+    view = f"masks_{collation}"
+    conditions = [parse_one(f"v IN ({', '.join(string_sql(v) for v in values)})", dialect=SparkSeq) for values in sets]
+    source = RelationSchema.build(view, SessionSchemas(texts)(view) or {})
+    taken = exclusive(conditions, source)
+    masks = [mask_expression(list(enumerate(conditions)), exclusive=one).sql(dialect=SparkSeq) for one in (False, True)]
+    rows = texts.sql(f"SELECT v, {masks[0]} AS by_or, {masks[1]} AS by_case FROM {view}").collect()
+    differ = [r for r in rows if r["by_or"] != r["by_case"]]
+    if taken:
+        assert not differ, (collation, sets, differ)
+    disjoint = len({v for values in sets for v in values}) == sum(len(set(values)) for values in sets)
+    assert taken == (collation == "UTF8_BINARY" and disjoint)
+
+
+def test_collations_and_char_reach_the_compiler(texts) -> None:  # noqa: ANN001
+    assert type_text(T.StringType("UTF8_LCASE")) == "string collate UTF8_LCASE"
+    assert type_text(T.StringType()) == "string"
+    char = T.StructField("c", T.StringType(), metadata={CHAR_VARCHAR_KEY: "char(3)"})
+    varchar = T.StructField("c", T.StringType(), metadata={CHAR_VARCHAR_KEY: "varchar(3)"})
+    assert (field_type_text(char), field_type_text(varchar)) == ("char(3)", "string")
+    types = SessionSchemas(texts)("masks_UTF8_LCASE")
+    assert types is not None and types["v"].sql(dialect=SparkSeq) == "STRING COLLATE UTF8_LCASE"
+
+
+def test_char_columns_keep_the_or(spark) -> None:  # noqa: ANN001
+    """'a' and 'a ' are both 'a  ' to a CHAR(3): a row is both symbols."""
+    spark.sql("DROP TABLE IF EXISTS masks_chars")
+    spark.sql("CREATE TABLE masks_chars (k INT, ts TIMESTAMP, c CHAR(3)) USING parquet")
+    try:
+        spark.sql("INSERT INTO masks_chars VALUES (1, TIMESTAMP '2024-01-01 00:00:01', 'a'), "
+                  "(1, TIMESTAMP '2024-01-01 00:00:02', 'a ')")
+        types = SessionSchemas(spark)("masks_chars")
+        assert types is not None and types["c"].sql(dialect=SparkSeq) == "CHAR(3)"
+        [row] = sparkseq.sql(spark, "SELECT n FROM masks_chars MATCH_AGGREGATE (PARTITION BY k ORDER BY ts "
+                                    "PATTERN SEQ(A, B) DEFINE A AS c = 'a', B AS c = 'a ' "
+                                    "MEASURES COUNT(*) AS n) m").collect()
+        assert row["n"] == 1
+    finally:
+        spark.sql("DROP TABLE IF EXISTS masks_chars")
+
+
+STATEMENTS = ["SELECT k, n FROM lcase_events MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERN SEQ(A, B) "
+              "TYPE BY type MEASURES COUNT(*) AS n) AS m",
+              "SELECT k, n FROM lcase_events MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERN SEQ(b, `a`) "
+              "TYPE BY type MEASURES COUNT(*) AS n) AS m"]
+
+
+@settings(max_examples=5, deadline=None, suppress_health_check=list(HealthCheck))
+@given(rows=st.lists(st.tuples(st.integers(0, 2), st.sampled_from(["a", "A", "b", "B", "c"])), min_size=1,
+                     max_size=40))
+def test_a_collated_type_column_counts_as_the_oracle(spark, rows: list[tuple[int, str]]) -> None:  # noqa: ANN001
+    """Symbols 'A' and 'a' are different bits of the group's mask, but the same rows under
+    UTF8_LCASE: one CASE would give an 'a' row only A's bit, and the second statement would
+    miss its matches."""
+    events = [(k, ts, value) for ts, (k, value) in enumerate(rows)]
+    spark.createDataFrame(events, "k int, t int, type string").createOrReplaceTempView("lcase_base")
+    spark.sql("CREATE OR REPLACE TEMP VIEW lcase_events AS SELECT k, timestamp_seconds(t) AS ts, "
+              "type COLLATE UTF8_LCASE AS type FROM lcase_base")
+    script = ";\n".join(STATEMENTS)
+    assert len(sparkseq.plan_workload(spark, script).groups) == 1
+    results = sparkseq.collect_workload(spark, script)
+    plan = Plan(("X", "Y"), (Element(0), Element(1)), (0, 0, 0))  # COUNT(*) of SEQ(X, Y)
+    for result, (first, second) in zip(results, [("a", "b"), ("b", "a")]):
+        want = {}
+        for key in {k for k, _ in rows}:
+            own = [(ts, value.lower()) for ts, (k, value) in enumerate(rows) if k == key]
+            mask = [(value == first) | (value == second) << 1 for _, value in own]
+            if any(mask):
+                [(_, _, [count])] = oracle.evaluate(oracle.Events([ts for ts, _ in own], mask), plan)
+                want[key] = count
+        assert result.arrow is not None
+        assert dict(zip(result.arrow.column("k").to_pylist(), result.arrow.column("n").to_pylist())) == want
+    sparkseq.release_workload(spark, script)
