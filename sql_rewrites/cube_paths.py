@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 
 from sqlglot import exp
 
-from sql_rewrites.generate import EngineInput, aliased, engine_input, levels_literal, mask_expression, sanitize
+from sql_rewrites.generate import EngineInput, aliased, engine_input, levels_literal, sanitize, symbol_mask
 from sql_rewrites.logical import MatchAggregateQuery
 from sql_rewrites.timesplit import (
     CHUNK_ROWS,
@@ -90,7 +90,7 @@ def cuboid_statements(query: MatchAggregateQuery) -> tuple[CuboidStatement, ...]
     for i in cube.reported:
         plan = multi.plans[i]
         own = [(k, c) for k, c in conditions if plan.pattern_symbols_mask >> k & 1]
-        spec = replace(whole, plan=plan, mask=mask_expression(own), per_plan=(),
+        spec = replace(whole, plan=plan, mask=symbol_mask(own, query.source_schema), per_plan=(),
                        measures=tuple(whole.measures[f] for f in multi.slots[i]))
         out.append(CuboidStatement(i, cube.texts[i], spec))
     return tuple(out)

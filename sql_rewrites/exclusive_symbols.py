@@ -17,9 +17,15 @@ condition). This module proves that, from what analysis knows, or says it cannot
 * the column's type was read from the schema provider (Spark's catalog in a session),
   not derived by sqlglot from a subquery or CTE (derived types lose collations).
 
+Conditions that overlap but are each exactly such a membership of one column (concepts
+of a hierarchy: ``ticker IN ('DELL', 'IBM')`` and ``ticker IN ('DELL')``) still take one
+CASE, with a branch per set of bits rather than per symbol (:func:`value_branches`): a
+row's value picks the one branch of all the symbols whose sets hold it.
+
 Anything else — a type unknown, a condition of another form, a column of a struct, two
-symbols with an equal literal — keeps the OR. Literal values are compared as Spark reads
-them (:mod:`sql_rewrites.literals`: the parser decodes escapes).
+symbols with an equal literal in conditions that are not plain memberships — keeps the
+OR. Literal values are compared as Spark reads them (:mod:`sql_rewrites.literals`: the
+parser decodes escapes).
 """
 
 from __future__ import annotations
@@ -32,6 +38,8 @@ from sqlglot import exp
 from sql_rewrites.schema import RelationSchema
 from sql_rewrites.sql_types import INTEGRAL
 
+#: Literals of a membership, each with the value it compares as.
+Literals = list[tuple[str | int, exp.Expr]]
 #: The collation under which equal strings are equal bytes (Spark's default).
 BINARY_COLLATION = "utf8_binary"
 DIGITS = re.compile(r"[0-9]+")
@@ -81,7 +89,55 @@ def _conjuncts(condition: exp.Expr) -> list[exp.Expr]:
     return [condition]
 
 
+def value_branches(conditions: Sequence[tuple[int, exp.Expr]],
+                   source: RelationSchema) -> list[tuple[int, exp.Expr]] | None:
+    """Branches ``(bits, condition)`` that exclude each other and give every row the OR of
+    ``2^k`` over the conditions ``(k, c_k)`` it satisfies, for conditions that overlap but
+    each require exactly one column to be in a set of literals (``col = v`` or ``col IN
+    (...)`` and nothing else), the same column for all, whose type keeps distinct literals
+    unequal (as for :func:`exclusive`): one ``col IN (...)`` per distinct set of bits,
+    holding the values whose conditions are exactly that set. A row's value equals at most
+    one literal, so at most one branch holds, and it holds exactly when the row satisfies
+    those conditions and no other. Concepts of a hierarchy, which overlap by design, have
+    this form. None when a condition has another form or the type proves nothing.
+    """
+    if source.derived or not conditions:
+        return None
+    column: exp.Column | None = None
+    bits: dict[str | int, int] = {}
+    spelled: dict[str | int, exp.Expr] = {}
+    for k, condition in conditions:
+        terms = _conjuncts(condition)
+        found = _membership_terms(terms[0], source) if len(terms) == 1 else None
+        if found is None:
+            return None
+        here, literals = found
+        if column is None:
+            column = here
+        elif here.name.casefold() != column.name.casefold():
+            return None
+        for value, literal in literals:
+            bits[value] = bits.get(value, 0) | 1 << k
+            spelled.setdefault(value, literal)
+    assert column is not None
+    by_bits: dict[int, list[exp.Expr]] = {}
+    for value, b in bits.items():
+        by_bits.setdefault(b, []).append(spelled[value].copy())
+    return [(b, exp.EQ(this=column.copy(), expression=literals[0]) if len(literals) == 1
+             else exp.In(this=column.copy(), expressions=literals)) for b, literals in by_bits.items()]
+
+
 def _membership(term: exp.Expr, source: RelationSchema) -> tuple[str, frozenset] | None:
+    found = _membership_terms(term, source)
+    if found is None:
+        return None
+    column, literals = found
+    return column.name.casefold(), frozenset(value for value, _ in literals)
+
+
+def _membership_terms(term: exp.Expr, source: RelationSchema) -> tuple[exp.Column, Literals] | None:
+    """``col = v`` or ``col IN (...)`` with literals ``col``'s type keeps distinct: the
+    column and each literal with the value it compares as; None for any other term."""
     if isinstance(term, exp.EQ):
         column, literals = term.this.unnest(), [term.expression.unnest()]
         if not isinstance(column, exp.Column):
@@ -98,7 +154,7 @@ def _membership(term: exp.Expr, source: RelationSchema) -> tuple[str, frozenset]
     values = [_value(literal, dtype) for literal in literals]
     if any(v is None for v in values):
         return None
-    return column.name.casefold(), frozenset(values)
+    return column, [(v, literal) for v, literal in zip(values, literals) if v is not None]
 
 
 def _column_type(column: exp.Column, source: RelationSchema) -> exp.DataType | None:
@@ -129,4 +185,4 @@ def _value(literal: exp.Expr, dtype: exp.DataType) -> str | int | None:
     return None
 
 
-__all__ = ["exclusive", "BINARY_COLLATION"]
+__all__ = ["exclusive", "value_branches", "BINARY_COLLATION"]

@@ -37,8 +37,9 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from sql_rewrites import engine_contract
-from sql_rewrites.exclusive_symbols import exclusive
+from sql_rewrites.exclusive_symbols import exclusive, value_branches
 from sql_rewrites.logical import MatchAggregateQuery
+from sql_rewrites.schema import RelationSchema
 from sql_rewrites.sql_types import DType, time_from_engine, time_to_engine
 from udafs.multiplan import MultiPlan
 from udafs.plan import Plan, Strategy
@@ -290,8 +291,29 @@ def events_select(spec: EngineInput, source: exp.Expr, roles: Roles) -> exp.Sele
 
 
 def _mask(query: MatchAggregateQuery) -> exp.Expr:
-    conditions = [(symbol.index, symbol.condition) for symbol in query.symbols]
-    return mask_expression(conditions, exclusive=exclusive([c for _, c in conditions], query.source_schema))
+    return symbol_mask([(symbol.index, symbol.condition) for symbol in query.symbols], query.source_schema)
+
+
+def symbol_mask(conditions: list[tuple[int, exp.Expr]], source: RelationSchema) -> exp.Expr:
+    """The row mask of the symbol conditions ``(k, c_k)`` over ``source``: one CASE with a
+    branch per symbol where the conditions exclude each other
+    (:func:`sql_rewrites.exclusive_symbols.exclusive`), one CASE with a branch per set of
+    bits where each is a plain membership of one column
+    (:func:`sql_rewrites.exclusive_symbols.value_branches`), else the OR of one CASE per
+    symbol; every form gives every row the same bits."""
+    if exclusive([c for _, c in conditions], source):
+        return mask_expression(conditions, exclusive=True)
+    branches = value_branches(conditions, source)
+    return mask_expression(conditions) if branches is None else one_case(branches)
+
+
+def one_case(branches: Iterable[tuple[int, exp.Expr]]) -> exp.Expr:
+    """``CAST(CASE WHEN c_0 THEN b_0 WHEN c_1 THEN b_1 ... ELSE 0 END AS BIGINT)`` for
+    ``(b_i, c_i)`` branches of which at most one holds for any row."""
+    case = exp.case()
+    for bits, condition in branches:
+        case = case.when(condition.copy(), exp.Literal.number(bits))
+    return exp.cast(case.else_(exp.Literal.number(0)), DType.BIGINT)
 
 
 def mask_expression(conditions: Iterable[tuple[int, exp.Expr]], *, exclusive: bool = False) -> exp.Expr:
@@ -304,10 +326,7 @@ def mask_expression(conditions: Iterable[tuple[int, exp.Expr]], *, exclusive: bo
     """
     pairs = list(conditions)
     if exclusive:
-        case = exp.case()
-        for k, condition in pairs:
-            case = case.when(condition.copy(), exp.Literal.number(1 << k))
-        return exp.cast(case.else_(exp.Literal.number(0)), DType.BIGINT)
+        return one_case((1 << k, condition) for k, condition in pairs)
     bits = [
         exp.paren(exp.case().when(condition.copy(), exp.Literal.number(1 << k)).else_(exp.Literal.number(0)))
         for k, condition in pairs
@@ -404,4 +423,5 @@ def sanitize(tree: exp.Expr) -> exp.Expr:
 
 
 __all__ = ["generate", "engine_query", "engine_events", "engine_input", "engine_roles", "result_columns", "flat_output",
-           "aliased", "EngineInput", "check_function_name", "levels_literal", "mask_expression"]
+           "aliased", "EngineInput", "check_function_name", "levels_literal", "mask_expression", "one_case",
+           "symbol_mask"]

@@ -32,8 +32,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from sql_rewrites.dialect import SparkSeq
-from sql_rewrites.exclusive_symbols import exclusive
-from sql_rewrites.generate import EngineInput, engine_events, mask_expression, sanitize
+from sql_rewrites.generate import EngineInput, engine_events, sanitize, symbol_mask
 from sql_rewrites.logical import MatchAggregateQuery
 from sql_rewrites.sql_types import time_from_engine, time_to_engine
 from udafs.multiplan import MultiPlan
@@ -91,7 +90,7 @@ class SharedGroup:
             plan=self.plan,
             keys=tuple((k.name, k.expression) for k in first.partition_keys),
             time=time_to_engine(first.order.expression.copy(), first.order.kind),
-            mask=mask_expression(list(enumerate(conditions)), exclusive=exclusive(conditions, first.source_schema)),
+            mask=symbol_mask(list(enumerate(conditions)), first.source_schema),
             values=self.values,
             measures=(),
         )

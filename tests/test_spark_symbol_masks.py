@@ -1,5 +1,6 @@
-"""Row masks on local Spark: the one-CASE mask equals the OR of one CASE per symbol bit for
-bit wherever the compiler takes it (``sql_rewrites.exclusive_symbols``); collated and CHAR
+"""Row masks on local Spark: the one-CASE masks (a branch per symbol, or per set of bits for
+overlapping memberships) equal the OR of one CASE per symbol bit for bit wherever the
+compiler takes them (``sql_rewrites.exclusive_symbols``); collated and CHAR
 columns reach the compiler with their comparison rules, keep the OR, and a workload over
 a ``COLLATE UTF8_LCASE`` column counts what the oracle counts."""
 
@@ -14,7 +15,7 @@ import sparkseq
 from sparkseq.catalog import CHAR_VARCHAR_KEY, SessionSchemas, field_type_text, type_text
 from sql_rewrites.dialect import SparkSeq
 from sql_rewrites.exclusive_symbols import exclusive
-from sql_rewrites.generate import mask_expression
+from sql_rewrites.generate import mask_expression, symbol_mask
 from sql_rewrites.literals import string_sql
 from sql_rewrites.schema import RelationSchema
 from tests import oracle
@@ -45,12 +46,16 @@ def test_one_case_equals_the_or_wherever_it_is_taken(texts, collation: str, sets
     source = RelationSchema.build(view, SessionSchemas(texts)(view) or {})
     taken = exclusive(conditions, source)
     masks = [mask_expression(list(enumerate(conditions)), exclusive=one).sql(dialect=SparkSeq) for one in (False, True)]
-    rows = texts.sql(f"SELECT v, {masks[0]} AS by_or, {masks[1]} AS by_case FROM {view}").collect()
+    chosen = symbol_mask(list(enumerate(conditions)), source).sql(dialect=SparkSeq)  # what the compiler emits
+    rows = texts.sql(f"SELECT v, {masks[0]} AS by_or, {masks[1]} AS by_case, {chosen} AS chosen FROM {view}").collect()
     differ = [r for r in rows if r["by_or"] != r["by_case"]]
     if taken:
         assert not differ, (collation, sets, differ)
+    assert all(r["chosen"] == r["by_or"] for r in rows), (collation, sets, chosen, rows)
     disjoint = len({v for values in sets for v in values}) == sum(len(set(values)) for values in sets)
     assert taken == (collation == "UTF8_BINARY" and disjoint)
+    # plain memberships of one binary string column: one CASE, a branch per set of bits when they overlap
+    assert chosen.startswith("CAST(CASE") == (collation == "UTF8_BINARY")
 
 
 def test_collations_and_char_reach_the_compiler(texts) -> None:  # noqa: ANN001

@@ -42,8 +42,12 @@ def analysed(sql: str, hierarchies: dict = HIERARCHY):
 
 
 def mask_bits(mask: exp.Expr) -> int:
-    """The bits a mask expression can set (its ``THEN 2^k`` literals)."""
-    return sum(int(case.args["ifs"][0].args["true"].name) for case in mask.find_all(exp.Case))
+    """The bits a mask expression can set (the OR of its ``THEN`` literals, in any of its forms)."""
+    bits = 0
+    for case in mask.find_all(exp.Case):
+        for branch in case.args["ifs"]:
+            bits |= int(branch.args["true"].name)
+    return bits
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))

@@ -23,7 +23,7 @@ STRING_TYPES = {"string": True, "STRING COLLATE UTF8_BINARY": True, "string coll
 INT_TYPES = {"int": True, "bigint": True, "tinyint": True, "string": False, "double": False, "decimal(10,0)": False}
 #: Spellings of literals, and the value they compare as (None: not proven distinct from others).
 STRINGS = {"'a'": "a", "'A'": "A", "'a '": "a ", "'b'": "b", r"'\u0062'": "b", "'it''s'": "it's", "r'c'": "c"}
-NUMBERS = {"1": 1, "01": 1, "2": 2, "-1": -1, "-(2)": None, "1.0": None, "1e0": None, "1L": None, "'1'": None}
+NUMBERS = {"1": 1, "01": 1, "2": 2, "-1": -1, "-(2)": -2, "1.0": None, "1e0": None, "1L": None, "'1'": None}
 
 
 def mask_of(sql: str, schema: dict) -> exp.Expr:
@@ -50,26 +50,26 @@ def operator(define: str, source: str = "t") -> str:
 
 
 @st.composite
-def memberships(draw: st.DrawFn, literals: dict) -> tuple[str, frozenset | None]:
-    """A condition on column ``c`` and the set of values it requires ``c`` to be in (None:
-    a form that proves nothing)."""
+def memberships(draw: st.DrawFn, literals: dict) -> tuple[str, frozenset | None, bool]:
+    """A condition on column ``c``, the set of values it requires ``c`` to be in (None:
+    a form that proves nothing), and whether it is that membership and nothing else."""
     chosen = draw(st.lists(st.sampled_from(sorted(literals)), min_size=1, max_size=3))
     values = [literals[spelled] for spelled in chosen]
     known = None if None in values else frozenset(values)
     form = draw(st.sampled_from(["eq", "eq reversed", "in", "and", "parenthesised", "greater", "or"]))
     if form == "eq":
-        return f"c = {chosen[0]}", None if known is None else frozenset(values[:1])
+        return f"c = {chosen[0]}", None if literals[chosen[0]] is None else frozenset(values[:1]), True
     if form == "eq reversed":
-        return f"{chosen[0]} = c", None if known is None else frozenset(values[:1])
+        return f"{chosen[0]} = c", None if literals[chosen[0]] is None else frozenset(values[:1]), True
     if form == "in":
-        return f"c IN ({', '.join(chosen)})", known
+        return f"c IN ({', '.join(chosen)})", known, True
     if form == "and":
-        return f"x > 0 AND c IN ({', '.join(chosen)})", known
+        return f"x > 0 AND c IN ({', '.join(chosen)})", known, False
     if form == "parenthesised":
-        return f"(c = {chosen[0]})", None if known is None else frozenset(values[:1])
+        return f"(c = {chosen[0]})", None if literals[chosen[0]] is None else frozenset(values[:1]), True
     if form == "greater":
-        return f"c > {chosen[0]}", None
-    return f"c = {chosen[0]} OR x > 0", None
+        return f"c > {chosen[0]}", None, False
+    return f"c = {chosen[0]} OR x > 0", None, False
 
 
 def disjoint(sets: list[frozenset | None]) -> bool:
@@ -87,15 +87,39 @@ def test_one_case_exactly_when_the_conditions_exclude_each_other(data: st.DataOb
     types, literals = (STRING_TYPES, STRINGS) if strings else (INT_TYPES, NUMBERS)
     column_type = data.draw(st.sampled_from(sorted(types)))
     conditions = data.draw(st.lists(memberships(literals), min_size=1, max_size=5))
-    define = ", ".join(f"S{i} AS {text}" for i, (text, _) in enumerate(conditions))
+    define = ", ".join(f"S{i} AS {text}" for i, (text, _, _) in enumerate(conditions))
     schema = {"t": {"k": "int", "ts": "timestamp", "c": column_type, "x": "int"}}
     mask = mask_of(operator(define), schema)
-    exclusive = len(conditions) == 1 or (types[column_type] and disjoint([s for _, s in conditions]))
-    assert is_single_case(mask) == exclusive, (column_type, define, mask.sql(dialect=SparkSeq))
+    sets = [values for _, values, _ in conditions]
+    exclusive = len(conditions) == 1 or (types[column_type] and disjoint(sets))
+    by_values = not exclusive and types[column_type] and all(
+        values is not None and pure for _, values, pure in conditions)
+    assert is_single_case(mask) == (exclusive or by_values), (column_type, define, mask.sql(dialect=SparkSeq))
+    if by_values:  # a branch per set of bits: each value lands in the one branch of the sets holding it
+        landed = [(value, bits) for condition, bits in _value_branches(mask) for value in condition]
+        assert sorted(value for value, _ in landed) == sorted(set().union(*sets))
+        for value, bits in landed:
+            assert bits == sum(1 << i for i, values in enumerate(sets) if value in values), (define, value)
+        return
     # the same conditions, the same bits, in symbol order: only the combination differs
     alternative = mask_expression([(i, w) for i, w in enumerate(w.this for w in _whens(mask))],
                                   exclusive=not exclusive)
     assert branches(mask) == branches(alternative) == [(b, 1 << i) for i, (b, _) in enumerate(branches(mask))]
+
+
+def _value_branches(mask: exp.Expr) -> list[tuple[list[str | int], int]]:
+    """Each WHEN of a branch-per-bits mask as (the values its ``c = v`` / ``c IN (...)`` holds, bits)."""
+    def value(literal: exp.Expr) -> str | int:
+        if isinstance(literal, exp.Neg):
+            return -int(literal.this.unnest().this)
+        return literal.this if literal.is_string else int(literal.this)
+
+    out = []
+    for w in _whens(mask):
+        condition = w.this
+        literals = [condition.expression] if isinstance(condition, exp.EQ) else condition.expressions
+        out.append(([value(literal.unnest()) for literal in literals], int(w.args["true"].name)))
+    return out
 
 
 def _whens(mask: exp.Expr) -> list[exp.Expr]:
@@ -145,22 +169,30 @@ def test_derived_sources_keep_the_or(source: str) -> None:
     ("S0 AS type = 'a', S1 AS type <=> 'b'", False),
     ("S0 AS type = 'a', S1 AS NOT type = 'a'", False),
     ("S0 AS type IN ('a', 'b'), S1 AS type IN ('c')", True),
-    ("S0 AS type IN ('a', 'b'), S1 AS type IN ('c', 'b')", False),
+    ("S0 AS type IN ('a', 'b'), S1 AS type IN ('c', 'b')", True),  # plain memberships: a branch per set of bits
+    ("S0 AS type IN ('a', 'b'), S1 AS type IN ('c', 'b') AND x > 1", False),
 ])
 def test_which_conditions_prove_exclusion(define: str, single: bool) -> None:
     assert is_single_case(mask_of(operator(define, "t AS m"), SCHEMA)) is single
 
 
-def test_hierarchy_concepts_are_one_case_only_when_disjoint() -> None:
+def test_hierarchy_concepts_are_one_case_per_symbol_when_disjoint_else_per_set_of_bits() -> None:
     lookup = {"places": [("Oak", "North"), ("Elm", "North"), ("Main", "South"), ("North", "City"),
                          ("South", "City")]}
 
-    def mask(symbols: str) -> exp.Expr:
+    def mask(symbols: str) -> str:
         [query] = analyze_sql(TYPED.format("t", symbols, "HIERARCHY places"), SCHEMA, hierarchies=lookup)
-        return engine_input(query).mask
+        return engine_input(query).mask.sql(dialect=SparkSeq)
 
-    assert is_single_case(mask("North, Main"))  # Oak, Elm | Main
-    assert not is_single_case(mask("North, Oak"))  # Oak is in North
+    assert mask("North, Main") == (  # Oak, Elm | Main
+        "CAST(CASE WHEN type IN ('North', 'Elm', 'Oak') THEN 1 WHEN type IN ('Main') THEN 2 ELSE 0 END AS BIGINT)")
+    assert mask("North, Oak") == (  # Oak is in North: its rows are both symbols
+        "CAST(CASE WHEN type IN ('North', 'Elm') THEN 1 WHEN type = 'Oak' THEN 3 ELSE 0 END AS BIGINT)")
+    assert mask("City, North, Oak") == ("CAST(CASE WHEN type IN ('City', 'Main', 'South') THEN 1 WHEN type IN "
+                                        "('Elm', 'North') THEN 3 WHEN type = 'Oak' THEN 7 ELSE 0 END AS BIGINT)")
+    lcase = {"places": lookup["places"]}
+    [query] = analyze_sql(TYPED.format("lcase", "North, Oak", "HIERARCHY places"), SCHEMA, hierarchies=lcase)
+    assert not is_single_case(engine_input(query).mask)  # a collated column keeps the OR
 
 
 def test_a_shared_group_decides_over_the_union_of_its_symbols() -> None:
