@@ -185,11 +185,11 @@ def _evaluate(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column], 
     if timeline is not None:  # the group's rows as they are, on the shared block timeline
         symbols = measure_symbols(plan)
 
-        def blocked(ar: Arith) -> Evaluated:
+        def on_blocks(ar: Arith) -> Evaluated:
             tally = _measured_rows(within.within_blocks(plan, ts, mask, ar, symbols, timeline=timeline), mask, symbols)
             return partials(plan, tally, cols, ar), None
 
-        return with_fallback(plan, blocked, options)
+        return with_fallback(plan, on_blocks, options)
     ts, mask, cols = sorted_instances(plan, ts, mask, cols)  # a filter: the rows are sorted already
 
     def attempt(ar: Arith) -> Evaluated:
