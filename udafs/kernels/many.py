@@ -11,6 +11,7 @@ window, so a coarse cuboid costs a few array additions.
 
 from __future__ import annotations
 
+import functools
 from typing import Sequence
 
 import numpy as np
@@ -28,6 +29,21 @@ from udafs.plan import Measure, Plan, ValueType
 from udafs.timelines import SharedTimeline, blocked, choose_timelines
 
 Evaluated = tuple[list[Partial], "np.ndarray | None"]
+
+
+class _RowCounts:
+    """Rows of any set of symbols in one group (:data:`udafs.timelines.Rows`), each set
+    counted once: what the engine's per-partition choices (shared timelines, shared block
+    timelines) are made from."""
+
+    def __init__(self, mask: np.ndarray) -> None:
+        self._mask = mask
+        self._counted: dict[int, int] = {}
+
+    def __call__(self, symbols: int) -> int:
+        if symbols not in self._counted:
+            self._counted[symbols] = int(np.count_nonzero(self._mask & symbols))
+        return self._counted[symbols]
 
 
 def evaluate_many(mp: MultiPlan, ts: np.ndarray, mask: np.ndarray, columns: Sequence[Column] = (), *,
@@ -67,9 +83,10 @@ def evaluate_many(mp: MultiPlan, ts: np.ndarray, mask: np.ndarray, columns: Sequ
     ts, mask, cols = _sorted(ts, mask, cols, union)
     present = int(np.bitwise_or.reduce(mask)) if len(mask) else 0
     done: dict[int, Evaluated] = {}
+    rows = _RowCounts(mask)
     if options.share_prefixes:
-        done = _shared_timelines(mp, ts, mask, present, options, ran)
-    blocks = _BlockTimelines(mp, ts, mask)
+        done = _shared_timelines(mp, ts, mask, present, options, ran, rows)
+    blocks = _BlockTimelines(mp, ts, mask, rows)
 
     def evaluated(i: int) -> Evaluated:
         if i not in done:
@@ -98,7 +115,7 @@ def evaluate_many(mp: MultiPlan, ts: np.ndarray, mask: np.ndarray, columns: Sequ
 
 
 def _shared_timelines(mp: MultiPlan, ts: np.ndarray, mask: np.ndarray, present: int, options: KernelOptions,
-                      ran: list[SharedTimeline] | None) -> dict[int, Evaluated]:
+                      ran: list[SharedTimeline] | None, rows: _RowCounts) -> dict[int, Evaluated]:
     """Plans evaluated together on one timeline (:func:`udafs.kernels.pretree.evaluate_shared`):
     those of ``mp.timelines``, the decision made before the pass, as given; for a
     multi-plan without one, those :func:`udafs.timelines.choose_timelines` puts together
@@ -112,13 +129,6 @@ def _shared_timelines(mp: MultiPlan, ts: np.ndarray, mask: np.ndarray, present: 
 
     timelines = mp.timelines
     if timelines is None:
-        counted: dict[int, int] = {}
-
-        def rows(symbols: int) -> int:
-            if symbols not in counted:
-                counted[symbols] = int(np.count_nonzero(mask & symbols))
-            return counted[symbols]
-
         timelines = choose_timelines(mp.plans, rows, candidates=[i for i in range(len(mp.plans)) if evaluable(i)])
     done: dict[int, Evaluated] = {}
     for timeline in timelines:
@@ -160,13 +170,13 @@ class _BlockTimelines:
     (each alone would build its indexes over its own rows): :meth:`for_plan` gives a
     plan the shared timeline only then, and None otherwise (the plan runs alone)."""
 
-    def __init__(self, mp: MultiPlan, ts: np.ndarray, mask: np.ndarray) -> None:
+    def __init__(self, mp: MultiPlan, ts: np.ndarray, mask: np.ndarray, rows: _RowCounts) -> None:
         self._ts, self._mask = ts, mask
         self._built: dict[int, Timeline] = {}
         own: dict[int, int] = {}  # WITHIN length -> rows of every blocked plan, summed
         for i, plan in enumerate(mp.plans):
             if mp.derived[i] is None and blocked(plan):
-                own[plan.window] = own.get(plan.window, 0) + int(np.count_nonzero(mask & plan.pattern_symbols_mask))
+                own[plan.window] = own.get(plan.window, 0) + rows(plan.pattern_symbols_mask)
         self._shared = {w for w, rows in own.items() if rows >= len(ts)}
 
     def for_plan(self, plan: Plan) -> Timeline | None:
@@ -186,7 +196,8 @@ def _evaluate(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column], 
         symbols = measure_symbols(plan)
 
         def on_blocks(ar: Arith) -> Evaluated:
-            tally = _measured_rows(within.within_blocks(plan, ts, mask, ar, symbols, timeline=timeline), mask, symbols)
+            tally = _measured_rows(within.within_blocks(plan, ts, mask, ar, symbols, timeline=timeline), timeline,
+                                   symbols)
             return partials(plan, tally, cols, ar), None
 
         return with_fallback(plan, on_blocks, options)
@@ -200,16 +211,13 @@ def _evaluate(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column], 
     return with_fallback(plan, attempt, options)
 
 
-def _measured_rows(tally: Tally, mask: np.ndarray, symbols: set[int]) -> Tally:
-    """A one-row tally over every row of the group kept to the rows of its measured
-    symbols: pair counts are zero elsewhere, so the measures are the same and cost the
-    plan's own rows, not the group's."""
+def _measured_rows(tally: Tally, timeline: Timeline, symbols: set[int]) -> Tally:
+    """A one-row tally over every row of ``timeline`` kept to the rows of its measured
+    symbols (the timeline's row lists, built once for all plans): pair counts are zero
+    elsewhere, so the measures are the same and cost the plan's own rows, not the group's."""
     if not symbols:
         return tally
-    bits = 0
-    for s in symbols:
-        bits |= 1 << s
-    rows = np.flatnonzero((mask & bits) != 0)
+    rows = functools.reduce(np.union1d, [timeline.rows(s) for s in sorted(symbols)])
     return Tally(tally.counts, rows, np.array([0, len(rows)]), {s: p[rows] for s, p in tally.pairs.items()})
 
 
