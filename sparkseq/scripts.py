@@ -51,8 +51,9 @@ from __future__ import annotations
 
 import enum
 import functools
+import json
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from py4j.protocol import Py4JError, Py4JJavaError
@@ -138,6 +139,16 @@ class Checked:
     loaded: ConceptHierarchy | None = None  # a CREATE CONCEPT HIERARCHY's validated pairs
     explanation: StatementExplanation | None = None  # its operators, analysed (not for deferred ones)
     deferred: bool = False
+    analysed: Any = field(default=None, repr=False, compare=False)  # Spark's analysed plan in the scratch copy
+
+    @functools.cached_property
+    def result_schema(self) -> T.StructType | None:
+        """The columns of a query statement's result as Spark's analysis in the scratch copy
+        found them (names, types, nullability); None when the check did not analyse it (a
+        script of one statement, a deferred statement, a statement that is not a query)."""
+        if self.analysed is None or not self.statement.is_query:
+            return None
+        return T.StructType.fromJson(json.loads(self.analysed.schema().json()))
 
 
 def check_script(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver | None = None,
@@ -170,24 +181,25 @@ def run_script(spark: SparkSession, text: str, checked: list[Checked], *,
     (how a workload reads shared results, :func:`sql_rewrites.rewriter.explain_statement`)."""
     schemas: dict = {}  # read once while no statement changes the relation (evict_changed)
     for item in checked:
-        statement = item.statement
-        if item.hierarchy is not None:
-            run_hierarchy_statement(spark, item.hierarchy, item.loaded)
-            yield statement, spark.createDataFrame([], T.StructType([]))
-            continue
         replace = replace_for(item.number) if replace_for is not None else None
-        frame = _run_one(spark, text, statement, schemas, hierarchies, args, replace)
-        evict_changed(schemas, statement)
-        yield statement, frame
+        yield item.statement, run_checked(spark, text, item, schemas, hierarchies=hierarchies, args=args,
+                                          replace=replace)
 
 
-def _run_one(spark: SparkSession, text: str, statement: Statement, schemas: dict,
-             hierarchies: HierarchyResolver | None, args: dict[str, Any] | list[Any] | None,
-             replace: Replacement | None) -> DataFrame:
+def run_checked(spark: SparkSession, text: str, item: Checked, schemas: dict, *,
+                hierarchies: HierarchyResolver | None = None, args: dict[str, Any] | list[Any] | None = None,
+                replace: Replacement | None = None) -> DataFrame:
+    """Run one checked statement of :func:`run_script` (``schemas``: the relation schemas
+    read by the statements before it, forgotten here once a statement may change them)."""
+    if item.hierarchy is not None:
+        run_hierarchy_statement(spark, item.hierarchy, item.loaded)
+        return spark.createDataFrame([], T.StructType([]))
     resolver = registry.resolver(spark, hierarchies)
-    explanation = compile_statement(text, statement, SessionSchemas(spark, cache=schemas), resolver,
+    explanation = compile_statement(text, item.statement, SessionSchemas(spark, cache=schemas), resolver,
                                     functools.partial(engine_function, spark), replace=replace)
-    return run_checked_sql(spark, text, statement, explanation, args)
+    frame = run_checked_sql(spark, text, item.statement, explanation, args)
+    evict_changed(schemas, item.statement)
+    return frame
 
 
 def run_checked_sql(spark: SparkSession, text: str, statement: Statement, explanation: StatementExplanation | None,
@@ -270,7 +282,8 @@ class _Checker:
             return Checked(number, statement, deferred=True)
         outcome, analysed = self._spark_check(statement, explanation)
         self._follow(statement, outcome, analysed)
-        return Checked(number, statement, explanation=explanation, deferred=outcome is Outcome.DEFERRED)
+        return Checked(number, statement, explanation=explanation, deferred=outcome is Outcome.DEFERRED,
+                       analysed=analysed)
 
     def _compile(self, statement: Statement) -> StatementExplanation:
         """The statement compiled (unchanged without MATCH_AGGREGATE; ``seq_*`` arguments checked)."""
@@ -488,4 +501,4 @@ def run_hierarchy_statement(spark: SparkSession, kind: HierarchyStatement,
 
 __all__ = ["Checked", "Outcome", "check_function_calls", "check_hierarchy_statement",
            "check_literal_setting", "check_script", "compile_statement", "evict_changed",
-           "run_checked_sql", "run_hierarchy_statement", "run_script", "spark_error"]
+           "run_checked", "run_checked_sql", "run_hierarchy_statement", "run_script", "spark_error"]
