@@ -288,8 +288,11 @@ class _Routing:
     def describe(self, shared: SharedGroup) -> str:
         """How ``collect_workload`` and ``workload(output=...)`` deliver the pass of ``shared``."""
         if self.routable(shared):
+            analysed = all(self.plan.checked[m.statement].result_schema is not None for m in shared.members)
             return ("routed: every member's statement only selects its columns, so the job delivering the results "
-                    "reads the pass once (not cached) and routes each row to its statement")
+                    "reads the pass once (not cached) and routes each row to its statement"
+                    + ("; the statements are not run on their own (their result columns are the check's)"
+                       if analysed else ""))
         others = sorted({m.statement + 1 for m in shared.members if not self.plan.statements[m.statement].is_query
                          or self._columns(m) is None})
         why = (f"statement(s) {_members(others)} do more than select their operator's columns" if others else
