@@ -40,7 +40,9 @@ and analysis errors as :class:`~sql_rewrites.errors.SqlParseError` /
 text (:mod:`sparkseq.spark_errors`, :mod:`sparkseq.probes`).
 
 **Running** (:func:`run_script`) compiles each statement again against the real
-catalog (registering its engine functions) and hands it to ``spark.sql`` — DDL runs at
+catalog (registering its engine functions) — a script of one statement was compiled
+against the session itself, so its run reuses that compile unless an operator takes
+another path — and hands it to ``spark.sql`` — DDL runs at
 once, a query when its DataFrame is used — statement by statement, lazily, so a caller
 that shows each result before asking for the next sees the statements take effect in
 order, as in a SQL shell. An analysis error now (a deferred statement's) is placed in
@@ -140,6 +142,9 @@ class Checked:
     explanation: StatementExplanation | None = None  # its operators, analysed (not for deferred ones)
     deferred: bool = False
     analysed: Any = field(default=None, repr=False, compare=False)  # Spark's analysed plan in the scratch copy
+    # compiled against the session itself with nothing run before it (a script of one
+    # statement): running it needs no second compile unless an operator changes path (run_checked)
+    final: bool = False
 
     @functools.cached_property
     def result_schema(self) -> T.StructType | None:
@@ -194,12 +199,33 @@ def run_checked(spark: SparkSession, text: str, item: Checked, schemas: dict, *,
     if item.hierarchy is not None:
         run_hierarchy_statement(spark, item.hierarchy, item.loaded)
         return spark.createDataFrame([], T.StructType([]))
-    resolver = registry.resolver(spark, hierarchies)
-    explanation = compile_statement(text, item.statement, SessionSchemas(spark, cache=schemas), resolver,
-                                    functools.partial(engine_function, spark), replace=replace)
+    explanation = _reused(spark, item, replace)
+    if explanation is None:
+        resolver = registry.resolver(spark, hierarchies)
+        explanation = compile_statement(text, item.statement, SessionSchemas(spark, cache=schemas), resolver,
+                                        functools.partial(engine_function, spark), replace=replace)
     frame = run_checked_sql(spark, text, item.statement, explanation, args)
     evict_changed(schemas, item.statement)
     return frame
+
+
+def _reused(spark: SparkSession, item: Checked, replace: Replacement | None) -> StatementExplanation | None:
+    """The check's compile of ``item`` when it is what running needs (:attr:`Checked.final`,
+    every operator on the grouped path with its engine function, registered here — a
+    ``replace`` hook that replaces an operator, or a live operator of the check, needs the
+    compile again); else None. The hook remembers what it decided (it sees each operator
+    once more in that compile)."""
+    checked = item.explanation
+    if not item.final or checked is None:
+        return None
+    operators = checked.operators
+    if any(op.function_name != engine_function_name(op.plan) for op in operators):
+        return None
+    if replace is not None and any(replace(ordinal, op.query) is not None for ordinal, op in enumerate(operators)):
+        return None
+    for op in operators:
+        engine_function(spark, op.plan)
+    return checked
 
 
 def run_checked_sql(spark: SparkSession, text: str, statement: Statement, explanation: StatementExplanation | None,
@@ -257,6 +283,7 @@ class _Checker:
                  args: dict[str, Any] | list[Any] | None, scratch: bool = True) -> None:
         self.spark, self.text, self.hierarchies, self.args = spark, text, hierarchies, args
         self.scratch = scratch_session(spark) if scratch else None
+        self.alone = not scratch  # a script of one statement: compiled against the session itself
         self.created: set[str] = set()  # relations the script creates (case-folded, as written)
         self.unreproduced: set[str] = set()  # objects the scratch copy does not hold as the script leaves them
         self.stand_ins: set[str] = set()  # relations an empty temporary view stands in for in the scratch copy
@@ -283,7 +310,7 @@ class _Checker:
         outcome, analysed = self._spark_check(statement, explanation)
         self._follow(statement, outcome, analysed)
         return Checked(number, statement, explanation=explanation, deferred=outcome is Outcome.DEFERRED,
-                       analysed=analysed)
+                       analysed=analysed, final=self.alone)
 
     def _compile(self, statement: Statement) -> StatementExplanation:
         """The statement compiled (unchanged without MATCH_AGGREGATE; ``seq_*`` arguments checked)."""
