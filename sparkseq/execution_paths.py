@@ -269,8 +269,9 @@ class PathReplacer:
             earlier = self.then(ordinal, query)
             if earlier is not None:
                 return earlier
-        choice = decide(self.spark, query)
-        self.choices[ordinal] = choice
+        choice = self.choices.get(ordinal)
+        if choice is None:  # decided once per operator (sparkseq.scripts.run_checked may ask twice)
+            choice = self.choices[ordinal] = decide(self.spark, query)
         return path_replacement(self.spark, query, choice)
 
 

@@ -40,7 +40,9 @@ and analysis errors as :class:`~sql_rewrites.errors.SqlParseError` /
 text (:mod:`sparkseq.spark_errors`, :mod:`sparkseq.probes`).
 
 **Running** (:func:`run_script`) compiles each statement again against the real
-catalog (registering its engine functions) and hands it to ``spark.sql`` — DDL runs at
+catalog (registering its engine functions) — a script of one statement was compiled
+against the session itself, so its run reuses that compile unless an operator takes
+another path — and hands it to ``spark.sql`` — DDL runs at
 once, a query when its DataFrame is used — statement by statement, lazily, so a caller
 that shows each result before asking for the next sees the statements take effect in
 order, as in a SQL shell. An analysis error now (a deferred statement's) is placed in
@@ -51,8 +53,9 @@ from __future__ import annotations
 
 import enum
 import functools
+import json
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from py4j.protocol import Py4JError, Py4JJavaError
@@ -138,6 +141,19 @@ class Checked:
     loaded: ConceptHierarchy | None = None  # a CREATE CONCEPT HIERARCHY's validated pairs
     explanation: StatementExplanation | None = None  # its operators, analysed (not for deferred ones)
     deferred: bool = False
+    analysed: Any = field(default=None, repr=False, compare=False)  # Spark's analysed plan in the scratch copy
+    # compiled against the session itself with nothing run before it (a script of one
+    # statement): running it needs no second compile unless an operator changes path (run_checked)
+    final: bool = False
+
+    @functools.cached_property
+    def result_schema(self) -> T.StructType | None:
+        """The columns of a query statement's result as Spark's analysis in the scratch copy
+        found them (names, types, nullability); None when the check did not analyse it (a
+        script of one statement, a deferred statement, a statement that is not a query)."""
+        if self.analysed is None or not self.statement.is_query:
+            return None
+        return T.StructType.fromJson(json.loads(self.analysed.schema().json()))
 
 
 def check_script(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver | None = None,
@@ -170,24 +186,46 @@ def run_script(spark: SparkSession, text: str, checked: list[Checked], *,
     (how a workload reads shared results, :func:`sql_rewrites.rewriter.explain_statement`)."""
     schemas: dict = {}  # read once while no statement changes the relation (evict_changed)
     for item in checked:
-        statement = item.statement
-        if item.hierarchy is not None:
-            run_hierarchy_statement(spark, item.hierarchy, item.loaded)
-            yield statement, spark.createDataFrame([], T.StructType([]))
-            continue
         replace = replace_for(item.number) if replace_for is not None else None
-        frame = _run_one(spark, text, statement, schemas, hierarchies, args, replace)
-        evict_changed(schemas, statement)
-        yield statement, frame
+        yield item.statement, run_checked(spark, text, item, schemas, hierarchies=hierarchies, args=args,
+                                          replace=replace)
 
 
-def _run_one(spark: SparkSession, text: str, statement: Statement, schemas: dict,
-             hierarchies: HierarchyResolver | None, args: dict[str, Any] | list[Any] | None,
-             replace: Replacement | None) -> DataFrame:
-    resolver = registry.resolver(spark, hierarchies)
-    explanation = compile_statement(text, statement, SessionSchemas(spark, cache=schemas), resolver,
-                                    functools.partial(engine_function, spark), replace=replace)
-    return run_checked_sql(spark, text, statement, explanation, args)
+def run_checked(spark: SparkSession, text: str, item: Checked, schemas: dict, *,
+                hierarchies: HierarchyResolver | None = None, args: dict[str, Any] | list[Any] | None = None,
+                replace: Replacement | None = None) -> DataFrame:
+    """Run one checked statement of :func:`run_script` (``schemas``: the relation schemas
+    read by the statements before it, forgotten here once a statement may change them)."""
+    if item.hierarchy is not None:
+        run_hierarchy_statement(spark, item.hierarchy, item.loaded)
+        return spark.createDataFrame([], T.StructType([]))
+    explanation = _reused(spark, item, replace)
+    if explanation is None:
+        resolver = registry.resolver(spark, hierarchies)
+        explanation = compile_statement(text, item.statement, SessionSchemas(spark, cache=schemas), resolver,
+                                        functools.partial(engine_function, spark), replace=replace)
+    frame = run_checked_sql(spark, text, item.statement, explanation, args)
+    evict_changed(schemas, item.statement)
+    return frame
+
+
+def _reused(spark: SparkSession, item: Checked, replace: Replacement | None) -> StatementExplanation | None:
+    """The check's compile of ``item`` when it is what running needs (:attr:`Checked.final`,
+    every operator on the grouped path with its engine function, registered here — a
+    ``replace`` hook that replaces an operator, or a live operator of the check, needs the
+    compile again); else None. The hook remembers what it decided (it sees each operator
+    once more in that compile)."""
+    checked = item.explanation
+    if not item.final or checked is None:
+        return None
+    operators = checked.operators
+    if any(op.function_name != engine_function_name(op.plan) for op in operators):
+        return None
+    if replace is not None and any(replace(ordinal, op.query) is not None for ordinal, op in enumerate(operators)):
+        return None
+    for op in operators:
+        engine_function(spark, op.plan)
+    return checked
 
 
 def run_checked_sql(spark: SparkSession, text: str, statement: Statement, explanation: StatementExplanation | None,
@@ -245,6 +283,7 @@ class _Checker:
                  args: dict[str, Any] | list[Any] | None, scratch: bool = True) -> None:
         self.spark, self.text, self.hierarchies, self.args = spark, text, hierarchies, args
         self.scratch = scratch_session(spark) if scratch else None
+        self.alone = not scratch  # a script of one statement: compiled against the session itself
         self.created: set[str] = set()  # relations the script creates (case-folded, as written)
         self.unreproduced: set[str] = set()  # objects the scratch copy does not hold as the script leaves them
         self.stand_ins: set[str] = set()  # relations an empty temporary view stands in for in the scratch copy
@@ -270,7 +309,8 @@ class _Checker:
             return Checked(number, statement, deferred=True)
         outcome, analysed = self._spark_check(statement, explanation)
         self._follow(statement, outcome, analysed)
-        return Checked(number, statement, explanation=explanation, deferred=outcome is Outcome.DEFERRED)
+        return Checked(number, statement, explanation=explanation, deferred=outcome is Outcome.DEFERRED,
+                       analysed=analysed, final=self.alone)
 
     def _compile(self, statement: Statement) -> StatementExplanation:
         """The statement compiled (unchanged without MATCH_AGGREGATE; ``seq_*`` arguments checked)."""
@@ -488,4 +528,4 @@ def run_hierarchy_statement(spark: SparkSession, kind: HierarchyStatement,
 
 __all__ = ["Checked", "Outcome", "check_function_calls", "check_hierarchy_statement",
            "check_literal_setting", "check_script", "compile_statement", "evict_changed",
-           "run_checked_sql", "run_hierarchy_statement", "run_script", "spark_error"]
+           "run_checked", "run_checked_sql", "run_hierarchy_statement", "run_script", "spark_error"]

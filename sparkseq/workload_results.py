@@ -26,7 +26,7 @@ Pure Spark plumbing: what the statements compute is decided by the workload's pl
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,29 +65,38 @@ class ResultLayout:
 @dataclass(frozen=True)
 class Routed:
     """Statements whose rows one select over a group's pass gives (module docstring):
-    ``select(layout)`` returns :data:`STATEMENT_COLUMN` and their target columns
-    (:meth:`ResultLayout.targets`) of the result table."""
+    ``schemas`` holds each one's result columns by statement number (no DataFrame of its
+    own is needed); ``select(layout)`` returns :data:`STATEMENT_COLUMN` and their target
+    columns (:meth:`ResultLayout.targets`) of the result table."""
 
-    numbers: frozenset[int]
+    schemas: Mapping[int, T.StructType]
     select: Callable[[ResultLayout], DataFrame]
+
+    @property
+    def numbers(self) -> frozenset[int]:
+        return frozenset(self.schemas)
 
 
 def result_table(frames: Sequence[tuple[int, DataFrame]], routed: Sequence[Routed] = ()
                  ) -> tuple[DataFrame, ResultLayout]:
-    """One DataFrame holding the rows of every ``(statement number, DataFrame)``: a union
-    of per-statement projections, and of one select per :class:`Routed` for the statements
-    it routes (module docstring). ``frames`` is not empty; routed statements are among
-    ``frames`` too (their schemas place their columns)."""
+    """One DataFrame holding the rows of every statement: a union of a projection of each
+    ``(statement number, DataFrame)`` in ``frames``, and of one select per :class:`Routed`
+    for the statements it routes (module docstring). ``frames`` and ``routed`` are not both
+    empty, and no statement is in both."""
+    schemas = {number: frame.schema for number, frame in frames}
+    for r in routed:
+        schemas.update(r.schemas)
     slots: dict[tuple[str, ...], int] = {}
     slot_types: list[list[T.DataType]] = []
     statements: dict[int, tuple[int, tuple[str, ...], T.StructType]] = {}
-    for number, frame in frames:
-        types = [field.dataType for field in frame.schema.fields]
+    for number in sorted(schemas):
+        schema = schemas[number]
+        types = [f.dataType for f in schema.fields]
         key = tuple(t.json() for t in types)
         if key not in slots:
             slots[key] = len(slots)
             slot_types.append(types)
-        statements[number] = (slots[key], tuple(frame.columns), frame.schema)
+        statements[number] = (slots[key], tuple(schema.names), schema)
     layout = ResultLayout(statements, T.StructType())
 
     def completed(branch: DataFrame) -> DataFrame:  # every column of the table, typed NULL where not filled
@@ -99,11 +108,9 @@ def result_table(frames: Sequence[tuple[int, DataFrame]], routed: Sequence[Route
         return branch.select(*projection)
 
     branches = [completed(r.select(layout)) for r in routed]
-    skipped = frozenset().union(*(r.numbers for r in routed))
     for number, frame in frames:
-        if number not in skipped:
-            own = frame.toDF(*layout.targets(number))
-            branches.append(completed(own.select(F.lit(number).alias(STATEMENT_COLUMN), "*")))
+        own = frame.toDF(*layout.targets(number))
+        branches.append(completed(own.select(F.lit(number).alias(STATEMENT_COLUMN), "*")))
     table = branches[0]
     for branch in branches[1:]:
         table = table.union(branch)
@@ -112,9 +119,9 @@ def result_table(frames: Sequence[tuple[int, DataFrame]], routed: Sequence[Route
 
 def collect_results(frames: Sequence[tuple[int, DataFrame]], routed: Sequence[Routed] = ()) -> dict[int, pa.Table]:
     """Every statement's rows as an Arrow table, from one Spark job (``toArrow``), by
-    statement number; columns named and typed as the statement's DataFrame gives them
-    (``routed``: :func:`result_table`)."""
-    if not frames:
+    statement number; columns named and typed as the statement's DataFrame (or its routed
+    schema) gives them (``frames``, ``routed``: :func:`result_table`)."""
+    if not frames and not routed:
         return {}
     table, layout = result_table(frames, routed)
     collected = table.toArrow()
@@ -140,7 +147,7 @@ def write_results(spark: SparkSession, frames: Sequence[tuple[int, DataFrame]], 
     number under ``output`` (``mode``: Spark's save mode; ``append`` adds statements to an
     earlier write; ``routed``: :func:`result_table`); returns each statement's DataFrame
     over its partition, by statement number (reading one is a job of its own)."""
-    if not frames:
+    if not frames and not routed:
         return {}
     table, layout = result_table(frames, routed)
     path = str(output)

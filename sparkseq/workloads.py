@@ -68,7 +68,7 @@ from pyspark.sql import types as T
 
 from sparkseq import live
 from sparkseq.execution_paths import PathReplacer, decide_group, path_replacement
-from sparkseq.scripts import SESSION_KEYWORDS, Checked, check_script, run_script
+from sparkseq.scripts import SESSION_KEYWORDS, Checked, check_script, run_checked
 from sparkseq.workload_results import STATEMENT_COLUMN, ResultLayout, Routed, collect_results, write_results
 from sql_rewrites.dialect import SparkSeq
 from sql_rewrites.hierarchy import HierarchyResolver
@@ -190,7 +190,7 @@ def workload(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver |
         written += 1
 
     ran = _run_delivering(spark, text, plan, hierarchies, deliver)
-    return [frames.get(number, frame) for number, (_, frame) in enumerate(ran)]
+    return [frames[number] if frame is None else frames.get(number, frame) for number, (_, frame) in enumerate(ran)]
 
 
 def collect_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver | None = None
@@ -209,16 +209,18 @@ def collect_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyRe
     """
     plan = plan_workload(spark, text, hierarchies=hierarchies)
     tables: dict[int, pa.Table] = {}
-    routed: set[int] = set()
+    routed: dict[int, T.StructType] = {}
 
     def deliver(pending: list[tuple[int, DataFrame]], by_group: list[Routed]) -> None:
         tables.update(collect_results(pending, by_group))
-        routed.update(*(r.numbers for r in by_group))
+        for r in by_group:
+            routed.update(r.schemas)
 
-    def made(number: int, frame: DataFrame) -> Callable[[], DataFrame]:
+    def made(number: int, frame: DataFrame | None) -> Callable[[], DataFrame]:
         if number not in routed:
+            assert frame is not None  # only routed statements are not run
             return lambda: frame
-        return lambda: spark.createDataFrame(tables[number], schema=frame.schema)
+        return lambda: spark.createDataFrame(tables[number], schema=routed[number])
 
     ran = _run_delivering(spark, text, plan, hierarchies, deliver)
     return [StatementResult(statement, tables.get(number), made(number, frame))
@@ -227,23 +229,36 @@ def collect_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyRe
 
 def _run_delivering(spark: SparkSession, text: str, plan: WorkloadPlan, hierarchies: HierarchyResolver | None,
                     deliver: Callable[[list[tuple[int, DataFrame]], list[Routed]], None]
-                    ) -> list[tuple[Statement, DataFrame]]:
-    """Run every statement in order; hand the query statements' DataFrames to ``deliver``
-    together, and before any statement that may change the data they read, with the
-    routed selects (:class:`_Routing`) that give some of them their rows."""
-    ran: list[tuple[Statement, DataFrame]] = []
-    pending: list[tuple[int, DataFrame]] = []
+                    ) -> list[tuple[Statement, DataFrame | None]]:
+    """Run every statement in order; hand the query statements to ``deliver`` together, and
+    before any statement that may change the data they read: the DataFrames of those with
+    a branch of their own, and the routed selects (:class:`_Routing`) giving the others
+    their rows. A routed statement whose result columns the check knows is not run at all
+    (its DataFrame here is None)."""
+    ran: list[tuple[Statement, DataFrame | None]] = []
+    pending: list[tuple[int, DataFrame | None]] = []
     routing = _Routing(spark, plan)
     statements = _run_plan(spark, text, plan, hierarchies, routing)
+
+    def delivered() -> None:
+        routed = routing.selects(pending)
+        numbers = frozenset().union(*(r.numbers for r in routed))
+        own: list[tuple[int, DataFrame]] = []
+        for n, frame in pending:
+            if n not in numbers:
+                assert frame is not None  # only routed statements are not run
+                own.append((n, frame))
+        deliver(own, routed)
+
     for number, statement in enumerate(plan.statements):
         if pending and not _keeps_data(statement):
-            deliver(pending, routing.selects(pending))
+            delivered()
             pending = []
         ran.append(next(statements))
         if statement.is_query:
             pending.append((number, ran[-1][1]))
     if pending:
-        deliver(pending, routing.selects(pending))
+        delivered()
     return ran
 
 
@@ -273,8 +288,11 @@ class _Routing:
     def describe(self, shared: SharedGroup) -> str:
         """How ``collect_workload`` and ``workload(output=...)`` deliver the pass of ``shared``."""
         if self.routable(shared):
+            analysed = all(self.plan.checked[m.statement].result_schema is not None for m in shared.members)
             return ("routed: every member's statement only selects its columns, so the job delivering the results "
-                    "reads the pass once (not cached) and routes each row to its statement")
+                    "reads the pass once (not cached) and routes each row to its statement"
+                    + ("; the statements are not run on their own (their result columns are the check's)"
+                       if analysed else ""))
         others = sorted({m.statement + 1 for m in shared.members if not self.plan.statements[m.statement].is_query
                          or self._columns(m) is None})
         why = (f"statement(s) {_members(others)} do more than select their operator's columns" if others else
@@ -293,21 +311,30 @@ class _Routing:
         assert explanation is not None  # members are operators of checked statements
         return selected_columns(member.query, explanation.operators[member.ordinal].replacement)
 
-    def selects(self, pending: list[tuple[int, DataFrame]]) -> list[Routed]:
+    def runs(self, number: int) -> bool:
+        """Whether statement ``number`` (reached by the run, its group's pass prepared) must
+        be run for a DataFrame: not when its rows are routed and the check found its result
+        columns (:attr:`sparkseq.scripts.Checked.result_schema`)."""
+        return number not in self.statements or self.plan.checked[number].result_schema is None
+
+    def selects(self, pending: list[tuple[int, DataFrame | None]]) -> list[Routed]:
         """The routed selects giving the routed statements among ``pending`` their rows."""
-        by_group: dict[int, list[tuple[int, int, tuple[str, ...]]]] = {}
-        for number, _ in pending:
+        by_group: dict[int, list[tuple[int, int, tuple[str, ...], T.StructType]]] = {}
+        for number, frame in pending:
             if number in self.statements:
                 group, index, columns = self.statements[number]
-                by_group.setdefault(group, []).append((number, index, columns))
+                schema = frame.schema if frame is not None else self.plan.checked[number].result_schema
+                assert schema is not None  # a statement not run has the check's (runs)
+                by_group.setdefault(group, []).append((number, index, columns, schema))
         return [self._routed(*self.groups[group], entries) for group, entries in by_group.items()]
 
-    def _routed(self, shared: SharedGroup, table: str, entries: list[tuple[int, int, tuple[str, ...]]]) -> Routed:
+    def _routed(self, shared: SharedGroup, table: str,
+                entries: list[tuple[int, int, tuple[str, ...], T.StructType]]) -> Routed:
         def select(layout: ResultLayout) -> DataFrame:
-            routes = [Route(index, number, columns, layout.targets(number)) for number, index, columns in entries]
+            routes = [Route(index, number, columns, layout.targets(number)) for number, index, columns, _ in entries]
             return self.spark.sql(routed_select(shared, table, routes, STATEMENT_COLUMN))
 
-        return Routed(frozenset(number for number, _, _ in entries), select)
+        return Routed({number: schema for number, _, _, schema in entries}, select)
 
 
 def _keeps_data(statement: Statement) -> bool:
@@ -332,15 +359,42 @@ def run_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyResolv
     """:func:`workload` statement by statement, lazily: every statement is checked before the
     first is yielded, and each runs when the iteration reaches it (a group's shared pass
     with the first statement that reads it)."""
-    return _run_plan(spark, text, plan_workload(spark, text, hierarchies=hierarchies), hierarchies)
+    return _every_one_run(_run_plan(spark, text, plan_workload(spark, text, hierarchies=hierarchies), hierarchies))
+
+
+def _every_one_run(ran: Iterator[tuple[Statement, DataFrame | None]]) -> Iterator[tuple[Statement, DataFrame]]:
+    for statement, frame in ran:
+        assert frame is not None  # without routing every statement runs (_run_plan)
+        yield statement, frame
 
 
 def _run_plan(spark: SparkSession, text: str, plan: WorkloadPlan, hierarchies: HierarchyResolver | None,
-              routing: _Routing | None = None) -> Iterator[tuple[Statement, DataFrame]]:
+              routing: _Routing | None = None) -> Iterator[tuple[Statement, DataFrame | None]]:
+    """Run the checked statements in order (:func:`sparkseq.scripts.run_checked`), each
+    group's run and pass prepared when its first member's statement is reached. With
+    ``routing`` (the results delivered by one job), a statement whose rows that job routes
+    from the pass is not run (:meth:`_Routing.runs`): its DataFrame is None."""
     runs: dict[int, GroupRun] = {}
-    cached: set[int] = set()
+    prepared: set[int] = set()
 
     streams = live.replacer(spark, text)  # operators over streaming sources run as live operators alone
+
+    def prepare(group: int, index: int) -> GroupRun:
+        """The group's run (its statistics job, when its first member is reached) and, when
+        member ``index`` stays in the pass, the pass: a view read once by the job delivering
+        the results when routed, else cached."""
+        if group not in runs:
+            runs[group] = group_run(spark, plan.groups[group])
+        run = runs[group]
+        if run.shared is not None and run.paths.is_shared(index) and group not in prepared:
+            table = plan.table(group)
+            if routing is not None and routing.routable(run.shared):
+                _pass_view(spark, run.shared, table, table)
+                routing.add(group, run.shared, table)
+            else:
+                _cache_group(spark, run.shared, table)
+            prepared.add(group)
+        return run
 
     def replace_for(number: int) -> Replacement:
         alone = PathReplacer(spark, streams)  # an operator outside every group: its own path
@@ -350,24 +404,28 @@ def _run_plan(spark: SparkSession, text: str, plan: WorkloadPlan, hierarchies: H
             if found is None:
                 return alone(ordinal, query)
             group, index = found
-            if group not in runs:  # the group's statistics job, when its first member runs
-                runs[group] = group_run(spark, plan.groups[group])
-            run = runs[group]
+            run = prepare(group, index)
             if run.shared is None or not run.paths.is_shared(index):
                 return path_replacement(spark, query, run.paths.choices[index])
-            table = plan.table(group)
-            if group not in cached:
-                if routing is not None and routing.routable(run.shared):
-                    _pass_view(spark, run.shared, table, table)  # read once, by the job delivering the results
-                    routing.add(group, run.shared, table)
-                else:
-                    _cache_group(spark, run.shared, table)
-                cached.add(group)
-            return run.shared.replacement(run.paths.shared.index(index), table), table
+            return run.shared.replacement(run.paths.shared.index(index), plan.table(group)), plan.table(group)
 
         return replace
 
-    yield from run_script(spark, text, list(plan.checked), hierarchies=hierarchies, replace_for=replace_for)
+    def runs_itself(item: Checked) -> bool:
+        if routing is None:
+            return True
+        found = plan.member_of(item.number, 0)  # a routed statement has one operator
+        if found is not None:
+            prepare(*found)
+        return routing.runs(item.number)
+
+    schemas: dict = {}  # read once while no statement changes the relation (run_checked)
+    for item in plan.checked:
+        if not runs_itself(item):
+            yield item.statement, None
+            continue
+        yield item.statement, run_checked(spark, text, item, schemas, hierarchies=hierarchies,
+                                          replace=replace_for(item.number))
 
 
 def release_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver | None = None

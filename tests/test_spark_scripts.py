@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 import sparkseq
+from sparkseq.scripts import compile_statement
 from sparkseq.sql_api import run_statements, sql
 from sql_rewrites import errors as E
 from tests.sql_cases import jobs_started
@@ -85,6 +86,27 @@ def test_one_statement_is_left_to_spark_analysis_with_the_same_errors(spark, cli
         sql(spark, "CREATE OR REPLACE TEMP VIEW script_first AS " + operator("no_such_fn(action) = 'v'"))
     assert (caught.value.position.line, caught.value.position.column) == (2, 33)
     assert jobs_started(spark) == before and not spark.catalog.tableExists("script_first")
+
+
+@pytest.mark.parametrize(("path", "compiles"), [("grouped", 1), ("native", 2)])
+def test_one_statement_is_compiled_once_unless_its_path_replaces_the_operator(spark, clicks: str, monkeypatch,
+                                                                              path: str, compiles: int) -> None:
+    """A script of one statement is checked against the session itself: running it reuses that
+    compile (registering its engine function), unless the operator goes another path."""
+    compiled = []
+
+    def counted(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        compiled.append(args[1])
+        return compile_statement(*args, **kwargs)
+
+    monkeypatch.setattr(sparkseq.scripts, "compile_statement", counted)
+    spark.conf.set("sparkseq.path", path)
+    try:
+        rows = sorted(sql(spark, operator()).collect())
+    finally:
+        spark.conf.unset("sparkseq.path")
+    assert len(compiled) == compiles
+    assert [tuple(r) for r in rows] == [(1, 1), (2, 0)]
 
 
 def test_statements_reading_what_earlier_ones_create_are_checked_against_it(spark, clicks: str) -> None:

@@ -19,6 +19,7 @@ from pyspark.errors import SparkRuntimeException
 from pyspark.sql import DataFrame
 
 import sparkseq
+from sparkseq.scripts import run_checked
 from sparkseq.workload_results import STATEMENT_COLUMN, collect_results
 from sparkseq.workloads import explain_workload
 from sql_rewrites.errors import UnknownColumnError
@@ -482,20 +483,32 @@ def test_errors_of_one_job_results_are_those_of_each_statement(spark) -> None:  
         spark.catalog.dropTempView("many")
 
 
-def test_statements_selecting_columns_are_routed_from_one_uncached_pass(spark, kinds: str, tmp_path) -> None:  # noqa: ANN001
+def test_statements_selecting_columns_are_routed_from_one_uncached_pass(spark, kinds: str, tmp_path,
+                                                                        monkeypatch) -> None:  # noqa: ANN001
     """Statements that only select their operator's columns (renamed, reordered, ``*``) get
-    their rows from one select over the group's pass, which is not cached; one statement
-    doing more (a WHERE) makes the group cached, as before."""
+    their rows from one select over the group's pass, which is not cached, and are not run
+    themselves; one statement doing more (a WHERE) makes the group cached, as before."""
     sparkseq.register_hierarchy(spark, "groups", "kind_groups")
     plain = [VARIED[0].replace("SELECT g, window_start, window_end, n", "SELECT n AS count, m.window_end, G"),
              VARIED[1].replace("SELECT g, n, s, lo", "SELECT *"), VARIED[2]]
     mixed = [*plain, VARIED[6]]
+    run = []  # the statements compiled and handed to spark.sql by the workload's run
+
+    def counted(spark, text, item, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        run.append(item.number)
+        return run_checked(spark, text, item, *args, **kwargs)
+
+    monkeypatch.setattr(sparkseq.workloads, "run_checked", counted)
     try:
         for script, cached in ((";\n".join(plain), False), (";\n".join(mixed), True)):
-            delivery = "statement(s) 4 do more than select their operator's columns" if cached else "routed:"
+            delivery = ("statement(s) 4 do more than select their operator's columns" if cached else
+                        "routes each row to its statement; the statements are not run on their own")
             assert delivery in explain_workload(spark, script)
             alone = [f for _, f in sparkseq.sql_api.run_statements(spark, script)]
+            run.clear()
             results = sparkseq.collect_workload(spark, script)
+            # routed statements are not run: the check found their result columns
+            assert run == ([0, 1, 2, 3] if cached else [])
             assert spark.catalog.isCached(sparkseq.plan_workload(spark, script).table(0)) is cached
             written = sparkseq.workload(spark, script, output=tmp_path / "out", overwrite=True)
             for own, result, frame in zip(alone, results, written):
