@@ -15,7 +15,15 @@ most expensive single statement (the target is at most 2), the last from the cub
 that statement timed again, alternating (the largest of many noisy medians is biased
 upwards).
 
-Usage: .venv/bin/python bench/ecube.py [--events N] [--repeat R]
+``--kernel``: the roll-up cube's engine alone. Its engine input (the rows of each day
+as the generated SQL hands them to the engine, and the multi-plan) is collected from
+Spark once; then, in this process and without Spark, the one engine call per day for
+the whole cube against each cuboid's own engine call (``evaluate_group`` over the rows
+of its symbols, as its own statement runs it). Prints CPU seconds over all days, best
+and median of ``--repeat`` alternating runs of the cube and the most expensive single
+cuboid, and their ratio.
+
+Usage: .venv/bin/python bench/ecube.py [--events N] [--repeat R] [--only rollup] [--kernel]
 """
 
 from __future__ import annotations
@@ -23,16 +31,32 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import numpy as np  # noqa: E402
+import pyarrow.compute as pc  # noqa: E402
+import sqlglot  # noqa: E402
 from pyspark.sql import SparkSession  # noqa: E402
+from sqlglot import exp  # noqa: E402
 
 import sparkseq  # noqa: E402
 from examples.stock_sectors import CUBE, HIERARCHY, WORKLOAD_7, WORKLOAD_8, make_ticks, patterns_statement  # noqa: E402
+from sparkseq import hierarchies  # noqa: E402
+from sparkseq.catalog import SessionSchemas  # noqa: E402
 from sparkseq.session import scratch_dir  # noqa: E402
+from sql_rewrites import rewrite  # noqa: E402
 from timing import median_time  # noqa: E402  (bench/ is on sys.path when run as a script)
+from udafs.kernels import evaluate_group  # noqa: E402
+from udafs.kernels.many import evaluate_many  # noqa: E402
+from udafs.kernels.measures import Column  # noqa: E402
+from udafs.multiplan import MultiPlan  # noqa: E402
+from udafs.spark_udfs import column_arrays  # noqa: E402
+
+Group = tuple[np.ndarray, np.ndarray, list[Column]]  # one day's engine input: ts, symbol masks, columns
 
 
 def ticks_table(spark: SparkSession, events: int) -> None:
@@ -80,15 +104,95 @@ def compare(spark: SparkSession, name: str, patterns: list[str], cube_text: str,
           "   (target <= 2; medians of the alternating runs)")
 
 
+def engine_input(spark: SparkSession, text: str) -> tuple[MultiPlan, list[Group]]:
+    """The multi-plan of ``text``'s one MATCH_AGGREGATE and its engine input per partition
+    (the rows of the generated SQL's event query, which computes the symbol masks)."""
+    plans: list[MultiPlan] = []
+    name = "sparkseq_bench_engine"
+    generated = rewrite(text, SessionSchemas(spark), lambda plan: plans.append(plan) or name,  # type: ignore[func-returns-value]
+                        hierarchies=hierarchies.resolver(spark, None))
+    [mp] = plans
+    call = next(a for a in sqlglot.parse_one(generated, read="spark").find_all(exp.Anonymous) if a.name == name)
+    select = call.find_ancestor(exp.Select)
+    assert select is not None
+    events = (select.args.get("from_") or select.args["from"]).this.this  # FROM (<event query>) AS alias
+    [key] = [k.name for k in select.args["group"].expressions]
+    ts_col, mask_col, *value_cols = [a.name for a in call.expressions]
+    rows = spark.sql(events.sql("spark")).toArrow()
+    groups = []
+    for day in sorted(set(rows.column(key).to_pylist())):
+        part = rows.filter(pc.equal(rows.column(key), day))
+        cols = [column_arrays(part.column(c).combine_chunks(), vt) for c, vt in zip(value_cols, mp.plans[0].columns)]
+        groups.append((part.column(ts_col).to_numpy().astype(np.int64),
+                       part.column(mask_col).to_numpy().astype(np.int64), cols))
+    return mp, groups
+
+
+def cpu_time(run: Callable[[], object]) -> float:
+    """CPU seconds of this process for one call of ``run`` (steadier than wall time on a
+    shared machine: the engine runs in this one thread)."""
+    started = time.process_time()
+    run()
+    return time.process_time() - started
+
+
+def kernel_only(spark: SparkSession, repeat: int) -> None:
+    """The roll-up cube's engine call against each cuboid's own (see the module docstring)."""
+    mp, groups = engine_input(spark, CUBE)
+    spark.stop()
+
+    def cube() -> None:
+        for ts, mask, cols in groups:
+            evaluate_many(mp, ts, mask, cols)
+
+    def single(i: int) -> Callable[[], None]:
+        plan = mp.plans[i]
+        own = []
+        for ts, mask, cols in groups:
+            keep = (mask & plan.pattern_symbols_mask) != 0
+            own.append((ts[keep], mask[keep], [(v[keep], ok[keep]) for v, ok in cols]))
+
+        def run() -> None:
+            for ts, mask, cols in own:
+                evaluate_group(plan, ts, mask, cols)
+
+        return run
+
+    reported = [i for i in range(len(mp.plans)) if not mp.hidden[i]]
+    alone = {i: single(i) for i in reported}
+    cube()  # warm-up
+    first = {i: statistics.median(cpu_time(run) for _ in range(2)) for i, run in alone.items()}
+    worst = max(first, key=first.__getitem__)
+    cube_times, worst_times = [], []
+    for _ in range(repeat):  # alternating: both see the same load
+        cube_times.append(cpu_time(cube))
+        worst_times.append(cpu_time(alone[worst]))
+    rows = sum(len(ts) for ts, _, _ in groups)
+    print(f"engine only: {len(groups)} days, {rows:,} rows; {len(mp.plans)} plans ({len(reported)} cuboids, "
+          f"{sum(d is not None for d in mp.derived)} derived, {sum(mp.hidden)} hidden parts); CPU seconds, "
+          f"{repeat} alternating runs")
+    print(f"  each cuboid alone, all {len(reported)} one after the other  {sum(first.values()):6.2f} s")
+    for name, times in (("cube, one engine call per day", cube_times),
+                        (f"most expensive single: {mp.plans[worst].describe()}", worst_times)):
+        print(f"  {name:<52} best {min(times):5.2f} s  median {statistics.median(times):5.2f} s")
+    ratio = statistics.median(cube_times) / statistics.median(worst_times)
+    print(f"  cube / most expensive single (engine) = {ratio:.2f}   (medians; best: "
+          f"{min(cube_times) / min(worst_times):.2f})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=2_000_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--only", choices=("workloads", "rollup"), help="run one part only")
+    parser.add_argument("--kernel", action="store_true", help="the roll-up cube's engine alone, without Spark")
     args = parser.parse_args()
     spark = sparkseq.session()
     ticks_table(spark, args.events)
     sparkseq.register_hierarchy(spark, "companies", HIERARCHY)
+    if args.kernel:
+        kernel_only(spark, args.repeat)
+        return
     print(f"{spark.sparkContext.master}, Spark {spark.version}; {args.events:,} ticks, 8 days, 15 tickers, "
           f"1-second windows; median of {args.repeat} after a warm-up")
     totals(spark, patterns_statement(WORKLOAD_7[:1]))  # warm-up: Python workers, code generation

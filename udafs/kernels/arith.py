@@ -109,6 +109,10 @@ class Arith:
         if not len(x):
             return 0
         if self.checked:
+            # within ±2**61 in float64 (error far below 2**60 for int64 values and any
+            # length that fits in memory) the true sum fits int64, so the int64 sum is it
+            if abs(float(x.sum(dtype=_F8))) < _FLIMIT / 2:
+                return int(x.sum())
             return int(self.excl_cumsum(x)[-1])
         s = x.sum()
         if self.kind is Kind.RATIONAL:

@@ -11,7 +11,6 @@ window, so a coarse cuboid costs a few array additions.
 
 from __future__ import annotations
 
-import functools
 from typing import Sequence
 
 import numpy as np
@@ -20,7 +19,7 @@ from udafs.errors import PlanError
 from udafs.kernels import extended, paths, pretree, within
 from udafs.kernels.arith import Arith
 from udafs.kernels.evaluate import GroupResult, sorted_instances, tally, validate, with_fallback
-from udafs.kernels.measures import Column, Partial, Tally, combine, finalize, measure_symbols, partials
+from udafs.kernels.measures import Column, Partial, combine, finalize, measure_symbols, partials
 from udafs.kernels.options import DEFAULT, KernelOptions
 from udafs.kernels.segments import sliding_windows
 from udafs.kernels.timeline import Timeline
@@ -164,7 +163,8 @@ class _BlockTimelines:
     group's rows, one per WITHIN length, shared by the plans that run WITHIN without
     SLIDE: each plan's passes read only its own symbols' rows, and every per-symbol
     index the timeline caches (row lists, prefix counts, predecessor ranges, next-block
-    ranges, the reversed twin) is built once for all of them instead of once per plan.
+    ranges, the reversed twin) is built once for all of them instead of once per plan,
+    and so is every pass of a pattern part that several plans share (``keeps_passes``).
 
     Sharing pays when the plans together hold at least as many rows as the group
     (each alone would build its indexes over its own rows): :meth:`for_plan` gives a
@@ -173,6 +173,7 @@ class _BlockTimelines:
     def __init__(self, mp: MultiPlan, ts: np.ndarray, mask: np.ndarray, rows: _RowCounts) -> None:
         self._ts, self._mask = ts, mask
         self._built: dict[int, Timeline] = {}
+        self._gathered: dict[tuple[int, tuple[int, ...]], list[Column]] = {}
         own: dict[int, int] = {}  # WITHIN length -> rows of every blocked plan, summed
         for i, plan in enumerate(mp.plans):
             if mp.derived[i] is None and blocked(plan):
@@ -183,8 +184,18 @@ class _BlockTimelines:
         if not blocked(plan) or plan.window not in self._shared:
             return None
         if plan.window not in self._built:
-            self._built[plan.window] = within.block_timeline(self._ts, self._mask, plan.window)
+            timeline = within.block_timeline(self._ts, self._mask, plan.window)
+            timeline.keeps_passes = True  # plans sharing a prefix or suffix share its passes
+            self._built[plan.window] = timeline
         return self._built[plan.window]
+
+    def columns_at(self, plan: Plan, symbols: set[int], rows: np.ndarray, cols: list[Column]) -> list[Column]:
+        """``cols`` at ``rows``, the slots of a tally of ``plan`` on its shared timeline (the rows
+        of its measured ``symbols``), gathered once for all plans measuring the same symbols."""
+        key = (plan.window, tuple(sorted(symbols)))
+        if key not in self._gathered:
+            self._gathered[key] = [(v[rows], ok[rows]) for v, ok in cols]
+        return self._gathered[key]
 
 
 def _evaluate(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column], options: KernelOptions,
@@ -196,9 +207,8 @@ def _evaluate(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column], 
         symbols = measure_symbols(plan)
 
         def on_blocks(ar: Arith) -> Evaluated:
-            tally = _measured_rows(within.within_blocks(plan, ts, mask, ar, symbols, timeline=timeline), timeline,
-                                   symbols)
-            return partials(plan, tally, cols, ar), None
+            tally = within.within_blocks(plan, ts, mask, ar, symbols, timeline=timeline)
+            return partials(plan, tally, blocks.columns_at(plan, symbols, tally.rows, cols), ar, gathered=True), None
 
         return with_fallback(plan, on_blocks, options)
     ts, mask, cols = sorted_instances(plan, ts, mask, cols)  # a filter: the rows are sorted already
@@ -209,16 +219,6 @@ def _evaluate(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column], 
         return partials(plan, tally(plan, ts, mask, ar), cols, ar), None
 
     return with_fallback(plan, attempt, options)
-
-
-def _measured_rows(tally: Tally, timeline: Timeline, symbols: set[int]) -> Tally:
-    """A one-row tally over every row of ``timeline`` kept to the rows of its measured
-    symbols (the timeline's row lists, built once for all plans): pair counts are zero
-    elsewhere, so the measures are the same and cost the plan's own rows, not the group's."""
-    if not symbols:
-        return tally
-    rows = functools.reduce(np.union1d, [timeline.rows(s) for s in sorted(symbols)])
-    return Tally(tally.counts, rows, np.array([0, len(rows)]), {s: p[rows] for s, p in tally.pairs.items()})
 
 
 def _no_rows(plan: Plan) -> GroupResult:

@@ -58,8 +58,10 @@ def aggregate(plan: Plan, tally: Tally, columns: Sequence[Column], ar: Arith) ->
     return finalize(plan, partials(plan, tally, columns, ar))
 
 
-def partials(plan: Plan, tally: Tally, columns: Sequence[Column], ar: Arith) -> list[Partial]:
-    """Every measure of ``plan`` per output row, before finalisation."""
+def partials(plan: Plan, tally: Tally, columns: Sequence[Column], ar: Arith, *,
+             gathered: bool = False) -> list[Partial]:
+    """Every measure of ``plan`` per output row, before finalisation (``gathered``: the
+    ``columns`` hold the values of the tally's slots already, ``column[tally.rows]``)."""
     out = []
     for m in plan.measures:
         if m.kind is MeasureKind.COUNT_STAR:
@@ -71,7 +73,9 @@ def partials(plan: Plan, tally: Tally, columns: Sequence[Column], ar: Arith) -> 
         else:
             assert m.column is not None  # Plan validation: SUM/MIN/MAX/AVG read a column
             col_vals, col_ok = columns[m.column]
-            out.append(_column_partial(plan, m, tally, col_vals[tally.rows], col_ok[tally.rows], ar))
+            if not gathered:
+                col_vals, col_ok = col_vals[tally.rows], col_ok[tally.rows]
+            out.append(_column_partial(plan, m, tally, col_vals, col_ok, ar))
     return out
 
 
@@ -149,7 +153,7 @@ def _column_partial(plan: Plan, m: Measure, tally: Tally, vals: np.ndarray, ok: 
                     ar: Arith) -> Partial:
     assert m.symbol is not None and m.column is not None  # Plan validation: a column measure binds both
     pairs = tally.pairs[m.symbol]
-    nn = seg_sum(np.where(ok, pairs, 0).astype(pairs.dtype), tally.bounds, ar)
+    nn = seg_sum(pairs if ok.all() else np.where(ok, pairs, 0).astype(pairs.dtype), tally.bounds, ar)
     if m.kind in (MeasureKind.MIN, MeasureKind.MAX):
         if vals.dtype.kind == "f":  # Spark's order: NaN above +inf, MIN skips it unless all NaN
             return Partial(key_float(_extreme(m.kind, float_key(vals), ok & (pairs > 0), tally.bounds, nn > 0)), nn)
@@ -164,9 +168,10 @@ def _weighted_sum(pairs: np.ndarray, vals: np.ndarray, ok: np.ndarray, bounds: n
     if not exact:
         return seg_sum(np.where(ok, pairs.astype(_F8) * vals, 0.0), bounds)
     if pairs.dtype != object:
-        prod = np.where(ok, pairs.astype(_F8) * vals, 0.0)
+        every = ok.all()  # no NULL: no masking
+        prod = pairs.astype(_F8) * vals if every else np.where(ok, pairs.astype(_F8) * vals, 0.0)
         if not len(prod) or float(np.abs(prod).sum()) < LIMIT:
-            return seg_sum(np.where(ok, pairs * vals, 0), bounds)
+            return seg_sum(pairs * vals if every else np.where(ok, pairs * vals, 0), bounds)
     prod = np.where(ok, pairs.astype(object) * vals.astype(object), 0)
     return seg_sum(prod, bounds)
 

@@ -43,6 +43,8 @@ def forward(tl: Timeline, pat: Pattern, ar: Arith, start: np.ndarray | None = No
     With ``live`` (from :func:`liveness`) counts of rows that complete no match are
     zeroed as they are produced, which leaves every other count unchanged.
     """
+    if start is None and live is None and keeps_passes(tl):
+        return list(kept_forward(tl, pat, ar))
     out: list[np.ndarray] = []
     for i, sym in enumerate(pat.symbols):
         if i == 0:
@@ -67,6 +69,57 @@ def backward(tl: Timeline, pat: Pattern, ar: Arith, end: np.ndarray | None = Non
     rev_live = None if live is None else [x[::-1] for x in live[::-1]]
     rev = forward(tl.reversed(), pat.reversed(), ar, None if end is None else end[::-1], rev_live)
     return [x[::-1] for x in rev[::-1]]
+
+
+# -- passes kept on a timeline that several plans share ------------------------------
+#
+# Plans evaluated on one timeline (the cuboids of an E-Cube on the shared block
+# timeline) differ in a level here and there: their patterns share prefixes (forward
+# passes) and suffixes (backward passes, prefixes of the reversed pattern on the reversed
+# twin). A timeline with ``keeps_passes`` keeps every unweighted pass from start weight 1
+# by pattern and number system, with the exclusive cumulative sum of its last array,
+# so a pattern costs one step beyond its longest kept prefix and each shared cumulative
+# sum is taken once. Counts are the same arrays a fresh pass computes (same operations
+# in the same order), overflow checks included: a pass that overflows is not kept.
+
+def keeps_passes(tl: Timeline) -> bool:
+    """Whether ``tl`` keeps unweighted passes (:meth:`Timeline.step` not overridden)."""
+    return tl.keeps_passes and tl.weight is None and tl.inv is None
+
+
+def kept_forward(tl: Timeline, pat: Pattern, ar: Arith) -> list[np.ndarray]:
+    """:func:`forward` from start weight 1 on a timeline that keeps passes (do not modify
+    the arrays: they are shared)."""
+    key = ("fw", pat, ar.kind)
+    if key not in tl._cache:
+        sym = pat.symbols[-1]
+        if pat.length == 1:
+            head: list[np.ndarray] = []
+            entry = ar.ones(tl.n_rows(sym))
+        else:
+            prefix = pat.slice(0, pat.length - 1)
+            head = kept_forward(tl, prefix, ar)
+            entry = tl.step_sums(prefix.symbols[-1], sym, pat.gaps[-1], kept_sums(tl, prefix, ar))
+        tl._cache[key] = [*head, kleene_sets(tl, sym, entry, ar) if pat.kleene[-1] else entry]
+    return tl._cache[key]
+
+
+def kept_sums(tl: Timeline, pat: Pattern, ar: Arith) -> np.ndarray:
+    """``ar.excl_cumsum`` of the last array of :func:`kept_forward`, kept with it."""
+    key = ("fw_cs", pat, ar.kind)
+    if key not in tl._cache:
+        tl._cache[key] = ar.excl_cumsum(kept_forward(tl, pat, ar)[-1])
+    return tl._cache[key]
+
+
+def kept_backward_sums(tl: Timeline, pat: Pattern, ar: Arith) -> np.ndarray:
+    """``ar.excl_cumsum`` of ``backward(tl, pat, ar)[0]`` (end weight 1), from the kept
+    sums of the reversed pass: the sum before row k is the total less the sum from k on."""
+    key = ("bw_cs", pat, ar.kind)
+    if key not in tl._cache:
+        rev = kept_sums(tl.reversed(), pat.reversed(), ar)
+        tl._cache[key] = rev[-1] - rev[::-1]
+    return tl._cache[key]
 
 
 def _keep(x: np.ndarray, live: np.ndarray) -> np.ndarray:
@@ -184,9 +237,10 @@ class Run(NamedTuple):
 
 def run(tl: Timeline, pat: Pattern, ar: Arith, start: np.ndarray | None = None,
         end: np.ndarray | None = None, need_pairs: bool = False, live: Live = None,
-        measured: Collection[int] | None = None) -> Run:
+        measured: Collection[int] | None = None, by_segment: bool = True) -> Run:
     """Count matches of ``pat`` per segment, and per-row pair counts if asked (only of the
-    positions of the ``measured`` symbols when given: :func:`last_pairs_only`).
+    positions of the ``measured`` symbols when given: :func:`last_pairs_only`). Without
+    ``by_segment`` in checked int64 ``totals`` has one entry: the sum over all segments.
 
     The fallback number systems (``ar.prune``) first drop rows that complete no
     match (see :func:`liveness`) unless ``live`` is given.
@@ -195,9 +249,14 @@ def run(tl: Timeline, pat: Pattern, ar: Arith, start: np.ndarray | None = None,
         live = liveness(tl, pat, None if start is None else start != 0, None if end is None else end != 0)
     fw = forward(tl, pat, ar, start, live)
     last = fw[-1] if end is None else ar.mul(fw[-1], end)
-    cs = ar.excl_cumsum(last)
-    b = tl.sym_segments(pat.symbols[-1])
-    totals = cs[b[1:]] - cs[b[:-1]]
+    if not by_segment and ar.checked:  # one checked sum: no cumulative sum of the last position
+        totals = ar.zeros(1)
+        totals[0] = ar.total(last)
+    else:
+        kept = start is None and end is None and live is None and keeps_passes(tl)
+        cs = kept_sums(tl, pat, ar) if kept else ar.excl_cumsum(last)
+        b = tl.sym_segments(pat.symbols[-1])
+        totals = cs[b[1:]] - cs[b[:-1]]
     if not need_pairs:
         return Run(totals, None)
     if measured is not None and last_pairs_only(tl, pat, measured):

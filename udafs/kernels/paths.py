@@ -35,12 +35,33 @@ def add_pairs(acc: dict[int, np.ndarray], tl: Timeline, pat: Pattern, pairs: Seq
             continue
         if p is None:
             raise ValueError(f"the run left out the pairs of measured symbol {sym}")
+        if isinstance(acc, RowPairs):  # slots are the sym rows themselves: no gather, no scatter
+            assert not to_base, "pair counts over row lists have no base rows"
+            old = acc[sym]
+            if old is None:  # the first pairs: taken as they are (never modified in place)
+                acc[sym] = p if sign > 0 else -p
+            else:
+                acc[sym] = ar.add(old, p) if sign > 0 else old - p
+            continue
         rows = tl.rows(sym)
         if not to_base:
             acc[sym][rows] = ar.add(acc[sym][rows], p) if sign > 0 else acc[sym][rows] - p
         else:
             assert tl.origin is not None, "to_base needs a timeline of replicated rows"
             np.add.at(acc[sym], tl.origin[rows], p if sign > 0 else -p)
+
+
+class RowPairs(dict):
+    """Pair counts of each measured symbol over that symbol's row list on one timeline
+    (``tl.rows(sym)`` order) rather than over all of its rows: for an ``acc`` that takes
+    pairs of one timeline only. A symbol maps to None until its first pairs arrive;
+    :func:`row_pairs` reads the counts."""
+
+
+def row_pairs(acc: RowPairs, tl: Timeline, sym: int, ar: Arith) -> np.ndarray:
+    """The pair counts of ``sym`` in ``acc`` (zeros when none arrived)."""
+    p = acc[sym]
+    return ar.zeros(tl.n_rows(sym)) if p is None else p
 
 
 def new_acc(symbols: set[int], n: int, ar: Arith) -> dict[int, np.ndarray]:

@@ -34,6 +34,11 @@ class Timeline:
     1/weight); every bound row multiplies a partial match by its weight. ``group`` is
     the Kleene group key of each row: a Kleene set takes at most one row per group,
     and groups follow each other in time (default: rows with equal ts, the tie groups).
+
+    ``keeps_passes``: unweighted forward passes from start weight 1 are kept here
+    (:func:`udafs.kernels.passes.kept_forward`), so that the patterns of several plans
+    evaluated on this one timeline share the passes of their common prefixes and
+    suffixes (set by the caller that shares the timeline; the reversed twin follows).
     """
 
     def __init__(self, ts: np.ndarray, mask: np.ndarray, bounds: np.ndarray,
@@ -47,6 +52,7 @@ class Timeline:
         self._cache: dict[object, Any] = {}  # arrays, flags and tuples of arrays, by name
         self._reversed: Timeline | None = None  # the reversed twin, owned by this timeline
         self._origin_ref: weakref.ref[Timeline] | None = None  # a reversed twin's way back
+        self.keeps_passes = False
 
     # -- rows ------------------------------------------------------------------
     @property
@@ -130,8 +136,12 @@ class Timeline:
         ``f`` holds a count per ``prev_sym`` row. Weighted timelines whose negated
         events have imprecise times override this (the gap factor is not 0/1 there).
         """
+        return self.step_sums(prev_sym, sym, neg, ar.excl_cumsum(f))
+
+    def step_sums(self, prev_sym: int, sym: int, neg: int, cs: np.ndarray) -> np.ndarray:
+        """:meth:`step` from ``cs``, the exclusive cumulative sum of ``f`` (of an unweighted
+        timeline: the sums over each ``sym`` row's predecessor range)."""
         lo, hi = self.prev_ranges(prev_sym, sym, neg)
-        cs = ar.excl_cumsum(f)
         return cs[hi] - cs[lo]
 
     def seg_of(self, sym: int) -> np.ndarray:
@@ -224,7 +234,10 @@ class Timeline:
 
     def sym_segments(self, sym: int) -> np.ndarray:
         """Bounds of each segment within the ``sym`` row list (length n_seg + 1)."""
-        return self.count_before(sym)[self.bounds]
+        key = ("ss", sym)
+        if key not in self._cache:
+            self._cache[key] = self.count_before(sym)[self.bounds]
+        return self._cache[key]
 
     # -- window-local edge negation -------------------------------------------
     def no_neg_before(self, sym: int, neg: int) -> np.ndarray:
@@ -259,6 +272,7 @@ class Timeline:
         # weak way back: a strong one would make a reference cycle that holds large
         # arrays until the cyclic GC runs (which numpy allocations rarely trigger)
         rev._origin_ref = weakref.ref(self)
+        rev.keeps_passes = self.keeps_passes
         self._reversed = rev
         return rev
 

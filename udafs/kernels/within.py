@@ -17,6 +17,9 @@ Cost O(n·L²) for n events and pattern length L; no per-window work at all.
 
 from __future__ import annotations
 
+import functools
+from typing import Callable
+
 import numpy as np
 
 from udafs.kernels.arith import LIMIT, Arith, Kind, Overflow
@@ -26,13 +29,16 @@ from udafs.kernels.passes import (
     backward,
     count_true,
     forward,
+    keeps_passes,
+    kept_backward_sums,
+    kept_sums,
     last_pairs_only,
     pairs_with,
     reach_backward,
     reach_forward,
     run,
 )
-from udafs.kernels.paths import add_pairs, new_acc
+from udafs.kernels.paths import RowPairs, add_pairs, new_acc, row_pairs
 from udafs.kernels.pattern import Pattern, Split, splits
 from udafs.kernels.timeline import Timeline
 from udafs.plan import Plan
@@ -46,24 +52,49 @@ def within_blocks(plan: Plan, ts: np.ndarray, mask: np.ndarray, ar: Arith, symbo
     (the streaming evaluator attributes each match to its first row's time).
     ``timeline`` is ``block_timeline(ts, mask, plan.window)`` when the caller has it:
     several plans over the same rows share one, and with it every per-symbol index it
-    caches (rows of other symbols on it take part in nothing).
+    caches (rows of other symbols on it take part in nothing). The tally's slots are
+    then the rows of the measured ``symbols`` only (pair counts are zero elsewhere), so
+    a plan's measures cost its own rows, not the group's.
     """
     n = len(ts)
-    acc = new_acc(symbols, n, ar)
-    rows, bounds = np.arange(n), np.array([0, n])
-    if not n:
-        return Tally(ar.zeros(1), rows, bounds, acc)
+    row_lists = timeline is not None and not plan.has_edge_negation
     tl = block_timeline(ts, mask, plan.window) if timeline is None else timeline
-    pat = Pattern.of(plan)
-    start = None if first is None else ar.asarray(in_range(tl.ts[tl.rows(pat.symbols[0])], first))
-    count = positive_count(tl, pat, plan.window, ar, acc, start)
-    if plan.has_edge_negation:
-        count = edge_correction(plan, ts, mask, ar, acc, count, first)
+    acc = RowPairs(dict.fromkeys(symbols)) if row_lists else new_acc(symbols, n, ar)
+    if n:
+        pat = Pattern.of(plan)
+        start = None if first is None else ar.asarray(in_range(tl.ts[tl.rows(pat.symbols[0])], first))
+        count = positive_count(tl, pat, plan.window, ar, acc, start)
+        if plan.has_edge_negation:
+            count = edge_correction(plan, ts, mask, ar, acc, count, first)
+    else:
+        count = 0
     if ar.kind is Kind.INT and not count < LIMIT:
         raise Overflow
     counts = ar.zeros(1)
     counts[0] = count
-    return Tally(counts, rows, bounds, acc)
+    if timeline is None:
+        return Tally(counts, np.arange(n), np.array([0, n]), acc)
+    return _measured_rows(counts, tl, acc, ar)
+
+
+def _measured_rows(counts: np.ndarray, tl: Timeline, acc: dict[int, np.ndarray], ar: Arith) -> Tally:
+    """A one-row tally whose slots are the rows of the measured symbols (``acc``'s keys)
+    on ``tl``, from pair counts over the symbols' row lists (:class:`RowPairs`) or over
+    every row of ``tl``."""
+    if not acc:
+        return Tally(counts, np.zeros(0, dtype=np.int64), np.array([0, 0]), acc)
+    symbols = sorted(acc)
+    rows = functools.reduce(np.union1d, [tl.rows(s) for s in symbols])
+    if not isinstance(acc, RowPairs):
+        pairs = {s: p[rows] for s, p in acc.items()}
+    elif len(symbols) == 1:
+        pairs = {symbols[0]: row_pairs(acc, tl, symbols[0], ar)}
+    else:
+        pairs = {}
+        for s in symbols:
+            pairs[s] = ar.zeros(len(rows))
+            pairs[s][np.searchsorted(rows, tl.rows(s))] = row_pairs(acc, tl, s, ar)
+    return Tally(counts, rows, np.array([0, len(rows)]), pairs)
 
 
 def block_timeline(ts: np.ndarray, mask: np.ndarray, w: int) -> Timeline:
@@ -84,7 +115,7 @@ def positive_count(tl: Timeline, pat: Pattern, w: int, ar: Arith, acc: dict[int,
 
     ``start`` (0/1 per first-element row) keeps only matches starting at chosen rows.
     """
-    r = run(tl, pat, ar, start, need_pairs=bool(acc), measured=acc.keys())
+    r = run(tl, pat, ar, start, need_pairs=bool(acc), measured=acc.keys(), by_segment=False)
     if acc:
         add_pairs(acc, tl, pat, r.pairs, ar)
     count = ar.total(r.totals)
@@ -105,22 +136,42 @@ def _crossing(tl: Timeline, sp: Split, w: int, ar: Arith, acc: dict[int, np.ndar
     bw_left = backward(tl, sp.left, ar, end_left, live_left)
     h = bw_left[0] if start is None else ar.mul(bw_left[0], start)
     fw_right = forward(tl, sp.right, ar, start_right, live_right)
-    cg = ar.excl_cumsum(fw_right[-1])
-    f = cg[f_hi] - cg[f_lo]
+    # on a timeline that keeps passes (and with weights 1), F and V below depend on the
+    # parts and are kept too: plans sharing a part (and the other part's end symbol) reuse them
+    kept = start is None and start_right is None and live_right is None and keeps_passes(tl)
+    f = _kept(tl, ("cross_f", sp.right, sp.left.symbols[0], ar.kind), kept,
+              lambda: _range_sums(kept_sums(tl, sp.right, ar) if kept else ar.excl_cumsum(fw_right[-1]),
+                                  f_lo, f_hi))
     count = ar.dot(h, f)
     if acc and any(sym in acc for sym in sp.left.symbols):
         f_start = f if start is None else ar.mul(f, start)
         fw_left = forward(tl, sp.left, ar, f_start, live_left)
         add_pairs(acc, tl, sp.left, pairs_with(fw_left, bw_left, ar, tl, sp.left), ar)
     if acc and any(sym in acc for sym in sp.right.symbols):
-        ch = ar.excl_cumsum(h)
-        v = ch[v_hi] - ch[v_lo]
+        kept = start is None and end_left is None and live_left is None and keeps_passes(tl)
+        v = _kept(tl, ("cross_v", sp.left, sp.right.symbols[-1], ar.kind), kept,
+                  lambda: _range_sums(kept_backward_sums(tl, sp.left, ar) if kept else ar.excl_cumsum(h),
+                                      v_lo, v_hi))
         if last_pairs_only(tl, sp.right, acc.keys()):  # backward count of the last row: its end weight
             add_pairs(acc, tl, sp.right, [*(None,) * (sp.right.length - 1), ar.mul(fw_right[-1], v)], ar)
         else:
             bw_right = backward(tl, sp.right, ar, v, live_right)
             add_pairs(acc, tl, sp.right, pairs_with(fw_right, bw_right, ar, tl, sp.right), ar)
     return count
+
+
+def _kept(tl: Timeline, key: tuple, kept: bool, make: Callable[[], np.ndarray]) -> np.ndarray:
+    """``make()``, kept on ``tl`` under ``key`` when ``kept``."""
+    if not kept:
+        return make()
+    if key not in tl._cache:
+        tl._cache[key] = make()
+    return tl._cache[key]
+
+
+def _range_sums(cs: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Sums over index ranges ``[lo, hi)`` from an exclusive cumulative sum."""
+    return cs[hi] - cs[lo]
 
 
 def _crossing_liveness(tl: Timeline, sp: Split, ranges: tuple[np.ndarray, ...], start: np.ndarray | None,
@@ -147,14 +198,23 @@ def _next_block_ranges(tl: Timeline, first: int, last: int, w: int) -> tuple[np.
     For a start a: the ``last`` rows e of the next block with ts(e) < ts(a) + w are
     ``[f_lo, f_hi)`` of the ``last`` row list. For an end e: the ``first`` rows a of
     the block before with ts(a) > ts(e) - w are ``[v_lo, v_hi)`` of the ``first`` list.
+    The time searches run over all rows (sorted by time: the segments are time blocks),
+    once per symbol, so that pairs of symbols share them.
     """
     key = ("nb", first, last)
     if key not in tl._cache:
-        ra, re = tl.rows(first), tl.rows(last)
-        ts_a, ts_e = tl.ts[ra], tl.ts[re]
         f_lo = tl.sym_segments(last)[tl.seg_of(first) + 1]
-        f_hi = np.searchsorted(ts_e, ts_a + w, "left")
-        v_lo = np.searchsorted(ts_a, ts_e - w, "right")
+        f_hi = tl.count_before(last)[_time_search(tl, first, w, "left")]
+        v_lo = tl.count_before(first)[_time_search(tl, last, -w, "right")]
         v_hi = tl.sym_segments(first)[tl.seg_of(last)]
         tl._cache[key] = (f_lo, f_hi, v_lo, v_hi)
+    return tl._cache[key]
+
+
+def _time_search(tl: Timeline, sym: int, shift: int, side: str) -> np.ndarray:
+    """Per ``sym`` row r: the first row of ``tl`` at or after time ts(r) + shift (``side``
+    "left"), or after it ("right")."""
+    key = ("ts+", sym, shift, side)
+    if key not in tl._cache:
+        tl._cache[key] = np.searchsorted(tl.ts, tl.ts[tl.rows(sym)] + shift, side)  # type: ignore[call-overload]
     return tl._cache[key]
