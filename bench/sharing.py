@@ -33,7 +33,10 @@ With ``--calibrate`` it fits the constants of the shared-timeline cost model
 observations). With ``--compare ROUNDS`` it times the whole shared run
 (:func:`collect_workload`) with the decision made at plan time (its statistics job over a
 sample of the source, as workloads run, and over all rows) against the decision left to
-each partition (no statistics job), alternating in one session.
+each partition (no statistics job), alternating in one session. With ``--routed-run ROUNDS``
+it times the shared run as it runs (statements whose rows are routed from the pass are not
+run on their own) against the same with every statement compiled and analysed again,
+alternating in one session.
 
 With ``--masks`` it times reading and masking a 20-query group's input rows (the scan
 and the row mask of the group's pass, written to Spark's no-op sink; best of 3 after a
@@ -41,7 +44,7 @@ warm-up) in two fresh Spark sessions started one after the other in this run, wi
 without ``-XX:-DontCompileHugeMethods`` (:data:`sparkseq.session.JIT_HUGE_METHODS`).
 
 Usage: .venv/bin/python bench/sharing.py [--events N] [--queries 20,60,120] [--stream routes,funnels] [--repeat 3]
-                                         [--kernel | --masks | --calibrate [--save FILE] | --compare N]
+                                         [--kernel | --masks | --calibrate [--save FILE] | --compare N | --routed-run N]
 """
 
 from __future__ import annotations
@@ -214,6 +217,36 @@ def compare(spark: SparkSession, kind: str, count: int, rounds: int) -> None:
     print(f"  {kind:<8} {count:>4} shared run, median of {rounds}: {shown}; over per partition: planned "
           f"{medians['planned'] / base:4.2f}x, planned from all rows {medians['planned, all rows'] / base:4.2f}x "
           "(results equal)")
+
+
+def routed_run(spark: SparkSession, kind: str, count: int, rounds: int) -> None:
+    """The shared run (:func:`collect_workload`) as it runs, the statements whose rows are
+    routed from the pass not run on their own, against the same with every statement
+    compiled and analysed again as before (``workloads._Routing.runs`` always true),
+    alternating, same session; results equal."""
+    script = ";\n".join(statement(kind, p) for p in queries(kind, count, 10))
+    runs = workloads._Routing.runs
+    times: dict[str, list[float]] = {"not run": [], "run as before": []}
+    answers = {}
+    for _ in range(rounds):
+        for mode in times:
+            if mode == "run as before":
+                workloads._Routing.runs = lambda self, number: True  # type: ignore[method-assign]
+            try:
+                began = time.perf_counter()
+                results = collect_workload(spark, script)
+                times[mode].append(time.perf_counter() - began)
+            finally:
+                workloads._Routing.runs = runs  # type: ignore[method-assign]
+            answers[mode] = [r.arrow for r in results]
+            release_workload(spark, script)
+    assert all(a is not None and b is not None and same_rows(a, b)
+               for a, b in zip(answers["not run"], answers["run as before"])), "not running changed a result"
+    medians = {mode: float(np.median(values)) for mode, values in times.items()}
+    shown = "; ".join(f"{mode} {medians[mode]:5.2f} s ({', '.join(f'{t:.2f}' for t in times[mode])})"
+                      for mode in times)
+    print(f"  {kind:<8} {count:>4} shared run, median of {rounds}: routed statements {shown}; "
+          f"not run / run {medians['not run'] / medians['run as before']:4.2f} (results equal)")
 
 
 def _timed(spent: dict[str, float], key: str, function: Callable) -> Callable:
@@ -409,6 +442,9 @@ def main() -> None:
                              "costs of a new workload)")
     parser.add_argument("--compare", type=int, metavar="ROUNDS",
                         help="time the shared run with the timelines decided at plan time against per partition")
+    parser.add_argument("--routed-run", type=int, metavar="ROUNDS",
+                        help="time the shared run with the routed statements not run (as it runs) against run "
+                             "on their own as before, alternating")
     parser.add_argument("--save", metavar="FILE", help="with --calibrate: write the observations (JSON)")
     parser.add_argument("--calibrate", action="store_true",
                         help="fit the shared-timeline cost model (udafs.timelines) to the engine's measured times")
@@ -436,6 +472,16 @@ def main() -> None:
         fit(observed)
         if args.save:
             Path(args.save).write_text(json.dumps(observed))
+        spark.stop()
+        return
+    if args.routed_run:
+        for kind in args.stream.split(","):
+            make_stream(spark, kind, args.events, args.keys)
+            warm_up = ";\n".join(statement(kind, p) for p in queries(kind, 2, 10, seed=1))
+            collect_workload(spark, warm_up)
+            release_workload(spark, warm_up)
+            for count in map(int, args.queries.split(",")):
+                routed_run(spark, kind, count, args.routed_run)
         spark.stop()
         return
     if args.compare:
