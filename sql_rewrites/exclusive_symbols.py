@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from sqlglot import exp
 
@@ -101,6 +102,40 @@ def value_branches(conditions: Sequence[tuple[int, exp.Expr]],
     those conditions and no other. Concepts of a hierarchy, which overlap by design, have
     this form. None when a condition has another form or the type proves nothing.
     """
+    found = value_bits(conditions, source)
+    if found is None:
+        return None
+    column, values = found
+    by_bits: dict[int, list[exp.Expr]] = {}
+    for value in values:
+        by_bits.setdefault(value.bits, []).append(value.literal.copy())
+    return [(b, exp.EQ(this=column.copy(), expression=literals[0]) if len(literals) == 1
+             else exp.In(this=column.copy(), expressions=literals)) for b, literals in by_bits.items()]
+
+
+@dataclass(frozen=True)
+class ValueBits:
+    """A literal of plain memberships (:func:`value_bits`): the value it compares as, its
+    spelling, and the OR of ``2^k`` over the conditions holding it."""
+
+    value: str | int
+    literal: exp.Expr
+    bits: int
+
+    @property
+    def order(self) -> tuple[int, bytes] | tuple[int, int]:
+        """Where the value sorts under the column's comparison: integers by value, strings
+        of the binary collation by their UTF-8 bytes (Spark compares them byte by byte)."""
+        if isinstance(self.value, str):
+            return 1, self.value.encode("utf-8")
+        return 0, self.value
+
+
+def value_bits(conditions: Sequence[tuple[int, exp.Expr]],
+               source: RelationSchema) -> tuple[exp.Column, list[ValueBits]] | None:
+    """For conditions ``(k, c_k)`` that are each exactly a membership of one and the same
+    column in a set of literals its type keeps distinct (:func:`value_branches`): the column,
+    and every literal with the bits of the conditions holding it; None otherwise."""
     if source.derived or not conditions:
         return None
     column: exp.Column | None = None
@@ -120,11 +155,7 @@ def value_branches(conditions: Sequence[tuple[int, exp.Expr]],
             bits[value] = bits.get(value, 0) | 1 << k
             spelled.setdefault(value, literal)
     assert column is not None
-    by_bits: dict[int, list[exp.Expr]] = {}
-    for value, b in bits.items():
-        by_bits.setdefault(b, []).append(spelled[value].copy())
-    return [(b, exp.EQ(this=column.copy(), expression=literals[0]) if len(literals) == 1
-             else exp.In(this=column.copy(), expressions=literals)) for b, literals in by_bits.items()]
+    return column, [ValueBits(value, spelled[value], b) for value, b in bits.items()]
 
 
 def _membership(term: exp.Expr, source: RelationSchema) -> tuple[str, frozenset] | None:
@@ -185,4 +216,4 @@ def _value(literal: exp.Expr, dtype: exp.DataType) -> str | int | None:
     return None
 
 
-__all__ = ["exclusive", "value_branches", "BINARY_COLLATION"]
+__all__ = ["exclusive", "value_branches", "value_bits", "ValueBits", "BINARY_COLLATION"]

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from sql_rewrites import engine_contract
-from sql_rewrites.exclusive_symbols import exclusive, value_branches
+from sql_rewrites.exclusive_symbols import ValueBits, exclusive, value_bits, value_branches
 from sql_rewrites.logical import MatchAggregateQuery
 from sql_rewrites.schema import RelationSchema
 from sql_rewrites.sql_types import DType, time_from_engine, time_to_engine
@@ -295,16 +295,50 @@ def _mask(query: MatchAggregateQuery) -> exp.Expr:
 
 
 def symbol_mask(conditions: list[tuple[int, exp.Expr]], source: RelationSchema) -> exp.Expr:
-    """The row mask of the symbol conditions ``(k, c_k)`` over ``source``: one CASE with a
-    branch per symbol where the conditions exclude each other
-    (:func:`sql_rewrites.exclusive_symbols.exclusive`), one CASE with a branch per set of
-    bits where each is a plain membership of one column
+    """The row mask of the symbol conditions ``(k, c_k)`` over ``source``: a search tree over
+    the literals where every condition is a plain membership of one column and there are
+    many literals (:func:`search_tree`); one CASE with a branch per symbol where the
+    conditions exclude each other (:func:`sql_rewrites.exclusive_symbols.exclusive`), one
+    CASE with a branch per set of bits where each is a plain membership of one column
     (:func:`sql_rewrites.exclusive_symbols.value_branches`), else the OR of one CASE per
     symbol; every form gives every row the same bits."""
+    found = value_bits(conditions, source)
+    if found is not None and len(found[1]) >= SEARCH_FROM:
+        return search_tree(*found)
     if exclusive([c for _, c in conditions], source):
         return mask_expression(conditions, exclusive=True)
     branches = value_branches(conditions, source)
     return mask_expression(conditions) if branches is None else one_case(branches)
+
+
+#: Literals from which a membership mask is a search tree rather than one CASE, and the
+#: most a leaf of the tree compares one by one.
+SEARCH_FROM = 8
+SEARCH_LEAF = 4
+
+
+def search_tree(column: exp.Column, values: list[ValueBits]) -> exp.Expr:
+    """The mask of plain memberships of ``column`` (:func:`sql_rewrites.exclusive_symbols.value_bits`)
+    as a binary search over its literals in the column's order: ``CASE WHEN col < pivot THEN
+    <lower half> ELSE <upper half> END`` down to leaves of at most :data:`SEARCH_LEAF`
+    literals, each ``CASE WHEN col = v THEN bits ... ELSE 0 END``. A row's value takes
+    about log2(n) comparisons instead of up to n, and the same bits: the order is the one
+    Spark compares the column by (whole numbers, or strings of the binary collation byte
+    by byte), so the value equals no literal outside its half. A NULL value fails every
+    ``<`` and ``=``, and gets 0."""
+    ordered = sorted(values, key=lambda v: v.order)
+
+    def tree(part: list[ValueBits]) -> exp.Expr:
+        if len(part) <= SEARCH_LEAF:
+            case = exp.case()
+            for v in part:
+                case = case.when(exp.EQ(this=column.copy(), expression=v.literal.copy()), exp.Literal.number(v.bits))
+            return case.else_(exp.Literal.number(0))
+        half = len(part) // 2
+        below = exp.LT(this=column.copy(), expression=part[half].literal.copy())
+        return exp.case().when(below, tree(part[:half])).else_(tree(part[half:]))
+
+    return exp.cast(tree(ordered), DType.BIGINT)
 
 
 def one_case(branches: Iterable[tuple[int, exp.Expr]]) -> exp.Expr:

@@ -109,6 +109,25 @@ def test_one_statement_is_compiled_once_unless_its_path_replaces_the_operator(sp
     assert [tuple(r) for r in rows] == [(1, 1), (2, 0)]
 
 
+@pytest.mark.parametrize("first_fails", [True, False])
+def test_queries_are_analysed_while_the_next_compiles_and_fail_in_order(spark, clicks: str, first_fails: bool) -> None:
+    """Spark analyses a query while the next statement compiles (sparkseq.scripts
+    check_overlapped): the error raised is still the first statement's in the script."""
+    first = "SELECT nosuchcol FROM script_clicks" if first_fails else "SELECT action FROM script_clicks"
+    script = f"{first};\n{operator('nosuch_column = 1')};\n{operator()}"
+    error = E.SparkAnalysisError if first_fails else E.SqlRewriteError
+    with pytest.raises(error) as caught:
+        sql(spark, script)
+    assert caught.value.position.line == (1 if first_fails else 3), str(caught.value)  # 3: its DEFINE
+    if not first_fails:
+        assert not isinstance(caught.value, E.SparkAnalysisError)
+    checked = sparkseq.scripts.check_script(spark, f"{first if not first_fails else 'SELECT 1'};\n{operator()};\n"
+                                            "SELECT 2 AS two")
+    assert [c.number for c in checked] == [0, 1, 2]
+    assert [c.result_schema.names if c.result_schema else None for c in checked] == [
+        ["action"] if not first_fails else ["1"], ["customer_id", "n"], ["two"]]
+
+
 def test_statements_reading_what_earlier_ones_create_are_checked_against_it(spark, clicks: str) -> None:
     """Tables created, filled, altered, read and dropped in one script: no false error ahead,
     each statement taking effect in turn."""

@@ -1,6 +1,7 @@
 """Row masks on local Spark: the one-CASE masks (a branch per symbol, or per set of bits for
-overlapping memberships) equal the OR of one CASE per symbol bit for bit wherever the
-compiler takes them (``sql_rewrites.exclusive_symbols``); collated and CHAR
+overlapping memberships) and the search trees over many literals equal the OR of one CASE
+per symbol bit for bit wherever the compiler takes them (``sql_rewrites.exclusive_symbols``,
+``sql_rewrites.generate.search_tree``); collated and CHAR
 columns reach the compiler with their comparison rules, keep the OR, and a workload over
 a ``COLLATE UTF8_LCASE`` column counts what the oracle counts."""
 
@@ -15,7 +16,7 @@ import sparkseq
 from sparkseq.catalog import CHAR_VARCHAR_KEY, SessionSchemas, field_type_text, type_text
 from sql_rewrites.dialect import SparkSeq
 from sql_rewrites.exclusive_symbols import exclusive
-from sql_rewrites.generate import mask_expression, symbol_mask
+from sql_rewrites.generate import SEARCH_FROM, mask_expression, symbol_mask
 from sql_rewrites.literals import string_sql
 from sql_rewrites.schema import RelationSchema
 from tests import oracle
@@ -56,6 +57,46 @@ def test_one_case_equals_the_or_wherever_it_is_taken(texts, collation: str, sets
     assert taken == (collation == "UTF8_BINARY" and disjoint)
     # plain memberships of one binary string column: one CASE, a branch per set of bits when they overlap
     assert chosen.startswith("CAST(CASE") == (collation == "UTF8_BINARY")
+
+
+#: Strings whose UTF-8 bytes sort unlike a naive reading would: multibyte letters, an emoji,
+#: a space, a digit, and the empty string.
+WORDS = st.text(alphabet=st.sampled_from(["a", "b", "A", "é", "€", "😀", " ", "0"]), max_size=3)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
+@given(sets=st.lists(st.lists(WORDS, min_size=1, max_size=3), min_size=4, max_size=14),
+       rows=st.lists(st.one_of(st.none(), WORDS), min_size=1, max_size=30))
+def test_a_search_tree_over_strings_equals_the_or(spark, sets: list[list[str]], rows: list[str | None]) -> None:  # noqa: ANN001
+    values = [v for members in sets for v in members]
+    mask_rows(spark, "tree_strings", "v string", rows + values,
+              [f"v IN ({', '.join(string_sql(v) for v in members)})" for members in sets], len(set(values)))
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
+@given(sets=st.lists(st.lists(st.integers(-40, 40) | st.sampled_from([2**40, -2**40]), min_size=1, max_size=3),
+                     min_size=4, max_size=14),
+       rows=st.lists(st.none() | st.integers(-45, 45), min_size=1, max_size=30))
+def test_a_search_tree_over_integers_equals_the_or(spark, sets: list[list[int]], rows: list[int | None]) -> None:  # noqa: ANN001
+    values = [v for members in sets for v in members]
+    mask_rows(spark, "tree_integers", "v bigint", rows + values,
+              [f"v IN ({', '.join(map(str, members))})" for members in sets], len(set(values)))
+
+
+def mask_rows(spark, view: str, schema: str, rows: list, conditions: list[str], distinct: int) -> None:  # noqa: ANN001
+    """The compiler's mask of the memberships ``conditions`` over ``view``'s one column ``v``
+    (a search tree from :data:`SEARCH_FROM` distinct literals) against the OR of one CASE
+    per condition, on every row."""
+    from sqlglot import parse_one
+
+    spark.createDataFrame([(v,) for v in rows], schema).createOrReplaceTempView(view)
+    parsed = [(k, parse_one(c, dialect=SparkSeq)) for k, c in enumerate(conditions)]
+    source = RelationSchema.build(view, SessionSchemas(spark)(view) or {})
+    chosen = symbol_mask(parsed, source).sql(dialect=SparkSeq)
+    assert ("v < " in chosen) == (distinct >= SEARCH_FROM), chosen
+    by_or = mask_expression(parsed).sql(dialect=SparkSeq)
+    got = spark.sql(f"SELECT v, {by_or} AS by_or, {chosen} AS chosen FROM {view}").collect()
+    assert [r["chosen"] for r in got] == [r["by_or"] for r in got], (conditions, chosen, got)
 
 
 def test_collations_and_char_reach_the_compiler(texts) -> None:  # noqa: ANN001

@@ -281,17 +281,17 @@ class Plan:
         """True when the leading or trailing gap negates something."""
         return bool(self.negations[0] or self.negations[-1])
 
-    @property
+    @functools.cached_property  # read per group and plan by the engine
     def pattern_symbols_mask(self) -> int:
         """Bitmask of every symbol the pattern mentions, positive or negated."""
         return self.positive_mask | self.negated_mask
 
-    @property
+    @functools.cached_property
     def positive_mask(self) -> int:
         """Bitmask of the symbols at positive positions."""
         return functools.reduce(operator.or_, (1 << el.symbol for el in self.elements), 0)
 
-    @property
+    @functools.cached_property
     def negated_mask(self) -> int:
         """Bitmask of the symbols negated in any gap."""
         return functools.reduce(operator.or_, self.negations, 0)

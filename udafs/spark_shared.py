@@ -45,7 +45,7 @@ def shared_pass(multi_json: str, ts: str, mask: str, values: Sequence[str],
         mp = parse_multi_plan(multi_json)
         arrays = _evaluate(mp, table, ts, mask, values, key)
         n = len(arrays[0])
-        keys = [pa.array([k.as_py()] * n, type=k.type) for k in key]
+        keys = [pa.repeat(k, n) for k in key]
         key_names = [c for c in table.column_names if c not in (ts, mask, *values)]
         return pa.Table.from_arrays([*keys, *arrays], names=[*key_names, *names])
 

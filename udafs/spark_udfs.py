@@ -277,21 +277,45 @@ def out_of_memory(partition: str, rows: int) -> str:
 def multi_result_arrays(mp: MultiPlan, results: Sequence[GroupResult | None]) -> list[pa.Array]:
     """The rows of every reported plan, one array per :func:`udafs.contract.multi_result_fields`
     entry plus ``error`` (NULL): ``plan`` index, window bounds, and each plan's measures
-    in its fields (NULL in the fields it does not fill)."""
-    fields = contract.multi_result_fields(mp) + [(contract.ERROR, contract.STRING)]
-    columns: list[list[pa.Array]] = [[] for _ in fields]
-    for i, res in enumerate(results):
-        if res is None:
-            continue
-        n = result_rows(res)
-        by_field = dict(zip(mp.slots[i], zip(res.values, res.valid)))
-        row = [pa.array(np.full(n, i, dtype=np.int64)), _bound(res.window_start, n), _bound(res.window_end, n)]
-        for f, (_, sql) in enumerate(fields[3:-1]):
-            row.append(to_arrow(*by_field[f], sql) if f in by_field else pa.nulls(n, _ARROW[sql]))
-        row.append(pa.nulls(n, pa.string()))
-        for column, array in zip(columns, row):
-            column.append(array)
-    return [pa.concat_arrays(c) if c else pa.nulls(0, _ARROW[t]) for c, (_, t) in zip(columns, fields)]
+    in its fields (NULL in the fields it does not fill). Each column is gathered in numpy
+    and made an Arrow array once (not an array per plan, concatenated)."""
+    fields = contract.multi_result_fields(mp)
+    reported = [(i, res, result_rows(res)) for i, res in enumerate(results) if res is not None]
+    rows = np.array([n for _, _, n in reported], dtype=np.int64)
+    total = int(rows.sum())
+    plans = np.repeat(np.array([i for i, _, _ in reported], dtype=np.int64), rows)
+    columns = [pa.array(plans, type=pa.int64()),
+               _pieces([res.window_start for _, res, _ in reported], rows, contract.BIGINT),
+               _pieces([res.window_end for _, res, _ in reported], rows, contract.BIGINT)]
+    by_field = [dict(zip(mp.slots[i], zip(res.values, res.valid))) for i, res, _ in reported]
+    for f, (_, sql) in enumerate(fields[3:]):
+        filled = [own.get(f) for own in by_field]
+        columns.append(_pieces([None if x is None else x[0] for x in filled], rows, sql,
+                               [None if x is None else x[1] for x in filled]))
+    return [*columns, pa.nulls(total, pa.string())]
+
+
+def _pieces(values: list[np.ndarray | None], rows: np.ndarray, sql: str,
+            valid: list[np.ndarray | None] | None = None) -> pa.Array:
+    """One Arrow column of SQL type ``sql`` from per-plan pieces of ``rows[j]`` values each
+    (None: NULL in all of them; ``valid``: False where a value is NULL)."""
+    total = int(rows.sum())
+    present = [j for j, v in enumerate(values) if v is not None]
+    if not present:
+        return pa.nulls(total, _ARROW[sql])
+    like = values[present[0]]
+    assert like is not None
+    vals = np.concatenate([v if v is not None else np.zeros(int(rows[j]), dtype=like.dtype)
+                           for j, v in enumerate(values)]) if len(values) > 1 else like
+    oks: list[np.ndarray] = []
+    for j, v in enumerate(values):
+        own = None if valid is None else valid[j]
+        if v is None:
+            oks.append(np.zeros(int(rows[j]), dtype=bool))
+        else:
+            oks.append(np.ones(len(v), dtype=bool) if own is None else own)
+    ok = np.concatenate(oks) if len(oks) > 1 else oks[0]
+    return to_arrow(vals, ok, sql)
 
 
 # --- fixed-signature functions: one SQL signature for every plan -------------------

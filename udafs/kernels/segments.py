@@ -161,6 +161,16 @@ class RangeTimeline(Timeline):
     def __init__(self, ts: np.ndarray, mask: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> None:
         starts, ends = np.asarray(starts, dtype=np.int64), np.asarray(ends, dtype=np.int64)
         lengths = ends - starts
+        # the base is cut to the rows some range holds: a batch of windows of a long sorted
+        # array then indexes only its own stretch (per-symbol grouping, ranks, tie starts)
+        held = lengths > 0
+        lo = int(starts[held].min()) if held.any() else 0
+        hi = int(ends[held].max()) if held.any() else 0
+        if lo > 0 or hi < len(ts):
+            ts, mask = ts[lo:hi], mask[lo:hi]
+            starts = np.where(held, starts - lo, 0)
+            ends = np.where(held, ends - lo, 0)
+        self.offset = lo  # base row + offset = the caller's row
         bounds = np.zeros(len(starts) + 1, dtype=np.int64)
         np.cumsum(lengths, out=bounds[1:])
         super().__init__(_NONE, _NONE, bounds)
@@ -191,7 +201,7 @@ class RangeTimeline(Timeline):
 
     @property
     def origin(self) -> np.ndarray:
-        return self._made()[2]
+        return self._made()[2] + self.offset if self.offset else self._made()[2]
 
     # -- per-symbol indexes ----------------------------------------------------------
     def _all_lists(self) -> tuple[np.ndarray, ...]:
@@ -321,7 +331,9 @@ class RangeTimeline(Timeline):
 
     def _make_reversed(self) -> Timeline:
         n = self.base.n
-        return _Reversed(-self.base.ts[::-1], self.base.mask[::-1], n - self.ends[::-1], n - self.starts[::-1])
+        twin = _Reversed(-self.base.ts[::-1], self.base.mask[::-1], n - self.ends[::-1], n - self.starts[::-1])
+        twin.offset = self.offset  # its origin maps to this base's rows (see _Reversed.origin)
+        return twin
 
 
 class _Reversed(RangeTimeline):
@@ -330,7 +342,7 @@ class _Reversed(RangeTimeline):
 
     @property
     def origin(self) -> np.ndarray:
-        return (self.base.n - 1 - self._made()[2])
+        return self.base.n - 1 - self._made()[2] + self.offset
 
 
 def open_ranges(ts: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
