@@ -55,7 +55,6 @@ import enum
 import functools
 import json
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -176,10 +175,7 @@ def check_script(spark: SparkSession, text: str, *, hierarchies: HierarchyResolv
     # it runs any of it, so its errors come before anything changes (placed by run_script)
     checker = _Checker(spark, text, hierarchies, args, scratch=len(statements) > 1)
     with quiet_query_context_logger():
-        if checker.scratch is None:
-            return [checker.check(number, statement) for number, statement in enumerate(statements)]
-        with ThreadPoolExecutor(1, thread_name_prefix="sparkseq-check") as analyser:
-            return checker.check_overlapped(statements, analyser)
+        return [checker.check(number, statement) for number, statement in enumerate(statements)]
 
 
 def run_script(spark: SparkSession, text: str, checked: list[Checked], *,
@@ -315,46 +311,6 @@ class _Checker:
         self._follow(statement, outcome, analysed)
         return Checked(number, statement, explanation=explanation, deferred=outcome is Outcome.DEFERRED,
                        analysed=analysed, final=self.alone)
-
-    def check_overlapped(self, statements: list[Statement], analyser: ThreadPoolExecutor) -> list[Checked]:
-        """:meth:`check` of every statement in order, each query's Spark analysis in
-        ``analyser`` while the next statement is compiled here: a query changes nothing a
-        later statement is compiled against (:meth:`_follow` records nothing for it), and
-        the Python compile and the JVM analysis then use a core each. Errors come in
-        statement order: a statement's compile error is raised only once the analysis of
-        the query before it has passed."""
-        out: list[Checked] = []
-        ahead: tuple[int, Statement, StatementExplanation, Future] | None = None  # a query being analysed
-
-        def finish() -> None:
-            nonlocal ahead
-            if ahead is not None:
-                number, statement, explanation, analysis = ahead
-                ahead = None
-                outcome, analysed = analysis.result()
-                self._follow(statement, outcome, analysed)
-                out.append(Checked(number, statement, explanation=explanation,
-                                   deferred=outcome is Outcome.DEFERRED, analysed=analysed))
-
-        for number, statement in enumerate(statements):
-            if not statement.is_query or parse_hierarchy_statement(statement, self.text) is not None:
-                finish()
-                out.append(self.check(number, statement))
-                continue
-            try:
-                explanation = self._compile(statement)
-            except PendingRelation:
-                finish()
-                self._follow(statement, Outcome.DEFERRED, None)
-                out.append(Checked(number, statement, deferred=True))
-                continue
-            except BaseException:
-                finish()  # the query before it fails first, if it fails
-                raise
-            finish()
-            ahead = number, statement, explanation, analyser.submit(self._spark_check, statement, explanation)
-        finish()
-        return out
 
     def _compile(self, statement: Statement) -> StatementExplanation:
         """The statement compiled (unchanged without MATCH_AGGREGATE; ``seq_*`` arguments checked)."""

@@ -110,9 +110,9 @@ def test_one_statement_is_compiled_once_unless_its_path_replaces_the_operator(sp
 
 
 @pytest.mark.parametrize("first_fails", [True, False])
-def test_queries_are_analysed_while_the_next_compiles_and_fail_in_order(spark, clicks: str, first_fails: bool) -> None:
-    """Spark analyses a query while the next statement compiles (sparkseq.scripts
-    check_overlapped): the error raised is still the first statement's in the script."""
+def test_the_first_mistake_in_the_script_is_the_one_raised(spark, clicks: str, first_fails: bool) -> None:
+    """A query Spark's analysis refuses, before an operator the compiler refuses: the error
+    raised is the first statement's; checked statements keep their order and result columns."""
     first = "SELECT nosuchcol FROM script_clicks" if first_fails else "SELECT action FROM script_clicks"
     script = f"{first};\n{operator('nosuch_column = 1')};\n{operator()}"
     error = E.SparkAnalysisError if first_fails else E.SqlRewriteError
