@@ -14,7 +14,10 @@ of (shared) :func:`sparkseq.workloads.collect_workload` on the whole script — 
 and running every statement, the group's pass, and every statement's rows collected to
 the driver as Arrow by one result job — and of (alone) each statement run by itself, one
 after the other, its rows collected with ``toArrow()`` (shared: the median of ``--repeat``
-runs, 3 by default, every run printed; alone: one run); the results must be equal
+runs, 3 by default, every run printed; alone: one run after them, or with ``--alternate``
+one right after each shared run and the median of those, so that both ways see the same
+JVM warm-up and load: the shared runs come first, in a JVM that has run less, and Spark's
+compiled code keeps getting faster over the first runs); the results must be equal
 statement by statement (names, types, rows). The shared time is also split into
 planning and running the statements (plan+run, without the pass: the statistics jobs are
 in it), the group's caching job (cache; none when the statements' rows are routed from
@@ -44,6 +47,7 @@ warm-up) in two fresh Spark sessions started one after the other in this run, wi
 without ``-XX:-DontCompileHugeMethods`` (:data:`sparkseq.session.JIT_HUGE_METHODS`).
 
 Usage: .venv/bin/python bench/sharing.py [--events N] [--queries 20,60,120] [--stream routes,funnels] [--repeat 3]
+                                         [--alternate]
                                          [--kernel | --masks | --calibrate [--save FILE] | --compare N | --routed-run N]
 """
 
@@ -141,24 +145,38 @@ def same_rows(a: pa.Table, b: pa.Table) -> bool:
     return a.schema == b.schema and ordered(a).equals(ordered(b))
 
 
-def run(spark: SparkSession, kind: str, count: int, repeat: int) -> None:
+def run(spark: SparkSession, kind: str, count: int, repeat: int, alternate: bool = False) -> None:
     patterns = queries(kind, count, 10)
     script = ";\n".join(statement(kind, p) for p in patterns)
     rounds = []
-    for _ in range(repeat):  # the first run of a new workload pays one-time costs (code generation, JIT)
+    alone_rounds: list[float] = []
+
+    def shared_run() -> list:
         spent = {"cache": 0.0, "collect": 0.0}
         began = time.perf_counter()
         with _timing(spent):
             results = collect_workload(spark, script)  # every statement's rows, one result job
         rounds.append((time.perf_counter() - began, spent))
         release_workload(spark, script)
+        return results
+
+    def alone_run(results: list) -> None:
+        t_alone = 0.0
+        for i, (pattern, result) in enumerate(zip(patterns, results)):
+            began = time.perf_counter()
+            own = sparkseq.sql(spark, statement(kind, pattern)).toArrow()  # the statement alone, all its rows
+            t_alone += time.perf_counter() - began
+            assert result.arrow is not None and same_rows(result.arrow, own), f"{kind}, {count}: statement {i} differs"
+        alone_rounds.append(t_alone)
+
+    for _ in range(repeat):  # the first run of a new workload pays one-time costs (code generation, JIT)
+        results = shared_run()
+        if alternate:  # both ways in every round: both see the same JVM warm-up and load
+            alone_run(results)
+    if not alternate:
+        alone_run(results)
     t_shared, spent = sorted(rounds, key=lambda r: r[0])[len(rounds) // 2]  # the median round
-    t_alone = 0.0
-    for i, (pattern, result) in enumerate(zip(patterns, results)):
-        began = time.perf_counter()
-        own = sparkseq.sql(spark, statement(kind, pattern)).toArrow()  # the statement alone, all its rows
-        t_alone += time.perf_counter() - began
-        assert result.arrow is not None and same_rows(result.arrow, own), f"{kind}, {count}: statement {i} differs"
+    t_alone = sorted(alone_rounds)[len(alone_rounds) // 2]  # the median round (of one, or of --repeat)
     plan = plan_workload(spark, script)
     group = plan.groups[0]
     began = time.perf_counter()
@@ -170,7 +188,8 @@ def run(spark: SparkSession, kind: str, count: int, repeat: int) -> None:
     print(f"  {kind:<8} {count:>4} {t_alone:9.1f} s {t_shared:9.1f} s {t_alone / t_shared:8.2f}x "
           f"{t_plan:7.1f} s {spent['cache']:7.1f} s {spent['collect']:7.1f} s {t_stats:7.1f} s   "
           f"{', '.join(str(len(t.members)) for t in decided) or 'none':>9}   {rows:,} result rows; "
-          f"shared runs {', '.join(f'{t:.1f}' for t, _ in rounds)} s")
+          f"shared runs {', '.join(f'{t:.1f}' for t, _ in rounds)} s"
+          + (f"; alone runs {', '.join(f'{t:.1f}' for t in alone_rounds)} s" if alternate else ""))
 
 
 def compare(spark: SparkSession, kind: str, count: int, rounds: int) -> None:
@@ -440,6 +459,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3,
                         help="time the shared run this many times and take the median (the first pays one-time "
                              "costs of a new workload)")
+    parser.add_argument("--alternate", action="store_true",
+                        help="run the statements alone in every round too, right after the shared run, and take the "
+                             "median of each (default: alone once, after the shared runs)")
     parser.add_argument("--compare", type=int, metavar="ROUNDS",
                         help="time the shared run with the timelines decided at plan time against per partition")
     parser.add_argument("--routed-run", type=int, metavar="ROUNDS",
@@ -509,7 +531,7 @@ def main() -> None:
         collect_workload(spark, warm_up)
         release_workload(spark, warm_up)
         for count in map(int, args.queries.split(",")):
-            run(spark, kind, count, args.repeat)
+            run(spark, kind, count, args.repeat, args.alternate)
     spark.stop()
 
 
