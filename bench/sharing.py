@@ -496,24 +496,15 @@ def main() -> None:
             Path(args.save).write_text(json.dumps(observed))
         spark.stop()
         return
-    if args.routed_run:
+    if args.routed_run or args.compare:  # alternating modes: whole shared runs two ways, after a warm-up
+        mode, rounds = (routed_run, args.routed_run) if args.routed_run else (compare, args.compare)
         for kind in args.stream.split(","):
             make_stream(spark, kind, args.events, args.keys)
             warm_up = ";\n".join(statement(kind, p) for p in queries(kind, 2, 10, seed=1))
             collect_workload(spark, warm_up)
             release_workload(spark, warm_up)
             for count in map(int, args.queries.split(",")):
-                routed_run(spark, kind, count, args.routed_run)
-        spark.stop()
-        return
-    if args.compare:
-        for kind in args.stream.split(","):
-            make_stream(spark, kind, args.events, args.keys)
-            warm_up = ";\n".join(statement(kind, p) for p in queries(kind, 2, 10, seed=1))
-            collect_workload(spark, warm_up)
-            release_workload(spark, warm_up)
-            for count in map(int, args.queries.split(",")):
-                compare(spark, kind, count, args.compare)
+                mode(spark, kind, count, rounds)
         spark.stop()
         return
     if not args.kernel:
