@@ -3,17 +3,18 @@
 One rule classifies a master URL (:func:`classify`) and everything that depends on it
 follows from the class:
 
-=================  ==============================  =============================  ==================
+=================  ==============================  =============================  =====================
 master             executors and Python workers    Python of the workers          shuffle partitions
-=================  ==============================  =============================  ==================
-``local[N]``       threads of the driver JVM;      the driver's interpreter       2 x N
-                   workers inherit its environment (``PYSPARK_PYTHON`` forced)
+=================  ==============================  =============================  =====================
+``local[N]``       threads of the driver JVM;      the driver's interpreter       2 x N (batch: 8 x N,
+                   workers inherit its environment (``PYSPARK_PYTHON`` forced)    then coalesced)
 ``local-cluster``  separate executor JVMs on this  ``PYSPARK_PYTHON``, else the   2 x executors x cores
-``[E,C,M]``        machine                         driver's interpreter
+``[E,C,M]``        machine                         driver's interpreter           (batch: 8 x, then
+                                                                                  coalesced)
 cluster            other machines (``spark://``,   ``PYSPARK_PYTHON``, else       Spark's default;
                    ``yarn``, ``k8s://``)           ``python3`` on the workers     adaptive execution
                                                                                   coalesces them
-=================  ==============================  =============================  ==================
+=================  ==============================  =============================  =====================
 
 On every master whose executors are separate processes (local-cluster and clusters)
 sparkseq *ships itself*: :func:`ship` zips the packages the Python workers import

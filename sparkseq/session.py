@@ -156,6 +156,16 @@ JIT_HUGE_METHODS = "-XX:-DontCompileHugeMethods"
 #: Lets adaptive execution coalesce the shuffle partitions of a query that is being cached.
 CACHED_PLAN_COALESCING = "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning"
 
+#: Shuffle partitions of a batch query before adaptive execution coalesces them (streaming
+#: queries keep ``spark.sql.shuffle.partitions``).
+INITIAL_PARTITIONS = "spark.sql.adaptive.coalescePartitions.initialPartitionNum"
+#: Per core, on local masters. bench/ecube.py's roll-up cube (8 days as partition keys,
+#: 2 cores): 2.01 s with two per core (its engine stage ran 3 tasks of 1, 3 and 4 days),
+#: 1.31 s with eight (medians of 4; the single statements 0.78 and 0.91 s). Setting
+#: ``spark.sql.shuffle.partitions`` to eight per core instead made the live operator's
+#: micro-batches 2.3x slower (bench/streaming.py --operators: 16 state stores a batch).
+INITIAL_PARTITIONS_PER_CORE = 8
+
 ROCKSDB_STATE_STORE = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
 
@@ -185,9 +195,15 @@ def default_conf(master: str) -> dict[str, str]:
     if where.cores is not None:
         conf.update({
             # Spark's default of 200 shuffle partitions costs seconds of task overhead per
-            # query on a laptop; two per core keeps both busy with little skew. On a
-            # cluster adaptive execution coalesces the 200 (sparkseq.workloads too).
+            # query on a laptop (streaming queries: one state store per partition and
+            # micro-batch); two per core keeps both busy. On a cluster adaptive execution
+            # coalesces the 200 (sparkseq.workloads too).
             "spark.sql.shuffle.partitions": str(2 * where.cores),
+            # Batch queries (adaptive execution) hash into more partitions first and let
+            # adaptive execution coalesce them by size: with few heavy partition keys (an
+            # E-Cube over 8 days) two per core put up to 4 keys in one task and left a
+            # core idle (INITIAL_PARTITIONS_PER_CORE).
+            INITIAL_PARTITIONS: str(INITIAL_PARTITIONS_PER_CORE * where.cores),
             "spark.default.parallelism": str(2 * where.cores),
             "spark.local.dir": str(scratch / "local"),
             "spark.ui.enabled": "false",

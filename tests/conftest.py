@@ -14,17 +14,18 @@ if TYPE_CHECKING:
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
     """A local[2] session with sparkseq's functions registered; two shuffle partitions
-    keep each small test query at a few tasks."""
+    (batch queries too, before adaptive coalescing) keep each small test query at a few tasks."""
     import os
 
     import sparkseq
-    from sparkseq.session import scratch_dir
+    from sparkseq.session import INITIAL_PARTITIONS, scratch_dir
     from udafs.worker_faults import KILL_WORKER_ONCE
 
     # Armed only by creating the file (tests/test_spark_local_cluster.py): a worker kills itself once.
     kill_file = scratch_dir() / f"kill-worker-once-{os.getpid()}"
     session = sparkseq.session("local[2]", app_name="sparkseq-tests", conf={
-        "spark.sql.shuffle.partitions": "2", f"spark.executorEnv.{KILL_WORKER_ONCE}": str(kill_file)})
+        "spark.sql.shuffle.partitions": "2", INITIAL_PARTITIONS: "2",
+        f"spark.executorEnv.{KILL_WORKER_ONCE}": str(kill_file)})
     yield session
     session.stop()
 
