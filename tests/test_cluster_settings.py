@@ -15,7 +15,14 @@ import pytest
 
 from sparkseq import cluster, worker_probe
 from sparkseq.cluster import MasterKind, classify
-from sparkseq.session import CACHED_PLAN_COALESCING, INITIAL_PARTITIONS, INITIAL_PARTITIONS_PER_CORE, default_conf
+from sparkseq.session import (
+    ARROW_BATCH_ROWS,
+    ARROW_BATCH_ROWS_DEFAULT,
+    CACHED_PLAN_COALESCING,
+    INITIAL_PARTITIONS,
+    INITIAL_PARTITIONS_PER_CORE,
+    default_conf,
+)
 
 
 @pytest.mark.parametrize("name", ["sparkseq.cluster", "sparkseq.worker_probe"])
@@ -43,6 +50,7 @@ def test_one_rule_classifies_every_master(url: str, kind: MasterKind, started: s
     assert conf.get("spark.sql.shuffle.partitions") == (None if cores is None else str(2 * cores))
     assert conf.get(INITIAL_PARTITIONS) == (None if cores is None else str(INITIAL_PARTITIONS_PER_CORE * cores))
     assert conf[CACHED_PLAN_COALESCING] == "true"
+    assert conf[ARROW_BATCH_ROWS] == str(ARROW_BATCH_ROWS_DEFAULT)
 
 
 @pytest.fixture()

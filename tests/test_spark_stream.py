@@ -133,13 +133,15 @@ def big_view(spark) -> None:
 @pytest.mark.parametrize("ts_bounds", [None, (0, 4_999)], ids=["two-column sort", "packed sort key"])
 def test_stream_equals_udaf_on_many_batches(spark, ts_bounds: tuple[int, int] | None) -> None:
     big_view(spark)
-    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "500")
+    key = "spark.sql.execution.arrow.maxRecordsPerBatch"
+    old = spark.conf.get(key)
+    spark.conf.set(key, "500")
     try:
         kwargs = dict(keys=["customer"], values=["i", "f"])
         stream = sparkseq.aggregate(spark, SUMS, "big", streaming=True, ts_bounds=ts_bounds, **kwargs).collect()
         batch = sparkseq.aggregate(spark, SUMS, "big", **kwargs).collect()
     finally:
-        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+        spark.conf.set(key, old)  # the session's setting, not Spark's default
     assert len(batch) > 8 * 400 and sum(r.n for r in batch) > 1000
     key = lambda r: (r.customer, r.window_start)  # noqa: E731
     stream, batch = sorted(stream, key=key), sorted(batch, key=key)
