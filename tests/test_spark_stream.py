@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from pyspark.errors import PythonException, SparkRuntimeException
 
 import sparkseq
+from sparkseq.session import ARROW_BATCH_ROWS
 from tests import oracle
 from tests.spark_cases import assert_same, events_frame, expected, got
 from tests.test_kernel_oracle import events, plans
@@ -101,11 +102,10 @@ def test_handler_overflow_names_the_partition() -> None:
 @pytest.fixture
 def small_batches(spark):
     """Arrow batches of 3 rows, so every key spans several ``eval`` calls."""
-    key = "spark.sql.execution.arrow.maxRecordsPerBatch"
-    old = spark.conf.get(key)
-    spark.conf.set(key, "3")
+    old = spark.conf.get(ARROW_BATCH_ROWS)
+    spark.conf.set(ARROW_BATCH_ROWS, "3")
     yield
-    spark.conf.set(key, old)
+    spark.conf.set(ARROW_BATCH_ROWS, old)
 
 
 @pytest.mark.parametrize("window", ["none", "within", "slide"])
@@ -133,15 +133,14 @@ def big_view(spark) -> None:
 @pytest.mark.parametrize("ts_bounds", [None, (0, 4_999)], ids=["two-column sort", "packed sort key"])
 def test_stream_equals_udaf_on_many_batches(spark, ts_bounds: tuple[int, int] | None) -> None:
     big_view(spark)
-    key = "spark.sql.execution.arrow.maxRecordsPerBatch"
-    old = spark.conf.get(key)
-    spark.conf.set(key, "500")
+    old = spark.conf.get(ARROW_BATCH_ROWS)
+    spark.conf.set(ARROW_BATCH_ROWS, "500")
     try:
         kwargs = dict(keys=["customer"], values=["i", "f"])
         stream = sparkseq.aggregate(spark, SUMS, "big", streaming=True, ts_bounds=ts_bounds, **kwargs).collect()
         batch = sparkseq.aggregate(spark, SUMS, "big", **kwargs).collect()
     finally:
-        spark.conf.set(key, old)  # the session's setting, not Spark's default
+        spark.conf.set(ARROW_BATCH_ROWS, old)  # the session's setting, not Spark's default
     assert len(batch) > 8 * 400 and sum(r.n for r in batch) > 1000
     key = lambda r: (r.customer, r.window_start)  # noqa: E731
     stream, batch = sorted(stream, key=key), sorted(batch, key=key)
