@@ -159,21 +159,22 @@ CACHED_PLAN_COALESCING = "spark.sql.optimizer.canChangeCachedPlanOutputPartition
 #: Shuffle partitions of a batch query before adaptive execution coalesces them (streaming
 #: queries keep ``spark.sql.shuffle.partitions``).
 INITIAL_PARTITIONS = "spark.sql.adaptive.coalescePartitions.initialPartitionNum"
-#: Per core, on local masters. bench/ecube.py's roll-up cube (8 days as partition keys,
-#: 2 cores): 2.01 s with two per core (its engine stage ran 3 tasks of 1, 3 and 4 days),
-#: 1.31 s with eight (medians of 4; the single statements 0.78 and 0.91 s). Setting
-#: ``spark.sql.shuffle.partitions`` to eight per core instead made the live operator's
-#: micro-batches 2.3x slower (bench/streaming.py --operators: 16 state stores a batch).
+#: Per core, on local masters. ``bench/spark_settings.py --setting <this>=4,16`` (2 cores):
+#: the E-Cube roll-up cube (8 days as partition keys; with 4 its engine stage ran 3 tasks
+#: of 1, 3 and 4 days) 1.94 -> 1.17 s (0.60); a single cuboid, a 20-query shared workload
+#: and 5 statements alone 0.97-1.03 (medians of 4). Setting ``spark.sql.shuffle.partitions``
+#: to eight per core instead made the live operator's micro-batches 2.3x slower
+#: (bench/streaming.py --operators: 16 state stores a batch).
 INITIAL_PARTITIONS_PER_CORE = 8
 
 #: Rows per Arrow batch between the JVM and Python (Spark's default: 10,000), and of
 #: ``toArrow()``. The engine's inputs are narrow (key, time, mask, a few values: about
-#: 4 MB a batch) and a workload's result is millions of rows. Same session, alternating,
-#: medians of 5-6: a 20-query shared run 4.25 -> 3.93 s (funnels) and 3.86 -> 3.58 s
-#: (routes), five statements alone 4.02 -> 3.89 s and 4.36 -> 4.31 s, the E-Cube roll-up
-#: 1.35 -> 1.26 s; the live operator unchanged (bench/streaming.py --operators, two runs
-#: each: 6.2, 6.3 s against 6.1, 5.5 s). A session running wide pandas UDFs of its own
-#: may want it lower (``conf=``).
+#: 4 MB a batch) and a workload's result is millions of rows. ``bench/spark_settings.py
+#: --setting <this>=10000,100000`` (medians of 4): the E-Cube roll-up cube 0.90, a single
+#: cuboid 1.05, a 20-query shared workload 0.94, 5 statements alone 0.95 — a small gain,
+#: about equal for shared and alone. The live operator unchanged (bench/streaming.py
+#: --operators, two runs each: 6.2, 6.3 s against 6.1, 5.5 s). A session running wide
+#: pandas UDFs of its own may want it lower (``conf=``).
 ARROW_BATCH_ROWS = "spark.sql.execution.arrow.maxRecordsPerBatch"
 ARROW_BATCH_ROWS_DEFAULT = 100_000
 

@@ -6,6 +6,9 @@ batch boundaries, with several keys per bucket and keys spanning batches.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -99,13 +102,22 @@ def test_handler_overflow_names_the_partition() -> None:
         run_handler(rows, plan, 16)
 
 
+@contextlib.contextmanager
+def batch_rows(spark, rows: int) -> Iterator[None]:
+    """Arrow batches of ``rows`` rows, then the session's setting back (not Spark's default)."""
+    old = spark.conf.get(ARROW_BATCH_ROWS)
+    spark.conf.set(ARROW_BATCH_ROWS, str(rows))
+    try:
+        yield
+    finally:
+        spark.conf.set(ARROW_BATCH_ROWS, old)
+
+
 @pytest.fixture
 def small_batches(spark):
     """Arrow batches of 3 rows, so every key spans several ``eval`` calls."""
-    old = spark.conf.get(ARROW_BATCH_ROWS)
-    spark.conf.set(ARROW_BATCH_ROWS, "3")
-    yield
-    spark.conf.set(ARROW_BATCH_ROWS, old)
+    with batch_rows(spark, 3):
+        yield
 
 
 @pytest.mark.parametrize("window", ["none", "within", "slide"])
@@ -133,14 +145,10 @@ def big_view(spark) -> None:
 @pytest.mark.parametrize("ts_bounds", [None, (0, 4_999)], ids=["two-column sort", "packed sort key"])
 def test_stream_equals_udaf_on_many_batches(spark, ts_bounds: tuple[int, int] | None) -> None:
     big_view(spark)
-    old = spark.conf.get(ARROW_BATCH_ROWS)
-    spark.conf.set(ARROW_BATCH_ROWS, "500")
-    try:
-        kwargs = dict(keys=["customer"], values=["i", "f"])
+    kwargs = dict(keys=["customer"], values=["i", "f"])
+    with batch_rows(spark, 500):
         stream = sparkseq.aggregate(spark, SUMS, "big", streaming=True, ts_bounds=ts_bounds, **kwargs).collect()
         batch = sparkseq.aggregate(spark, SUMS, "big", **kwargs).collect()
-    finally:
-        spark.conf.set(ARROW_BATCH_ROWS, old)  # the session's setting, not Spark's default
     assert len(batch) > 8 * 400 and sum(r.n for r in batch) > 1000
     key = lambda r: (r.customer, r.window_start)  # noqa: E731
     stream, batch = sorted(stream, key=key), sorted(batch, key=key)
