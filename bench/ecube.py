@@ -12,8 +12,9 @@ Also the roll-up cube of SEQ(DELL, QQQ, ANAT) (36 cuboids) against its base and 
 coarsest cuboid. The answers of (cube) and (alone) must agree pattern by pattern.
 Prints median wall times and the ratios cube / base cuboid, alone / cube, and cube /
 most expensive single statement (the target is at most 2), the last from the cube and
-the candidates for the most expensive single statement timed again, alternating: the one
-with the largest median (the largest of many noisy medians is biased upwards, and may
+the candidates for the most expensive single statement timed again, alternating
+(``--rounds``, 5, after one untimed round: the first run of each way after the many
+single statements is its slowest): the one with the largest median (the largest of many noisy medians is biased upwards, and may
 be a cheap statement that was unlucky) and the one with the most engine work (CPU
 seconds of its own engine call, one thread; the statements differ only there); the
 more expensive of the two in the alternating runs is the one the ratio divides by.
@@ -26,7 +27,7 @@ of its symbols, as its own statement runs it). Prints CPU seconds over all days,
 and median of ``--repeat`` alternating runs of the cube and the most expensive single
 cuboid, and their ratio.
 
-Usage: .venv/bin/python bench/ecube.py [--events N] [--repeat R] [--only rollup] [--kernel]
+Usage: .venv/bin/python bench/ecube.py [--events N] [--repeat R] [--rounds N] [--only rollup] [--kernel]
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ def totals(spark: SparkSession, text: str) -> dict[str, int]:
     return {r[0]: r[1] for r in sparkseq.sql(spark, text).groupBy("pattern").sum("matches").collect()}
 
 
-def compare(spark: SparkSession, name: str, patterns: list[str], cube_text: str, repeat: int) -> None:
+def compare(spark: SparkSession, name: str, patterns: list[str], cube_text: str, repeat: int, rounds: int) -> None:
     singles = {p: patterns_statement([p]) for p in patterns}
     got: dict[str, int] = {}
     cube = median_time(lambda: got.update(totals(spark, cube_text)), repeat)
@@ -95,13 +96,18 @@ def compare(spark: SparkSession, name: str, patterns: list[str], cube_text: str,
     # the same), so the one with the most engine work (CPU seconds, one thread) is a candidate
     # too. Both are timed again, alternating with the cube, and the more expensive is the
     # most expensive single statement the target is about.
+    # One untimed round first: after the many single statements above, each way's first
+    # run again was the slowest (the cube's most: 2.2 s against 1.1-1.3 s after it).
     candidates = list(dict.fromkeys([worst, heaviest]))
     cube_again: list[float] = []
     again: dict[str, list[float]] = {p: [] for p in candidates}
-    for _ in range(repeat):
-        cube_again.append(median_time(lambda: totals(spark, cube_text), 1))
-        for p in candidates:
-            again[p].append(median_time(lambda t=singles[p]: totals(spark, t), 1))
+    for round_ in range(rounds + 1):
+        cube_time = median_time(lambda: totals(spark, cube_text), 1)
+        times = {p: median_time(lambda t=singles[p]: totals(spark, t), 1) for p in candidates}
+        if round_:
+            cube_again.append(cube_time)
+            for p in candidates:
+                again[p].append(times[p])
     most = max(candidates, key=lambda p: statistics.median(again[p]))
     print(f"\n{name}: {len(patterns)} cuboids, {sum(got.values()):,} matches in all")
     print(f"  (cube)  one statement, all cuboids            {cube:8.2f} s")
@@ -116,7 +122,7 @@ def compare(spark: SparkSession, name: str, patterns: list[str], cube_text: str,
           + ", ".join(f"{p} {statistics.median(again[p]):.2f} s ({', '.join(f'{t:.2f}' for t in again[p])})"
                       for p in candidates))
     print(f"  cube / most expensive single = {statistics.median(cube_again) / statistics.median(again[most]):.2f}"
-          f"   ({most}; target <= 2; medians of the alternating runs)")
+          f"   ({most}; target <= 2; medians of {rounds} alternating rounds after an untimed one)")
 
 
 def heaviest_engine(spark: SparkSession, text: str) -> str:
@@ -213,6 +219,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=2_000_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5, help="alternating rounds of the cube and its most "
+                        "expensive single statement (after one untimed round)")
     parser.add_argument("--only", choices=("workloads", "rollup"), help="run one part only")
     parser.add_argument("--kernel", action="store_true", help="the roll-up cube's engine alone, without Spark")
     args = parser.parse_args()
@@ -226,14 +234,14 @@ def main() -> None:
           f"1-second windows; median of {args.repeat} after a warm-up")
     totals(spark, patterns_statement(WORKLOAD_7[:1]))  # warm-up: Python workers, code generation
     if args.only != "rollup":
-        compare(spark, "Workload 7", WORKLOAD_7, patterns_statement(WORKLOAD_7), args.repeat)
-        compare(spark, "Workload 8", WORKLOAD_8, patterns_statement(WORKLOAD_8), args.repeat)
+        compare(spark, "Workload 7", WORKLOAD_7, patterns_statement(WORKLOAD_7), args.repeat, args.rounds)
+        compare(spark, "Workload 8", WORKLOAD_8, patterns_statement(WORKLOAD_8), args.repeat, args.rounds)
     if args.only == "workloads":
         spark.stop()
         return
     cube = sparkseq.cube(spark, CUBE)  # for its pattern list only: nothing runs
     cube.df.unpersist()  # or the timed runs of the same statement would read its cache
-    compare(spark, "Roll-up cube of SEQ(DELL, QQQ, ANAT)", cube.patterns, CUBE, args.repeat)
+    compare(spark, "Roll-up cube of SEQ(DELL, QQQ, ANAT)", cube.patterns, CUBE, args.repeat, args.rounds)
     spark.stop()
 
 

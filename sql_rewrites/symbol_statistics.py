@@ -62,11 +62,15 @@ class SymbolStatistics:
         keys it holds (fewer than all when keys have fewer rows than one sampling step).
     sampled : float
         Fraction of the source's rows the counts were read from (1: all of them).
+    reused : bool
+        Read by an earlier run's statistics job over the same, unchanged source
+        (``sparkseq.statistics``), not by a job of this run.
     """
 
     rows: tuple[tuple[str, float], ...] = ()
     partitions: int = 1
     sampled: float = 1.0
+    reused: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "rows", tuple(sorted((str(k), float(v)) for k, v in self.rows)))

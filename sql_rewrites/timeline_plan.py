@@ -73,7 +73,9 @@ def describe_statistics(statistics: SymbolStatistics) -> str:
     """What the decision was made from, for EXPLAIN."""
     read = "all rows" if statistics.sampled == 1 else f"a sample of about one row in {round(1 / statistics.sampled):,}"
     calls = statistics.partitions
-    return f"rows per symbol from the statistics job ({read}), {calls:,} partition{'' if calls == 1 else 's'}"
+    job = "an earlier run's statistics job over the same unchanged source" if statistics.reused else \
+        "the statistics job"
+    return f"rows per symbol from {job} ({read}), {calls:,} partition{'' if calls == 1 else 's'}"
 
 
 def describe_timelines(group: SharedGroup, statistics: SymbolStatistics | None,
