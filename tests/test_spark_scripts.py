@@ -128,6 +128,38 @@ def test_the_first_mistake_in_the_script_is_the_one_raised(spark, clicks: str, f
         ["action"] if not first_fails else ["1"], ["customer_id", "n"], ["two"]]
 
 
+def test_consecutive_queries_analysed_together_keep_each_ones_columns_and_errors(spark, clicks: str,  # noqa: ANN001
+                                                                                 monkeypatch) -> None:
+    """Consecutive queries are analysed by Spark in one go (sparkseq.scripts): each keeps
+    the result columns its own analysis gives, and an error is the first failing query's,
+    placed in its own text."""
+    queries = ["SELECT customer_id, customer_id, price FROM script_clicks -- a comment at the end\n",
+               operator(), "VALUES (1, 'a'), (2, NULL)",
+               "WITH w AS (SELECT action FROM script_clicks) SELECT action, NULL AS nothing FROM w ORDER BY 1"]
+    together = []
+
+    def analysed(scratch, texts):  # noqa: ANN001, ANN202
+        together.append(len(texts))
+        return sparkseq.scratch.analyse_together(scratch, texts)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(sparkseq.scripts, "analyse_together", analysed)
+        checked = sparkseq.scripts.check_script(spark, ";\n".join(queries))
+    assert together == [4]
+    with monkeypatch.context() as patched:  # each query analysed alone
+        patched.setattr(sparkseq.scripts._Checker, "_analysable_together", lambda self, statement: False)
+        alone = sparkseq.scripts.check_script(spark, ";\n".join(queries))
+    assert [c.result_schema for c in checked] == [c.result_schema for c in alone]
+    assert all(c.result_schema for c in checked)
+    broken = [queries[0], "SELECT action,\n  nosuchcol FROM script_clicks", queries[1],
+              "SELECT nosuchcol2 FROM script_clicks"]
+    before = jobs_started(spark)
+    with pytest.raises(E.SparkAnalysisError, match="`nosuchcol`") as caught:
+        sql(spark, ";\n".join(broken))
+    assert (caught.value.position.line, caught.value.position.column) == (4, 3)
+    assert jobs_started(spark) == before
+
+
 def test_statements_reading_what_earlier_ones_create_are_checked_against_it(spark, clicks: str) -> None:
     """Tables created, filled, altered, read and dropped in one script: no false error ahead,
     each statement taking effect in turn."""
