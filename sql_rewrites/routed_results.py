@@ -13,7 +13,9 @@ own rewrite converts them (:meth:`sql_rewrites.shared.SharedGroup.output_columns
 every such statement of a group is read by ONE select over the pass
 (:func:`routed_select`): each row goes to the statement of its member — a ``CASE`` on the
 member index gives the statement number and fills that statement's columns of the
-result table — and rows of members no such statement reads are left out. The pass is
+result table (a column every routed member fills with the same value, as statements of
+one layout over members of one kind do, is read as it is) — and rows of members no such
+statement reads are left out. The pass is
 then read once, by the job that delivers the results, and needs no cache.
 
 :func:`selected_columns` recognises the statements (only column selections: ``*``,
@@ -99,21 +101,34 @@ def routed_select(group: SharedGroup, table: str, routes: Sequence[Route], state
         raise ValueError("a member's rows can go to one statement only")
     member = exp.column(PLAN_COLUMN)
     number = exp.Case(this=member.copy())
-    filled: dict[str, exp.Case] = {}
+    filled: dict[str, list[tuple[int, exp.Expr]]] = {}
     for route in routes:
         if len(route.columns) != len(route.targets):
             raise ValueError(f"statement {route.statement}: {len(route.columns)} columns for "
                              f"{len(route.targets)} targets")
-        index = exp.Literal.number(route.member)
-        number = number.when(index.copy(), exp.Literal.number(route.statement))
+        number = number.when(exp.Literal.number(route.member), exp.Literal.number(route.statement))
         values = dict(group.output_columns(route.member))
         for column, target in zip(route.columns, route.targets):
-            case = filled.setdefault(target, exp.Case(this=member.copy()))
-            filled[target] = case.when(index.copy(), values[column].copy())
-    projections = [exp.alias_(number, statement_column)] + [exp.alias_(case, target) for target, case in filled.items()]
+            filled.setdefault(target, []).append((route.member, values[column]))
+    projections = [exp.alias_(number, statement_column)] + [
+        exp.alias_(_filled(member, by_member, len(routes)), target) for target, by_member in filled.items()]
     where = exp.In(this=member.copy(), expressions=[exp.Literal.number(m) for m in members])
     select = exp.select(*projections).from_(exp.to_table(table)).where(where)
     return sanitize(select).sql(dialect=SparkSeq)
+
+
+def _filled(member: exp.Column, values: list[tuple[int, exp.Expr]], routed: int) -> exp.Expr:
+    """A target column's value in rows of the members in ``values`` (member index, value),
+    NULL in rows of the other routed members (``routed`` in all): the value itself when
+    every routed member gives the same one (statements with one layout over members of one
+    kind: no CASE to evaluate per row), else a CASE on the member."""
+    first = values[0][1]
+    if len(values) == routed and all(value == first for _, value in values):
+        return first.copy()
+    case = exp.Case(this=member.copy())
+    for index, value in values:
+        case = case.when(exp.Literal.number(index), value.copy())
+    return case
 
 
 __all__ = ["Route", "routed_select", "selected_columns"]

@@ -92,3 +92,19 @@ def test_the_routed_select_sends_each_member_to_its_statement() -> None:
         routed_select(group, "shared", [Route(0, 4, ("k",), ("r0",)), Route(0, 5, ("k",), ("r1",))], "statement")
     with pytest.raises(ValueError, match="2 columns for 1 targets"):
         routed_select(group, "shared", [Route(0, 4, ("k", "n"), ("r0",))], "statement")
+
+
+def test_a_column_every_routed_member_gives_alike_needs_no_case() -> None:
+    """Statements of one layout over members of one kind fill each target column with the
+    same value in every row: the routed select reads it without a CASE per row."""
+    members = [Member(s, 0, query) for s, pattern in ((4, "SEQ(a, b)"), (7, "SEQ(b, c)"), (9, "SEQ(c)"))
+               for query in analyze_sql(f"SELECT * FROM {OPERATOR.format(pattern)}", SCHEMA)]
+    group = build_group(members)
+    alike = [Route(0, 4, ("k", "n"), ("r0", "r1")), Route(1, 7, ("k", "n"), ("r0", "r1"))]
+    sql = routed_select(group, "shared", alike, "statement")
+    assert sql == ("SELECT CASE `__sparkseq_plan` WHEN 0 THEN 4 WHEN 1 THEN 7 END AS `statement`, `k` AS `r0`, "
+                   "CAST(`__sparkseq_f0` AS BIGINT) AS `r1` FROM `shared` WHERE `__sparkseq_plan` IN (0, 1)")
+    # another routed member not filling r1: a CASE again, NULL in its rows
+    sql = routed_select(group, "shared", [*alike, Route(2, 9, ("k",), ("r0",))], "statement")
+    assert "`k` AS `r0`" in sql and "CASE `__sparkseq_plan` WHEN 0 THEN CAST(`__sparkseq_f0` AS BIGINT) " \
+        "WHEN 1 THEN CAST(`__sparkseq_f0` AS BIGINT) END AS `r1`" in sql
