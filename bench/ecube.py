@@ -14,10 +14,11 @@ Prints median wall times and the ratios cube / base cuboid, alone / cube, and cu
 most expensive single statement (the target is at most 2), the last from the cube and
 the candidates for the most expensive single statement timed again, alternating
 (``--rounds``, 5, after one untimed round: the first run of each way after the many
-single statements is its slowest): the one with the largest median (the largest of many noisy medians is biased upwards, and may
-be a cheap statement that was unlucky) and the one with the most engine work (CPU
-seconds of its own engine call, one thread; the statements differ only there); the
-more expensive of the two in the alternating runs is the one the ratio divides by.
+single statements is its slowest): the one with the largest median (the largest of many
+noisy medians is biased upwards, and may be a cheap statement that was unlucky) and the
+one with the most engine work (CPU seconds of its own engine call, one thread; the
+statements differ only there); the more expensive of the two in the alternating runs is
+the one the ratio divides by.
 
 ``--kernel``: the roll-up cube's engine alone. Its engine input (the rows of each day
 as the generated SQL hands them to the engine, and the multi-plan) is collected from
