@@ -167,16 +167,17 @@ INITIAL_PARTITIONS = "spark.sql.adaptive.coalescePartitions.initialPartitionNum"
 #: (bench/streaming.py --operators: 16 state stores a batch).
 INITIAL_PARTITIONS_PER_CORE = 8
 
-#: Rows per Arrow batch between the JVM and Python (Spark's default: 10,000), and of
-#: ``toArrow()``. The engine's inputs are narrow (key, time, mask, a few values: about
-#: 4 MB a batch) and a workload's result is millions of rows. ``bench/spark_settings.py
-#: --setting <this>=10000,100000`` (medians of 4): the E-Cube roll-up cube 0.90, a single
-#: cuboid 1.05, a 20-query shared workload 0.94, 5 statements alone 0.95 — a small gain,
-#: about equal for shared and alone. The live operator unchanged (bench/streaming.py
-#: --operators, two runs each: 6.2, 6.3 s against 6.1, 5.5 s). A session running wide
-#: pandas UDFs of its own may want it lower (``conf=``).
+#: Rows per Arrow batch between the JVM and Python, and of ``toArrow()``: Spark's default,
+#: 10,000, set explicitly because a larger one was tried and taken back. 100,000 was a
+#: little faster (``bench/spark_settings.py --setting <this>=10000,100000``, medians of 4:
+#: the E-Cube roll-up cube 0.90, a single cuboid 1.05, a 20-query shared workload 0.94, 5
+#: statements alone 0.95), but with it (and with 30,000) ``collect_workload`` of a
+#: 120-query workload — 20 M result rows — ran the default 1 GB driver out of heap
+#: (``java.lang.OutOfMemoryError`` collecting the result), where 10,000 collects it
+#: (bench/sharing.py's routes stream; 2026-11-27). Writing the same results
+#: (``workload(output=...)``) was fine with 100,000.
 ARROW_BATCH_ROWS = "spark.sql.execution.arrow.maxRecordsPerBatch"
-ARROW_BATCH_ROWS_DEFAULT = 100_000
+ARROW_BATCH_ROWS_DEFAULT = 10_000
 
 ROCKSDB_STATE_STORE = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
