@@ -179,6 +179,15 @@ INITIAL_PARTITIONS_PER_CORE = 8
 ARROW_BATCH_ROWS = "spark.sql.execution.arrow.maxRecordsPerBatch"
 ARROW_BATCH_ROWS_DEFAULT = 10_000
 
+#: The driver's heap on local masters, where the driver JVM also runs the executors
+#: (Spark's default: 1 GB), unless ``SPARK_DRIVER_MEMORY`` or ``conf=`` set it. With 1 GB,
+#: ``collect_workload`` of bench/sharing.py's 120-query workloads (20 M result rows
+#: collected to the driver) ran out of heap (``java.lang.OutOfMemoryError``) with Arrow
+#: batches of 100,000 and 30,000 rows and, later in a long session, of 10,000; with 2 GB
+#: both streams' collected three times in a row with 10,000 and with 100,000 (2026-11-27).
+#: The heap grows to it only when needed.
+LOCAL_DRIVER_MEMORY = "2g"
+
 ROCKSDB_STATE_STORE = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
 
@@ -219,6 +228,7 @@ def default_conf(master: str) -> dict[str, str]:
             # core idle (INITIAL_PARTITIONS_PER_CORE).
             INITIAL_PARTITIONS: str(INITIAL_PARTITIONS_PER_CORE * where.cores),
             "spark.default.parallelism": str(2 * where.cores),
+            **({} if "SPARK_DRIVER_MEMORY" in os.environ else {"spark.driver.memory": LOCAL_DRIVER_MEMORY}),
             "spark.local.dir": str(scratch / "local"),
             "spark.ui.enabled": "false",
         })

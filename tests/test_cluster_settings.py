@@ -21,6 +21,7 @@ from sparkseq.session import (
     CACHED_PLAN_COALESCING,
     INITIAL_PARTITIONS,
     INITIAL_PARTITIONS_PER_CORE,
+    LOCAL_DRIVER_MEMORY,
     default_conf,
 )
 
@@ -51,6 +52,15 @@ def test_one_rule_classifies_every_master(url: str, kind: MasterKind, started: s
     assert conf.get(INITIAL_PARTITIONS) == (None if cores is None else str(INITIAL_PARTITIONS_PER_CORE * cores))
     assert conf[CACHED_PLAN_COALESCING] == "true"
     assert conf[ARROW_BATCH_ROWS] == str(ARROW_BATCH_ROWS_DEFAULT)
+    chosen = "SPARK_DRIVER_MEMORY" in os.environ  # the user's: left to spark-submit
+    assert conf.get("spark.driver.memory") == (None if cores is None or chosen else LOCAL_DRIVER_MEMORY)
+
+
+def test_a_driver_heap_chosen_in_the_environment_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SPARK_DRIVER_MEMORY", "6g")
+    assert "spark.driver.memory" not in default_conf("local[2]")
+    monkeypatch.delenv("SPARK_DRIVER_MEMORY")
+    assert default_conf("local[2]")["spark.driver.memory"] == LOCAL_DRIVER_MEMORY
 
 
 @pytest.fixture()
