@@ -173,9 +173,11 @@ INITIAL_PARTITIONS_PER_CORE = 8
 #: the E-Cube roll-up cube 0.90, a single cuboid 1.05, a 20-query shared workload 0.94, 5
 #: statements alone 0.95), but with it (and with 30,000) ``collect_workload`` of a
 #: 120-query workload — 20 M result rows — ran the default 1 GB driver out of heap
-#: (``java.lang.OutOfMemoryError`` collecting the result), where 10,000 collects it
-#: (bench/sharing.py's routes stream; 2026-11-27). Writing the same results
-#: (``workload(output=...)``) was fine with 100,000.
+#: (``java.lang.OutOfMemoryError`` collecting the result), where 10,000 collected it in a
+#: new session (bench/sharing.py's routes stream; 2026-11-27) — though later, in a long
+#: session, it failed too: the 1 GB heap was the limit (:data:`LOCAL_DRIVER_MEMORY`).
+#: Writing the same results (``workload(output=...)``) was fine with 100,000. With 2 GB
+#: both sizes collect; 100,000 was not measured again since.
 ARROW_BATCH_ROWS = "spark.sql.execution.arrow.maxRecordsPerBatch"
 ARROW_BATCH_ROWS_DEFAULT = 10_000
 
