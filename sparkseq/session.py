@@ -186,7 +186,7 @@ ARROW_BATCH_ROWS_DEFAULT = 10_000
 #: ``collect_workload`` of bench/sharing.py's 120-query workloads (20 M result rows
 #: collected to the driver) ran out of heap (``java.lang.OutOfMemoryError``) with Arrow
 #: batches of 100,000 and 30,000 rows and, later in a long session, of 10,000; with 2 GB
-#: both streams' collected three times in a row with 10,000 and with 100,000 (2026-11-27).
+#: each stream's workload collected three times in a row, with 10,000 and with 100,000 (2026-11-27).
 #: The heap grows to it only when needed.
 LOCAL_DRIVER_MEMORY = "2g"
 
