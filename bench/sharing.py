@@ -314,6 +314,8 @@ def kernel(spark: SparkSession, kind: str, count: int) -> None:
     decided once from the group's statistics (what runs); and that decision without suffixes."""
     from udafs.kernels import many
     from udafs.kernels.options import KernelOptions
+    from udafs.kernels.partitions import evaluate_partitions
+    from udafs.spark_shared import ROWS_PER_CALL
 
     group, parts = _group_input(spark, kind, count)
     planned = plan_timelines(group, statistics.collect(spark, group)).plan
@@ -322,20 +324,53 @@ def kernel(spark: SparkSession, kind: str, count: int) -> None:
              "per partition": (undecided, KernelOptions()),
              "planned, prefixes only": (planned, KernelOptions(share_suffixes=False)),
              "planned": (planned, KernelOptions())}
+    calls = _calls(parts, ROWS_PER_CALL)
     times: dict[str, list[float]] = {}
     answers = {}
-    for mode in [*modes, *modes]:
-        mp, options = modes[mode]
+    for mode in [*modes, "laid end to end", *modes, "laid end to end"]:
         began = time.perf_counter()
-        answers[mode] = [many.evaluate_many(mp, t, m, options=options) for t, m in parts]
+        if mode == "laid end to end":  # the planned decision, whole partitions per call as the pass gathers them
+            laid = [evaluate_partitions(planned, t, m, [], starts) for t, m, starts in calls]
+        else:
+            mp, options = modes[mode]
+            answers[mode] = [many.evaluate_many(mp, t, m, options=options) for t, m in parts]
         times.setdefault(mode, []).append(time.perf_counter() - began)
     assert all(_same(a, b) for mode in modes for x, y in zip(answers["alone"], answers[mode])
                for a, b in zip(x, y)), "sharing changed a result"
-    best = {mode: min(times[mode]) for mode in modes}
+    assert all(r is not None for r in laid) and _same_laid(answers["alone"], laid, calls), \
+        "laid end to end changed a result"
+    best = {mode: min(times[mode]) for mode in times}
     shown = "; ".join(f"{mode} {t:6.2f} s ({best['alone'] / t:4.2f}x)" for mode, t in best.items())
     decided = ", ".join(str(len(t.members)) for t in planned.timelines or ()) or "none"
-    print(f"  {kind:<8} {count:>4} kernel, {len(parts)} partitions, one thread: {shown} (best of 2 each, results "
-          f"equal; planned timelines of {decided} members)")
+    print(f"  {kind:<8} {count:>4} kernel, {len(parts)} partitions ({len(calls)} calls laid end to end), one thread: "
+          f"{shown} (best of 2 each, results equal; planned timelines of {decided} members)")
+
+
+def _calls(parts: list[tuple[np.ndarray, np.ndarray]], rows: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The partitions gathered into calls of ``rows`` rows or more, as the sorted pass gathers
+    them: (times, masks, first row of each partition)."""
+    calls, pending = [], []
+    for i, part in enumerate(parts):
+        pending.append(part)
+        if sum(len(t) for t, _ in pending) >= rows or i == len(parts) - 1:
+            sizes = [len(t) for t, _ in pending]
+            calls.append((np.concatenate([t for t, _ in pending]), np.concatenate([m for _, m in pending]),
+                          np.cumsum([0, *sizes[:-1]]).astype(np.int64)))
+            pending = []
+    return calls
+
+
+def _same_laid(alone: list, laid: list, calls: list) -> bool:
+    """Each partition's rows of the calls laid end to end equal its own (window starts and counts)."""
+    rows: list[list] = []
+    for (results, parts), (_, _, starts) in zip(laid, calls):
+        for p in range(len(starts)):
+            mine = [(i, res.window_start[part == p].tolist(), res.values[0][part == p].tolist())
+                    for i, (res, part) in enumerate(zip(results, parts)) if res is not None and part is not None]
+            rows.append(mine)
+    own = [[(i, r.window_start.tolist(), r.values[0].tolist()) for i, r in enumerate(results) if r is not None]
+           for results in alone]
+    return rows == own
 
 
 def calibrate(spark: SparkSession, kind: str, count: int) -> list[tuple[list[float], float]]:

@@ -18,7 +18,7 @@
 Operators reading the same table or view with the same PARTITION BY and ORDER BY
 (:func:`sql_rewrites.shared.sharing_key`) are computed together: their group's query
 (:mod:`sql_rewrites.shared`) is cached once as ``__sparkseq_shared_<digest>`` — one
-scan, one shuffle, one engine call per partition for all of them — right before the
+scan, one shuffle, engine calls over whole partitions for all of them — right before the
 first statement that needs it, and every member's operator reads its own rows from
 it. Inside the pass, which members are counted together on one timeline is decided
 once, before it runs, from one statistics job over the source (rows per symbol;
@@ -82,7 +82,8 @@ from sql_rewrites.timeline_plan import describe_statistics, describe_timelines, 
 from sql_rewrites.windows import describe_length
 from sql_rewrites.workload_paths import GroupPaths
 from udafs import contract
-from udafs.spark_shared import shared_pass
+from udafs.kernels.partitions import laid_end_to_end
+from udafs.spark_shared import ROWS_PER_CALL, grouped_pass, sorted_pass
 
 
 @dataclass(frozen=True)
@@ -483,7 +484,10 @@ def explain_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyRe
             lines.append("  execution: no shared pass, every member runs on its own path (above)")
             continue
         leaving = [i for i in range(len(group.members)) if not run.paths.is_shared(i)]
-        lines.append("  execution: one scan, one shuffle and one engine call per partition for "
+        events, (ts, mask, *values) = run.shared.events()
+        frame = spark.sql(events.sql(dialect=SparkSeq))  # analysed only, for the key types
+        calls = _engine_calls(run.shared, _sorted_keys(frame, _keys(frame, ts, mask, values)))
+        lines.append(f"  execution: one scan, one shuffle and {calls} for "
                      + (f"members {_members(run.paths.shared)}; members {_members(leaving)} run on their own "
                         "paths (above)" if leaving else "all members"))
         basis = ("no statistics needed: no two members could share a timeline" if run.statistics is None else
@@ -491,8 +495,7 @@ def explain_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyRe
         lines.append(f"  in the engine call, as executed (udafs.timelines cost model; {basis}):")
         lines += ["    " + line for line in describe_timelines(run.shared, run.statistics, run.paths.shared)]
         lines.append(f"  results of collect_workload and workload(output=...): {routing.describe(run.shared)}")
-        events, _ = run.shared.events()
-        lines += ["", f"  Spark SQL of the group's input (grouped by the partition keys into one Arrow pass, "
+        lines += ["", f"  Spark SQL of the group's input (shuffled by the partition keys into one Arrow pass, "
                       f"udafs.spark_shared, cached as {plan.table(g)} by workload()):",
                   "  " + events.sql(dialect=SparkSeq, pretty=True).replace("\n", "\n  ")]
     return "\n".join(lines)
@@ -543,25 +546,60 @@ def _pass_view(spark: SparkSession, shared: SharedGroup, table: str, view: str) 
     """A group's shared result (the group's ``table``, run before: dropped) as the
     temporary view ``view``.
 
-    The pass is a grouped-map Arrow function (:mod:`udafs.spark_shared`) over the
-    group's engine input rows: its per-window rows reach Spark as Arrow tables, not as
-    one ``array<struct>`` per partition converted through Python objects. An engine
-    error (a count too large for its type) fails the job reading the view with its message."""
+    The pass is an Arrow function (:mod:`udafs.spark_shared`) over the group's engine
+    input rows: its per-window rows reach Spark as Arrow tables, not as one
+    ``array<struct>`` per partition converted through Python objects. With keys Arrow
+    compares as Spark groups them (:func:`_sorted_keys`) the rows are shuffled by the keys
+    and sorted by keys and time within each Spark partition (``mapInArrow``: calls over
+    many whole partitions, :func:`_engine_calls`); otherwise grouped by the keys
+    (``applyInArrow``, one call per partition). An engine error (a count too large for
+    its type) fails the job reading the view with its message."""
     events, (ts, mask, *values) = shared.events()
     frame = spark.sql(events.sql(dialect=SparkSeq))
-    keys = [c for c in frame.columns if c not in (ts, mask, *values)]
+    keys = _keys(frame, ts, mask, values)
     error = "__sparkseq_error"
     types = [sql for _, sql in contract.multi_result_fields(shared.plan)] + [contract.STRING]
     schema = T.StructType([frame.schema[k] for k in keys] + [
         T.StructField(name, T._parse_datatype_string(sql)) for name, sql in zip((*shared.output_names, error), types)])
-    body = shared_pass(shared.plan.to_json(), ts, mask, values, (*shared.output_names, error))
-    result = frame.groupBy(*keys).applyInArrow(body, schema)
+    names = (*shared.output_names, error)
+    if _sorted_keys(frame, keys):
+        shuffled = frame.repartition(*keys) if keys else frame.repartition(1)
+        body = sorted_pass(shared.plan.to_json(), keys, ts, mask, values, names)
+        result = shuffled.sortWithinPartitions(*keys, ts).mapInArrow(body, schema)
+    else:
+        result = frame.groupBy(*keys).applyInArrow(grouped_pass(shared.plan.to_json(), ts, mask, values, names), schema)
     _drop_cached(spark, table)  # the same group run before: recomputed from the data now
     staging = f"{table}_engine"
     result.createOrReplaceTempView(staging)
     columns = ", ".join(f"`{c}`" for c in (*keys, *shared.cached_names))
     spark.sql(f"CREATE OR REPLACE TEMP VIEW `{view}` AS SELECT {columns} FROM `{staging}` "
               f"WHERE CASE WHEN `{error}` IS NULL THEN TRUE ELSE raise_error(`{error}`) END")
+
+
+def _keys(frame: DataFrame, ts: str, mask: str, values: list[str]) -> list[str]:
+    """The partition key columns of a group's engine input."""
+    return [c for c in frame.columns if c not in (ts, mask, *values)]
+
+
+def _sorted_keys(frame: DataFrame, keys: list[str]) -> bool:
+    """True when every key is of a type Arrow compares as Spark groups it (numbers,
+    binary-collated strings, binary, booleans, dates, timestamps): the pass can find
+    partitions in rows sorted by the keys (:func:`udafs.spark_shared.sorted_pass`)."""
+    plain = (T.NumericType, T.BinaryType, T.BooleanType, T.DateType, T.TimestampType, T.TimestampNTZType)
+    return all(isinstance(t, plain) or (isinstance(t, T.StringType) and t.collation == "UTF8_BINARY")
+               for t in (frame.schema[k].dataType for k in keys))
+
+
+def _engine_calls(shared: SharedGroup, sorted_keys: bool) -> str:
+    """How the pass calls the engine (:func:`_pass_view`), in words for EXPLAIN;
+    ``sorted_keys`` as :func:`_sorted_keys` decided."""
+    if not sorted_keys:
+        return "one engine call per partition (grouped by the partition keys)"
+    gathered = f"engine calls over about {ROWS_PER_CALL:,} rows of whole partitions (sorted by key and time), "
+    if laid_end_to_end(shared.plan):
+        return gathered + "all partitions of a call evaluated at once, laid end to end on one time axis"
+    return gathered + ("each partition evaluated on its own (not every member has SLIDE, an exact count type "
+                       "and exact timestamps)")
 
 
 __all__ = ["StatementResult", "WorkloadPlan", "collect_workload", "explain_workload", "plan_workload",

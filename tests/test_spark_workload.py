@@ -101,6 +101,8 @@ def test_explain_names_the_prefixes_and_suffixes_the_engine_shares(spark) -> Non
     assert "suffix counted once: SEQ(..., A, B, C, D) for members 5, 6" in text  # Chop-Connect after element 1
     assert "suffix counted once: SEQ(..., D, A, B, C, D) for members 4, 7" in text
     assert "members 3: counted one by one (measures other than COUNT(*), strategies or predicates)" in text
+    assert "execution: one scan, one shuffle and engine calls over about 100,000 rows of whole partitions (sorted " \
+           "by key and time), all partitions of a call evaluated at once, laid end to end on one time axis" in text
     assert "results of collect_workload and workload(output=...): routed: every member's statement only selects " \
            "its columns" in text
 
@@ -121,8 +123,8 @@ def test_explain_prints_the_timelines_the_engine_runs(spark, monkeypatch) -> Non
     script = explained_script(spark)
     text = explain_workload(spark, script)
     given: list[str] = []
-    real = workloads.shared_pass
-    monkeypatch.setattr(workloads, "shared_pass", lambda plan, *args: (given.append(plan), real(plan, *args))[1])
+    real = workloads.sorted_pass
+    monkeypatch.setattr(workloads, "sorted_pass", lambda plan, *args: (given.append(plan), real(plan, *args))[1])
     sparkseq.workload(spark, script)  # the group's pass runs (and is cached) with its first statement
     assert len(given) == 1
     ran_plan = MultiPlan.from_json(given[0])
@@ -520,3 +522,75 @@ def test_statements_selecting_columns_are_routed_from_one_uncached_pass(spark, k
             sparkseq.release_workload(spark, script)
     finally:
         sparkseq.drop_hierarchy(spark, "groups")
+
+
+KEYED = ("SELECT {key}, window_start, n FROM keyed MATCH_AGGREGATE (PARTITION BY {key} ORDER BY ts "
+         "PATTERN {pattern} TYPE BY type MEASURES COUNT(*) AS n WITHIN 20 SLIDE 10) AS m")
+
+
+@pytest.mark.parametrize(("key", "calls"), [
+    ("kd", "all partitions of a call evaluated at once, laid end to end"),
+    ("ks, kt", "all partitions of a call evaluated at once, laid end to end"),
+    ("kdate, ki", "all partitions of a call evaluated at once, laid end to end"),
+    ("kl", "one engine call per partition (grouped by the partition keys)"),
+])
+def test_keys_of_every_type_give_each_statement_its_own_partitions(spark, key: str, calls: str) -> None:  # noqa: ANN001
+    """Partition keys the sorted pass compares in Arrow (doubles with NaN, -0.0, 0.0 and
+    NULL; strings with NULL and ''; timestamps; dates and integers) and a string of a
+    case-insensitive collation (the grouped pass): each statement's rows equal its rows
+    alone, and EXPLAIN names how the pass calls the engine."""
+    spark.range(240).selectExpr(
+        "element_at(array(CAST('NaN' AS DOUBLE), -0.0D, 0.0D, 1.5D, CAST(NULL AS DOUBLE)), "
+        "CAST(id % 5 AS INT) + 1) AS kd",
+        "element_at(array(CAST(NULL AS STRING), '', 'a'), CAST(id % 3 AS INT) + 1) AS ks",
+        "timestamp_seconds(id % 2 * 1000) AS kt",
+        "date_add(DATE'2026-01-01', CAST(id % 4 AS INT)) AS kdate",
+        "CAST(id % 7 AS INT) AS ki",
+        "CAST(element_at(array('a', 'A', 'b'), CAST(id % 3 AS INT) + 1) AS STRING COLLATE UTF8_LCASE) AS kl",
+        "id DIV 3 AS ts", "IF(id % 4 < 2, 'A', 'B') AS type").createOrReplaceTempView("keyed")
+    statements = [KEYED.format(key=key, pattern=p) for p in ("SEQ(A, B)", "SEQ(B, A)", "SEQ(A, A, B)")]
+    script = ";\n".join(statements)
+    assert calls in explain_workload(spark, script)
+
+    def rows(table: pa.Table) -> list[str]:  # NaN equal to NaN, -0.0 and 0.0 both 0.0
+        return sorted(repr([v + 0.0 if isinstance(v, float) and v == v else v if not isinstance(v, float)
+                            else "NaN" for v in r.values()]) for r in table.to_pylist())
+
+    try:
+        results = sparkseq.collect_workload(spark, script)
+        for statement, result in zip(statements, results):
+            own = sparkseq.sql(spark, statement).toArrow()
+            assert result.arrow is not None and result.arrow.schema == own.schema
+            assert rows(result.arrow) == rows(own) and own.num_rows > 10
+    finally:
+        sparkseq.release_workload(spark, script)
+
+
+def test_a_count_overflow_in_one_of_many_partitions_laid_end_to_end_names_it(spark) -> None:  # noqa: ANN001
+    """Sliding-window members over several partitions in one engine call: the partition
+    whose count does not fit BIGINT is found and named, as one partition per call would."""
+    spark.range(70).selectExpr("'eu' AS region", "'cust-42' AS customer", "id AS ts", "'A' AS type") \
+        .union(spark.range(3).selectExpr("'eu'", "'small'", "id", "'A'")) \
+        .union(spark.range(3).selectExpr("'us'", "'other'", "id", "'A'")).createOrReplaceTempView("many")
+    overflow = "SELECT customer, n FROM many MATCH_AGGREGATE (PARTITION BY region, customer ORDER BY ts " \
+               "PATTERN {} TYPE BY type MEASURES COUNT(*) AS n WITHIN 100 SLIDE 100) AS m"
+    script = f"{overflow.format('SEQ(A+)')};\n{overflow.format('SEQ(A, A+)')}"
+    assert "laid end to end" in explain_workload(spark, script)
+    from udafs.spark_shared import sorted_pass
+
+    group = sparkseq.plan_workload(spark, script).groups[0]
+    events, (ts, mask, *values) = group.events()
+    frame = spark.sql(events.sql(dialect="spark")).orderBy("region", "customer", ts)
+    body = sorted_pass(group.plan.to_json(), ["region", "customer"], ts, mask, values, (*group.output_names, "e"))
+    out = pa.Table.from_batches(list(body(iter(frame.toArrow().to_batches()))))  # all three partitions in one call
+    errors = [(r["customer"], r["e"]) for r in out.to_pylist() if r["e"] is not None]
+    assert [c for c, _ in errors] == ["cust-42"] and "does not fit BIGINT" in errors[0][1]
+    assert {r["customer"] for r in out.to_pylist() if r["e"] is None} == {"small", "other"}
+    try:
+        with pytest.raises(SparkRuntimeException) as err:
+            sparkseq.collect_workload(spark, script)
+        assert "in partition ('eu', 'cust-42')" in str(err.value)
+        assert "does not fit BIGINT" in str(err.value)
+    finally:
+        sparkseq.release_workload(spark, script)
+        spark.catalog.dropTempView("many")
