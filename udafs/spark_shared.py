@@ -133,7 +133,7 @@ def partition_starts(batch: pa.RecordBatch, keys: Sequence[str], previous: pa.Re
 
 
 def _differ(a: pa.Array, b: pa.Array) -> np.ndarray:
-    """Row by row: do ``a`` and ``b`` hold different keys (module docstring of ``partition_starts``)?"""
+    """Row by row: do ``a`` and ``b`` hold different keys, compared as :func:`partition_starts` says?"""
     if not _arrow_equal(a.type):
         raise TypeError(f"a partition key of type {a.type} cannot be compared in Arrow; use grouped_pass")
     if pa.types.is_null(a.type):
