@@ -175,7 +175,8 @@ def frame(spark: SparkSession, live: LiveQuery, events: DataFrame) -> DataFrame:
 def engine_value(column: Column, vt: ValueType, dtype: T.DataType) -> Column:
     """A value column as the live operator's function reads it, NULL as 0 (its validity
     travels beside it): integers as BIGINT, doubles, and a DECIMAL as its exact unscaled
-    integer (:class:`~udafs.plan.ValueType`) — a BIGINT up to 18 digits, else the digits
+    integer (:class:`~udafs.plan.ValueType`) — a BIGINT up to 18 digits (the engine events
+    carry it so already, :func:`sql_rewrites.sql_types.unscaled_bigint`), else the digits
     of its plain text form (``CAST(d AS STRING)``: no exponent, all ``s`` decimals),
     which the function reads as a Python int."""
     if isinstance(dtype, T.DecimalType):
@@ -183,8 +184,8 @@ def engine_value(column: Column, vt: ValueType, dtype: T.DataType) -> Column:
         if dtype.precision <= spark_udfs.MAX_INT64_DIGITS:  # DECIMAL(p + 11, s): exact, fits int64
             return (plain * F.lit(10 ** dtype.scale)).cast("bigint")
         return plain.cast("string")
-    if vt is ValueType.INT:
-        return F.coalesce(column, F.lit(0)).cast("bigint")
+    if vt is ValueType.INT or (vt is ValueType.DECIMAL and isinstance(dtype, T.IntegralType)):
+        return F.coalesce(column, F.lit(0)).cast("bigint")  # an integer, or a DECIMAL's unscaled BIGINT
     return F.coalesce(column.cast("double"), F.lit(0.0))
 
 

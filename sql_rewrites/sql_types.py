@@ -207,21 +207,28 @@ def value_codec(dtype: exp.DataType, *, compared: bool = False) -> ValueCodec | 
 
 
 def _decimal_codec(dtype: exp.DataType) -> ValueCodec:
-    """The column as it is; its unscaled integers come back exactly (:func:`from_unscaled`)."""
-    scale = decimal_digits(dtype)[1]
-    return ValueCodec(ValueType.DECIMAL, lambda x: x, lambda v: from_unscaled(v, dtype), True, scale)
+    """The column's unscaled integers, exactly: as a BIGINT when every value fits one
+    (:func:`unscaled_bigint`), else the column as it is (the engine reads the unscaled
+    integers of Arrow's decimals); they come back exactly (:func:`from_unscaled`)."""
+    precision, scale = decimal_digits(dtype)
+    to_engine = (lambda x: unscaled_bigint(x, scale)) if precision <= MAX_EXACT_INT_DIGITS else (lambda x: x)
+    return ValueCodec(ValueType.DECIMAL, to_engine, lambda v: from_unscaled(v, dtype), True, scale)
 
 
 def _compared_decimal_codec(dtype: exp.DataType) -> ValueCodec:
     precision, scale = decimal_digits(dtype)
     if precision <= MAX_EXACT_INT_DIGITS and scale <= MAX_EXACT_SCALE:
-        shift = 10**scale
-
-        def to_engine(x: exp.Expr) -> exp.Expr:
-            return exp.cast(exp.Mul(this=x, expression=exp.Literal.number(shift)) if scale else x, DType.BIGINT)
-
-        return ValueCodec(ValueType.INT, to_engine, lambda v: from_unscaled(v, dtype), True, scale)
+        return ValueCodec(ValueType.INT, lambda x: unscaled_bigint(x, scale), lambda v: from_unscaled(v, dtype), True,
+                          scale)
     return ValueCodec(ValueType.FLOAT, lambda x: exp.cast(x, DType.DOUBLE), None, True)
+
+
+def unscaled_bigint(x: exp.Expr, scale: int) -> exp.Expr:
+    """A DECIMAL(p <= 18, ``scale``) value as its unscaled integer, a BIGINT, exactly
+    (``x * 10^scale`` has no fraction and fewer than 19 digits). Spark converts a BIGINT
+    to Arrow without the per-row ``java.math.BigDecimal`` a DECIMAL column costs (2 M
+    rows: about 0.12 s less, ad hoc)."""
+    return exp.cast(exp.Mul(this=x, expression=exp.Literal.number(10**scale)) if scale else x, DType.BIGINT)
 
 
 def double_codec(dtype: exp.DataType) -> ValueCodec:

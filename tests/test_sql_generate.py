@@ -84,7 +84,7 @@ def test_events_compute_time_mask_and_values() -> None:
         "| (CASE WHEN `action` = 'rec' THEN 4 ELSE 0 END) "
         "| (CASE WHEN `action` = 'view' AND `item` = 'case' THEN 8 ELSE 0 END) AS BIGINT)"
     )
-    assert sql["__sparkseq_v0"] == "`price`"  # a DECIMAL as it is: the engine reads its unscaled integers
+    assert sql["__sparkseq_v0"] == "CAST(`price` * 100 AS BIGINT)"  # a DECIMAL(10, 2): its unscaled integers
     assert sql["__sparkseq_v1"] == "CAST(`qty` AS BIGINT)"
 
 
