@@ -347,8 +347,9 @@ def kernel(spark: SparkSession, kind: str, count: int) -> None:
 
 
 def _calls(parts: list[tuple[np.ndarray, np.ndarray]], rows: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """The partitions gathered into calls of ``rows`` rows or more, as the sorted pass gathers
-    them: (times, masks, first row of each partition)."""
+    """The partitions gathered into calls of ``rows`` rows or more (about as the sorted pass
+    gathers them, which also depends on Spark's partitions): (times, masks, first row of
+    each partition)."""
     calls, pending = [], []
     for i, part in enumerate(parts):
         pending.append(part)
