@@ -559,15 +559,16 @@ def _pass_view(spark: SparkSession, shared: SharedGroup, table: str, view: str) 
     keys = _keys(frame, ts, mask, values)
     error = "__sparkseq_error"
     types = [sql for _, sql in contract.multi_result_fields(shared.plan)] + [contract.STRING]
-    schema = T.StructType([frame.schema[k] for k in keys] + [
-        T.StructField(name, T._parse_datatype_string(sql)) for name, sql in zip((*shared.output_names, error), types)])
     names = (*shared.output_names, error)
+    schema = T.StructType([frame.schema[k] for k in keys] + [
+        T.StructField(name, T._parse_datatype_string(sql)) for name, sql in zip(names, types)])
     if _sorted_keys(frame, keys):
         shuffled = frame.repartition(*keys) if keys else frame.repartition(1)
         body = sorted_pass(shared.plan.to_json(), keys, ts, mask, values, names)
         result = shuffled.sortWithinPartitions(*keys, ts).mapInArrow(body, schema)
     else:
-        result = frame.groupBy(*keys).applyInArrow(grouped_pass(shared.plan.to_json(), ts, mask, values, names), schema)
+        grouped = grouped_pass(shared.plan.to_json(), keys, ts, mask, values, names)
+        result = frame.groupBy(*keys).applyInArrow(grouped, schema)
     _drop_cached(spark, table)  # the same group run before: recomputed from the data now
     staging = f"{table}_engine"
     result.createOrReplaceTempView(staging)

@@ -22,7 +22,7 @@ from udafs.errors import PlanError
 from udafs.kernels.many import evaluate_many
 from udafs.kernels.partitions import TIME_LIMIT, evaluate_partitions, laid_end_to_end
 from udafs.multiplan import MultiPlan
-from udafs.plan import CountType, Plan, Strategy
+from udafs.plan import CountType, Element, Measure, MeasureKind, Plan, Strategy
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -128,7 +128,6 @@ def test_plans_without_slide_are_refused() -> None:
 
 
 def oracle_plan() -> Plan:
-    from udafs.plan import Element, Measure, MeasureKind
     return Plan(symbols=("A",), elements=(Element(0), Element(0)), negations=(0, 0, 0), within=4, slide=2,
                 measures=(Measure(MeasureKind.COUNT_STAR, name="n"),))
 

@@ -42,17 +42,11 @@ from udafs.worker_faults import kill_if_armed
 Column = tuple[np.ndarray, np.ndarray]
 
 ROWS_PER_CALL = 100_000
-"""Rows of whole partitions gathered into one call of :func:`sorted_pass` (a partition
-holding more is evaluated whole, alone). Laid end to end, 20 ten-step statements over
-200 partitions of ~9,400 rows ran the engine in 0.86-0.90 s against 1.29 s one partition
-per call, about equally from 10 to 200 partitions per call (one thread)."""
-
-
-def _arrow_equal(arrow: pa.DataType) -> bool:
-    return (pa.types.is_integer(arrow) or pa.types.is_floating(arrow) or pa.types.is_decimal(arrow)
-            or pa.types.is_string(arrow) or pa.types.is_large_string(arrow) or pa.types.is_binary(arrow)
-            or pa.types.is_large_binary(arrow) or pa.types.is_boolean(arrow) or pa.types.is_date(arrow)
-            or pa.types.is_timestamp(arrow) or pa.types.is_null(arrow))
+"""Rows gathered before :func:`sorted_pass` calls the engine (whole partitions only; a
+partition holding more is evaluated whole, alone). ``bench/sharing.py --kernel``: 20
+ten-step statements over 200 partitions of ~9,400 rows in 19 such calls laid end to end,
+0.83-0.85 s of engine against 1.06-1.22 s one partition per call; calls of 10 to 200
+partitions all took about the same (ad hoc)."""
 
 
 def sorted_pass(multi_json: str, keys: Sequence[str], ts: str, mask: str, values: Sequence[str],
@@ -79,14 +73,13 @@ def sorted_pass(multi_json: str, keys: Sequence[str], ts: str, mask: str, values
     return run
 
 
-def grouped_pass(multi_json: str, ts: str, mask: str, values: Sequence[str],
+def grouped_pass(multi_json: str, keys: Sequence[str], ts: str, mask: str, values: Sequence[str],
                  names: Sequence[str]) -> Callable[[tuple, pa.Table], pa.Table]:
     """The ``groupBy(keys).applyInArrow`` function of a MultiPlan (one partition per call);
-    parameters as :func:`sorted_pass`, the keys being every other input column."""
+    parameters as :func:`sorted_pass`."""
     def run(key: tuple, table: pa.Table) -> pa.Table:
         kill_if_armed()
         mp = parse_multi_plan(multi_json)
-        keys = [c for c in table.column_names if c not in (ts, mask, *values)]
         return _evaluated(mp, table, np.zeros(1, dtype=np.int64), keys, ts, mask, values, names)
 
     return run
@@ -94,9 +87,10 @@ def grouped_pass(multi_json: str, ts: str, mask: str, values: Sequence[str],
 
 def whole_partitions(batches: Iterator[pa.RecordBatch], keys: Sequence[str],
                      rows: int) -> Iterator[tuple[pa.Table, np.ndarray]]:
-    """Tables of whole partitions from batches sorted by ``keys``, each of about ``rows``
-    rows or more (a partition is never split; an empty input gives none), with the first
-    row of each partition in the table."""
+    """Tables of whole partitions from batches sorted by ``keys``, with the first row of
+    each partition in the table: batches are gathered until they hold ``rows`` rows and a
+    partition starts after their first row, then cut before the last partition (which may
+    go on in the next batch). A partition is never split; an empty input gives none."""
     pending: list[pa.RecordBatch] = []
     starts: list[int] = [0]  # partitions starting in pending, at these rows
     size = 0
@@ -133,11 +127,9 @@ def partition_starts(batch: pa.RecordBatch, keys: Sequence[str], previous: pa.Re
 
 
 def _differ(a: pa.Array, b: pa.Array) -> np.ndarray:
-    """Row by row: do ``a`` and ``b`` hold different keys, compared as :func:`partition_starts` says?"""
-    if not _arrow_equal(a.type):
-        raise TypeError(f"a partition key of type {a.type} cannot be compared in Arrow; use grouped_pass")
-    if pa.types.is_null(a.type):
-        return np.zeros(len(a), dtype=bool)
+    """Row by row: do ``a`` and ``b`` hold different keys, compared as :func:`partition_starts` says?
+    (Keys of the types the caller lets through: numbers, strings, binary, booleans, dates,
+    timestamps.)"""
     differ = pc.not_equal(a, b)
     if pa.types.is_floating(a.type):
         differ = pc.and_not(differ, pc.and_(pc.is_nan(a), pc.is_nan(b)))
@@ -159,8 +151,7 @@ def _evaluated(mp: MultiPlan, table: pa.Table, starts: np.ndarray, keys: Sequenc
             laid = None
         if laid is not None:
             results, parts = laid
-            rows = np.concatenate([p for p in parts if p is not None]) if any(p is not None for p in parts) \
-                else np.zeros(0, dtype=np.int64)
+            rows = np.concatenate([p for p in parts if p is not None] or [np.zeros(0, dtype=np.int64)])
             at = pa.array(starts[rows])
             return _table(table, keys, [table.column(k).take(at) for k in keys], multi_result_arrays(mp, results),
                           names)
