@@ -331,12 +331,13 @@ def search_tree(column: exp.Column, values: list[ValueBits]) -> exp.Expr:
     def tree(part: list[ValueBits]) -> exp.Expr:
         if len(part) <= SEARCH_LEAF:
             case = exp.case()
-            for v in part:
-                case = case.when(exp.EQ(this=column.copy(), expression=v.literal.copy()), exp.Literal.number(v.bits))
-            return case.else_(exp.Literal.number(0))
+            for v in part:  # built fresh: no copies (a builder's copy is of the whole CASE so far)
+                case = case.when(exp.EQ(this=column.copy(), expression=v.literal.copy()), exp.Literal.number(v.bits),
+                                 copy=False)
+            return case.else_(exp.Literal.number(0), copy=False)
         half = len(part) // 2
         below = exp.LT(this=column.copy(), expression=part[half].literal.copy())
-        return exp.case().when(below, tree(part[:half])).else_(tree(part[half:]))
+        return exp.case().when(below, tree(part[:half]), copy=False).else_(tree(part[half:]), copy=False)
 
     return exp.cast(tree(ordered), DType.BIGINT)
 
@@ -345,9 +346,9 @@ def one_case(branches: Iterable[tuple[int, exp.Expr]]) -> exp.Expr:
     """``CAST(CASE WHEN c_0 THEN b_0 WHEN c_1 THEN b_1 ... ELSE 0 END AS BIGINT)`` for
     ``(b_i, c_i)`` branches of which at most one holds for any row."""
     case = exp.case()
-    for bits, condition in branches:
-        case = case.when(condition.copy(), exp.Literal.number(bits))
-    return exp.cast(case.else_(exp.Literal.number(0)), DType.BIGINT)
+    for bits, condition in branches:  # built fresh: no copies (a builder's copy is of the whole CASE so far)
+        case = case.when(condition.copy(), exp.Literal.number(bits), copy=False)
+    return exp.cast(case.else_(exp.Literal.number(0), copy=False), DType.BIGINT)
 
 
 def mask_expression(conditions: Iterable[tuple[int, exp.Expr]], *, exclusive: bool = False) -> exp.Expr:
@@ -362,7 +363,8 @@ def mask_expression(conditions: Iterable[tuple[int, exp.Expr]], *, exclusive: bo
     if exclusive:
         return one_case((1 << k, condition) for k, condition in pairs)
     bits = [
-        exp.paren(exp.case().when(condition.copy(), exp.Literal.number(1 << k)).else_(exp.Literal.number(0)))
+        exp.paren(exp.case().when(condition.copy(), exp.Literal.number(1 << k), copy=False)
+                  .else_(exp.Literal.number(0), copy=False))
         for k, condition in pairs
     ]
     combined: exp.Expr = bits[0]

@@ -106,7 +106,7 @@ def routed_select(group: SharedGroup, table: str, routes: Sequence[Route], state
         if len(route.columns) != len(route.targets):
             raise ValueError(f"statement {route.statement}: {len(route.columns)} columns for "
                              f"{len(route.targets)} targets")
-        number = number.when(exp.Literal.number(route.member), exp.Literal.number(route.statement))
+        number = number.when(exp.Literal.number(route.member), exp.Literal.number(route.statement), copy=False)
         values = dict(group.output_columns(route.member))
         for column, target in zip(route.columns, route.targets):
             filled.setdefault(target, []).append((route.member, values[column]))
@@ -127,7 +127,7 @@ def _filled(member: exp.Column, values: list[tuple[int, exp.Expr]], routed: int)
         return first.copy()
     case = exp.Case(this=member.copy())
     for index, value in values:
-        case = case.when(exp.Literal.number(index), value.copy())
+        case = case.when(exp.Literal.number(index), value.copy(), copy=False)  # built here: no copy of the CASE so far
     return case
 
 
