@@ -11,12 +11,12 @@ operator but return some of its columns::
 Such a statement's rows are its member's rows of the group's result, converted as its
 own rewrite converts them (:meth:`sql_rewrites.shared.SharedGroup.output_columns`). So
 every such statement of a group is read by ONE select over the pass
-(:func:`routed_select`): each row goes to the statement of its member — a ``CASE`` on the
-member index gives the statement number and fills that statement's columns of the
-result table (a column every routed member fills with the same value, as statements of
-one layout over members of one kind do, is read as it is) — and rows of members no such
-statement reads are left out. The pass is
-then read once, by the job that delivers the results, and needs no cache.
+(:func:`routed_select`): each row goes to the statement of its member — the member
+index gives the statement number (looked up in an array) and, by a ``CASE`` on it,
+fills that statement's columns of the result table (a column every routed member fills
+with the same value, as statements of one layout over members of one kind do, is read
+as it is) — and rows of members no such statement reads are left out. The pass is then
+read once, by the job that delivers the results, and needs no cache.
 
 :func:`selected_columns` recognises the statements (only column selections: ``*``,
 ``m.*``, column names, renamed or not; no ``WHERE``, joins, grouping, ordering, limits,
@@ -34,6 +34,7 @@ from sql_rewrites.dialect import SparkSeq
 from sql_rewrites.generate import sanitize
 from sql_rewrites.logical import MatchAggregateQuery
 from sql_rewrites.shared import PLAN_COLUMN, SharedGroup
+from sql_rewrites.sql_types import DType
 
 #: The only clauses a statement that selects its operator's columns may have.
 _SELECTING = frozenset({"expressions", "from_"})
@@ -100,21 +101,32 @@ def routed_select(group: SharedGroup, table: str, routes: Sequence[Route], state
     if len(set(members)) != len(members):
         raise ValueError("a member's rows can go to one statement only")
     member = exp.column(PLAN_COLUMN)
-    number = exp.Case(this=member.copy())
     filled: dict[str, list[tuple[int, exp.Expr]]] = {}
     for route in routes:
         if len(route.columns) != len(route.targets):
             raise ValueError(f"statement {route.statement}: {len(route.columns)} columns for "
                              f"{len(route.targets)} targets")
-        number = number.when(exp.Literal.number(route.member), exp.Literal.number(route.statement), copy=False)
         values = dict(group.output_columns(route.member))
         for column, target in zip(route.columns, route.targets):
             filled.setdefault(target, []).append((route.member, values[column]))
-    projections = [exp.alias_(number, statement_column)] + [
+    projections = [exp.alias_(_statement_numbers(member, routes), statement_column)] + [
         exp.alias_(_filled(member, by_member, len(routes)), target) for target, by_member in filled.items()]
     where = exp.In(this=member.copy(), expressions=[exp.Literal.number(m) for m in members])
     select = exp.select(*projections).from_(exp.to_table(table)).where(where)
     return sanitize(select).sql(dialect=SparkSeq)
+
+
+def _statement_numbers(member: exp.Column, routes: Sequence[Route]) -> exp.Expr:
+    """The statement number of a row of a routed member: looked up by member index in an
+    array of the statement numbers (NULL at members not routed; the select's WHERE keeps
+    only routed members' rows, so the index is always in it). One lookup a row, where a
+    ``CASE`` on the member compares up to one branch per routed statement: with 120
+    statements the delivering job of 20 M rows took about 0.3 s longer (ad hoc)."""
+    statements = {route.member: route.statement for route in routes}
+    numbers = exp.Array(expressions=[exp.Literal.number(statements[m]) if m in statements else exp.null()
+                                     for m in range(max(statements) + 1)])
+    index = exp.Add(this=exp.cast(member.copy(), DType.INT), expression=exp.Literal.number(1))
+    return exp.Anonymous(this="element_at", expressions=[numbers, index])
 
 
 def _filled(member: exp.Column, values: list[tuple[int, exp.Expr]], routed: int) -> exp.Expr:

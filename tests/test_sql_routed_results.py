@@ -80,7 +80,7 @@ def test_the_routed_select_sends_each_member_to_its_statement() -> None:
     group = build_group(members)
     sql = routed_select(group, "shared", [Route(0, 4, ("n", "k"), ("r0", "r1")), Route(1, 7, ("k",), ("r2",))],
                         "statement")
-    expected = ("SELECT CASE `__sparkseq_plan` WHEN 0 THEN 4 WHEN 1 THEN 7 END AS `statement`, "
+    expected = ("SELECT ELEMENT_AT(ARRAY(4, 7), CAST(`__sparkseq_plan` AS INT) + 1) AS `statement`, "
                 "CASE `__sparkseq_plan` WHEN 0 THEN CAST(`__sparkseq_f0` AS BIGINT) END AS `r0`, "
                 "CASE `__sparkseq_plan` WHEN 0 THEN `k` END AS `r1`, "
                 "CASE `__sparkseq_plan` WHEN 1 THEN `k` END AS `r2` FROM `shared` WHERE `__sparkseq_plan` IN (0, 1)")
@@ -102,8 +102,12 @@ def test_a_column_every_routed_member_gives_alike_needs_no_case() -> None:
     group = build_group(members)
     alike = [Route(0, 4, ("k", "n"), ("r0", "r1")), Route(1, 7, ("k", "n"), ("r0", "r1"))]
     sql = routed_select(group, "shared", alike, "statement")
-    assert sql == ("SELECT CASE `__sparkseq_plan` WHEN 0 THEN 4 WHEN 1 THEN 7 END AS `statement`, `k` AS `r0`, "
+    assert sql == ("SELECT ELEMENT_AT(ARRAY(4, 7), CAST(`__sparkseq_plan` AS INT) + 1) AS `statement`, `k` AS `r0`, "
                    "CAST(`__sparkseq_f0` AS BIGINT) AS `r1` FROM `shared` WHERE `__sparkseq_plan` IN (0, 1)")
+    # a member not routed: no statement number at its index, and its rows are left out
+    sql = routed_select(group, "shared", [alike[0], Route(2, 9, ("k", "n"), ("r0", "r1"))], "statement")
+    assert sql.startswith("SELECT ELEMENT_AT(ARRAY(4, NULL, 9), CAST(`__sparkseq_plan` AS INT) + 1) AS `statement`")
+    assert sql.endswith("WHERE `__sparkseq_plan` IN (0, 2)")
     # another routed member not filling r1: a CASE again, NULL in its rows
     sql = routed_select(group, "shared", [*alike, Route(2, 9, ("k",), ("r0",))], "statement")
     assert "`k` AS `r0`" in sql and "CASE `__sparkseq_plan` WHEN 0 THEN CAST(`__sparkseq_f0` AS BIGINT) " \
