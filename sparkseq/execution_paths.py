@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from pyspark.sql import SparkSession
 
 from sparkseq.registration import engine_function, stream_function, time_split_functions
-from sql_rewrites.cube_paths import CubePaths, cube_paths, cuboid_statements, planned_cube_paths
+from sql_rewrites.cube_paths import CubePaths, cube_paths, cuboid_plans, planned_cube_paths
 from sql_rewrites.logical import MatchAggregateQuery
 from sql_rewrites.path_queries import (
     NATIVE_NAME,
@@ -137,8 +137,7 @@ def decide_cube(spark: SparkSession | None, query: MatchAggregateQuery, *, run_s
     """The path of an E-Cube ``query`` (:mod:`sql_rewrites.cube_paths`): its cuboids' paths
     from at most one statistics job, the one :func:`decide` would run for a statement
     over the same source, with the thresholds of the lowest cuboid."""
-    statements = cuboid_statements(query)
-    texts, plans = [s.text for s in statements], [s.plan for s in statements]
+    texts, plans = cuboid_plans(query)
     if spark is None:
         return planned_cube_paths(texts, plans)
     forced, ansi = forced_path(spark), ansi_mode(spark)
@@ -283,7 +282,7 @@ def path_replacement(spark: SparkSession, query: MatchAggregateQuery, choice: Pa
     if isinstance(choice, CubePaths):
         if choice.cuboids is None:
             return None
-        plans = [s.plan for s in cuboid_statements(query)]
+        _, plans = cuboid_plans(query)
         return cube_on_paths(query, choice.cuboids,
                              [path_functions(spark, query, p, c) for p, c in zip(plans, choice.cuboids)])
     if choice.path is Path.GROUPED:

@@ -37,6 +37,7 @@ from dataclasses import dataclass, replace
 
 from sqlglot import exp
 
+from sql_rewrites.cube import CubeSpec
 from sql_rewrites.generate import EngineInput, aliased, engine_input, levels_literal, sanitize, symbol_mask
 from sql_rewrites.logical import MatchAggregateQuery
 from sql_rewrites.timesplit import (
@@ -81,9 +82,7 @@ def cuboid_statements(query: MatchAggregateQuery) -> tuple[CuboidStatement, ...]
     ValueError
         ``query`` is not an E-Cube.
     """
-    cube, multi = query.cube, query.plan
-    if cube is None or not isinstance(multi, MultiPlan):
-        raise ValueError("cuboid statements are built for an E-Cube MATCH_AGGREGATE only")
+    cube, multi = _cube_of(query)
     whole = engine_input(query)
     conditions = [(s.index, s.condition) for s in query.symbols]
     out = []
@@ -94,6 +93,27 @@ def cuboid_statements(query: MatchAggregateQuery) -> tuple[CuboidStatement, ...]
                        measures=tuple(whole.measures[f] for f in multi.slots[i]))
         out.append(CuboidStatement(i, cube.texts[i], spec))
     return tuple(out)
+
+
+def cuboid_plans(query: MatchAggregateQuery) -> tuple[list[str], list[Plan]]:
+    """The pattern text and plan of every reported cuboid of an E-Cube ``query``, in the
+    cube's order: what :func:`cube_paths` decides from, without building the statements'
+    SQL (36 cuboids' masks took about 0.03 s of each run of a roll-up cube, ad hoc).
+
+    Raises
+    ------
+    ValueError
+        ``query`` is not an E-Cube.
+    """
+    cube, multi = _cube_of(query)
+    return [cube.texts[i] for i in cube.reported], [multi.plans[i] for i in cube.reported]
+
+
+def _cube_of(query: MatchAggregateQuery) -> tuple[CubeSpec, MultiPlan]:
+    cube, multi = query.cube, query.plan
+    if cube is None or not isinstance(multi, MultiPlan):
+        raise ValueError("cuboid statements are built for an E-Cube MATCH_AGGREGATE only")
+    return cube, multi
 
 
 def cube_union(query: MatchAggregateQuery, outputs: Sequence[tuple[CuboidStatement, exp.Select]]) -> exp.Subquery:
@@ -232,6 +252,7 @@ __all__ = [
     "CuboidStatement",
     "cube_paths",
     "cube_union",
+    "cuboid_plans",
     "cuboid_statements",
     "planned_cube_paths",
 ]

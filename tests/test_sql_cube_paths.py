@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from sqlglot import exp
 
 from sql_rewrites.analysis import analyze_sql
-from sql_rewrites.cube_paths import cube_paths, cube_union, cuboid_statements, planned_cube_paths
+from sql_rewrites.cube_paths import cube_paths, cube_union, cuboid_plans, cuboid_statements, planned_cube_paths
 from sql_rewrites.dialect import SparkSeq
 from sql_rewrites.errors import EdgeNegationWithoutWindowError
 from sql_rewrites.generate import engine_query
@@ -64,6 +64,7 @@ def test_each_cuboid_statement_alone_equals_the_cube(case: CubeCase) -> None:
     cube = evaluate_many(q.plan, ts, m, cols)
     statements = cuboid_statements(q)
     assert [s.index for s in statements] == list(q.cube.reported)
+    assert cuboid_plans(q) == ([s.text for s in statements], [s.plan for s in statements])  # what paths decide from
     for s in statements:
         assert s.text == q.cube.texts[s.index] and s.plan == q.plan.plans[s.index]
         assert [name for name, _ in s.spec.measures] == [q.measures[f].name for f in q.plan.slots[s.index]]
