@@ -112,7 +112,7 @@ def cuboid_plans(query: MatchAggregateQuery) -> tuple[list[str], list[Plan]]:
 def _cube_of(query: MatchAggregateQuery) -> tuple[CubeSpec, MultiPlan]:
     cube, multi = query.cube, query.plan
     if cube is None or not isinstance(multi, MultiPlan):
-        raise ValueError("cuboid statements are built for an E-Cube MATCH_AGGREGATE only")
+        raise ValueError("cuboids come from an E-Cube MATCH_AGGREGATE only")
     return cube, multi
 
 

