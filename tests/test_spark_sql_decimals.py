@@ -26,7 +26,8 @@ from tests.test_kernel_oracle import events, plans
 from udafs.plan import CountType, Measure, MeasureKind, Plan, ValueType
 
 SETTINGS = settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
-TYPES = [(38, 0), (38, 10), (38, 36), (30, 30), (20, 4), (10, 2)]
+# up to 18 digits ((10, 2), (18, 18), (18, 0)) the engine gets the unscaled BIGINTs
+TYPES = [(38, 0), (38, 10), (38, 36), (30, 30), (20, 4), (10, 2), (18, 18), (18, 0)]
 KINDS = (MeasureKind.SUM, MeasureKind.AVG, MeasureKind.MIN, MeasureKind.MAX)
 
 
