@@ -242,8 +242,9 @@ def check_checkpoint(spark: SparkSession, checkpoint: str, plans: list[str]) -> 
         found = spark_live.stored_digest(rows[0][0]) if rows and rows[0][0] is not None else None
         if found is not None and found not in expected:
             raise StreamingError(
-                f"the checkpoint {checkpoint} holds state written by a different MATCH_AGGREGATE (state digest "
-                f"{found}; this statement's: {', '.join(sorted(expected))}); a query restarted from a checkpoint "
+                f"the checkpoint {checkpoint} holds state written by a different MATCH_AGGREGATE, or by an earlier "
+                f"sparkseq whose state layout differs (state digest {found}; this statement's: "
+                f"{', '.join(sorted(expected))}); a query restarted from a checkpoint "
                 "must be the same statement (and bucket count) — start a changed query with a new checkpoint location")
 
 

@@ -16,7 +16,6 @@ watermark past every other row; that partition is left out of the comparison.
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 
 from tests import oracle
+from tests.doubles import same_double
 from udafs.plan import Plan
 
 T0 = 1_704_067_200_000_000  # 2024-01-01 00:00:00 UTC, µs
@@ -143,8 +143,7 @@ def assert_rows_equal(have: dict[tuple, dict], want: dict[tuple, dict]) -> None:
             if hv is None or wv is None:
                 assert hv is None and wv is None, (key, name, hv, wv)
             elif isinstance(wv, float):
-                assert (math.isnan(hv) and math.isnan(wv)) or math.isclose(hv, wv, rel_tol=1e-9, abs_tol=1e-9), \
-                    (key, name, hv, wv)
+                assert same_double(hv, wv), (key, name, hv, wv)
             else:
                 assert type(hv) is type(wv) and hv == wv, (key, name, hv, wv)
 

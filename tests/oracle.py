@@ -1,6 +1,6 @@
 """Brute-force match enumerator: the reference every kernel is checked against.
 
-It builds every match literally, following ../shared/SEMANTICS.md sections 3-5
+It builds every match literally, following docs/semantics.md sections 3-5
 clause by clause, and is meant to be obviously correct, not fast (use it on a
 dozen events at most).
 
@@ -297,11 +297,16 @@ def measure_values(ev: Events, plan: Plan, ms: list[Match]) -> list[object]:
             out.append(_half_up(sum(vals) * 10**meas.places, len(vals)) if vals else None)
         elif meas.kind is MeasureKind.AVG:
             out.append(sum(vals) / len(vals) if vals else None)
-        elif meas.kind is MeasureKind.MIN:
-            out.append(min(vals) if vals else None)
+        elif meas.kind is MeasureKind.MIN:  # Spark's order: NaN above every number
+            out.append(min(vals, key=_spark_order) if vals else None)
         else:
-            out.append(max(vals) if vals else None)
+            out.append(max(vals, key=_spark_order) if vals else None)
     return out
+
+
+def _spark_order(x: float | int) -> tuple[int, float | int]:
+    """Spark's order of values: numbers as usual, NaN above +inf."""
+    return (1, 0) if isinstance(x, float) and math.isnan(x) else (0, x)
 
 
 def _half_up(numerator: int, denominator: int) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 from fractions import Fraction
 
 from tests import oracle
@@ -57,6 +58,7 @@ class _Acc:
         self.plan = plan
         self.values = [Fraction(0)] * len(plan.measures)
         self.nonnull = [False] * len(plan.measures)
+        self.non_finite: list[set[float]] = [set() for _ in plan.measures]  # NaN / ±inf some world binds
 
     def add(self, p: Fraction, ev: oracle.Events, ms: list[oracle.Match]) -> None:
         for j, m in enumerate(self.plan.measures):
@@ -69,7 +71,8 @@ class _Acc:
                 self.values[j] += p * len(pair_rows)
                 continue
             vals = [ev.values[m.column][r] for r in pair_rows if ev.values[m.column][r] is not None]
-            self.values[j] += p * sum((Fraction(v) for v in vals), Fraction(0))
+            self.values[j] += p * sum((Fraction(v) for v in vals if math.isfinite(v)), Fraction(0))
+            self.non_finite[j].update(v if not math.isnan(v) else math.nan for v in vals if not math.isfinite(v))
             self.nonnull[j] = self.nonnull[j] or bool(vals)
 
     def row(self) -> list[object]:
@@ -77,6 +80,8 @@ class _Acc:
         for j, m in enumerate(self.plan.measures):
             if m.kind is MeasureKind.SUM and not self.nonnull[j]:
                 out.append(None)
+            elif self.non_finite[j]:  # IEEE: p·inf = inf, p·NaN = NaN, inf + -inf = NaN
+                out.append(float(self.values[j]) + sum(self.non_finite[j]))
             else:
                 out.append(self.values[j])
         return out

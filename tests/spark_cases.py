@@ -8,13 +8,13 @@ with a NULL ``ts`` must be ignored by every query.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from decimal import Decimal
 
 from pyspark.sql import DataFrame, Row, SparkSession
 
 from tests import oracle
+from tests.doubles import same_double
 from udafs.plan import Plan
 
 SCHEMA = "g int, ts bigint, mask bigint, i bigint, f double"
@@ -60,7 +60,7 @@ def got(plan: Plan, rows: Iterable[Row], key: str = "g") -> dict[Key, list[objec
 
 
 def assert_same(plan: Plan, have: dict[Key, list[object]], want: dict[Key, list[object]]) -> None:
-    """Same rows; exact values equal, floats close, NULL where the oracle says None."""
+    """Same rows; exact values equal, floats close (NaN equal to NaN), NULL where the oracle says None."""
     assert sorted(have, key=repr) == sorted(want, key=repr)
     for k, w in want.items():
         for m, hv, wv in zip(plan.measures, have[k], w):
@@ -68,6 +68,6 @@ def assert_same(plan: Plan, have: dict[Key, list[object]], want: dict[Key, list[
             if wv is None or hv is None:
                 assert hv is None and wv is None, (where, hv, wv)
             elif isinstance(hv, float):
-                assert math.isclose(hv, float(wv), rel_tol=1e-9, abs_tol=1e-9), (where, hv, wv)
+                assert same_double(hv, float(wv)), (where, hv, wv)
             else:
                 assert isinstance(hv, (int, Decimal)) and hv == wv, (where, hv, wv)

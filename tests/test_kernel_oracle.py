@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 from tests import oracle
+from tests.doubles import doubles, same_double
 from udafs.errors import CountOverflowError
 from udafs.kernels import GroupResult, evaluate_group
 from udafs.kernels.options import DEFAULT, KernelOptions
@@ -64,8 +65,9 @@ def plans(draw: st.DrawFn, max_len: int = 4, max_kleene: int = 2, window: str = 
 
 
 @st.composite
-def events(draw: st.DrawFn, plan: Plan, max_rows: int = 9, max_ts: int = 8) -> oracle.Events:
-    """Random events with ties, multi-symbol masks, irrelevant rows and NULLs."""
+def events(draw: st.DrawFn, plan: Plan, max_rows: int = 9, max_ts: int = 8, non_finite: int = 1) -> oracle.Events:
+    """Random events with ties, multi-symbol masks, irrelevant rows, NULLs, and NaN and
+    infinities in about ``non_finite`` of ten DOUBLE values."""
     n = draw(st.one_of(st.integers(0, max_rows), st.integers(max_rows - 3, max_rows)))
     top = (1 << len(plan.symbols)) - 1
     hi = draw(st.sampled_from([3, 5, max_ts]))
@@ -73,7 +75,7 @@ def events(draw: st.DrawFn, plan: Plan, max_rows: int = 9, max_ts: int = 8) -> o
     mask = [draw(st.integers(0, top)) if draw(st.integers(0, 5)) == 0
             else 1 << draw(st.integers(0, top.bit_length() - 1)) for _ in range(n)]
     ints = [draw(st.one_of(st.none(), st.integers(-50, 50))) for _ in range(n)]
-    floats = [draw(st.one_of(st.none(), st.floats(-100, 100, width=32))) for _ in range(n)]
+    floats = [draw(doubles(non_finite=non_finite)) for _ in range(n)]
     return oracle.Events(ts, mask, (ints, floats))
 
 
@@ -111,7 +113,7 @@ def assert_same(plan: Plan, got: GroupResult, want: list) -> None:
             if ev is None or gv is None:
                 assert gv is None and ev is None, (m, gv, ev)
             elif isinstance(gv, (float, np.floating)):
-                assert math.isclose(float(gv), float(ev), rel_tol=1e-9, abs_tol=1e-9), (m, gv, ev)
+                assert same_double(float(gv), float(ev)), (m, gv, ev)
             else:
                 assert int(gv) == ev and type(gv) is not bool, (m, gv, ev)
     check_dtypes(plan, got)
@@ -255,3 +257,37 @@ def test_fallback_number_systems(data: st.DataObject) -> None:
     ev = data.draw(events(plan))
     assume(oracle.cheap(plan, ev))
     check(plan, ev, KernelOptions(int64_first=False))
+
+
+def with_double_measures(plan: Plan, symbol: int) -> Plan:
+    """``plan`` with SUM, AVG, MIN and MAX of the DOUBLE column (column 1) of ``symbol`` added."""
+    import dataclasses
+
+    extra = tuple(Measure(kind, symbol, 1, f"d{kind.value}") for kind in
+                  (MeasureKind.SUM, MeasureKind.AVG, MeasureKind.MIN, MeasureKind.MAX))
+    return dataclasses.replace(plan, measures=plan.measures + extra)
+
+
+@SETTINGS
+@given(st.data())
+def test_non_finite_doubles(data: st.DataObject) -> None:
+    """NaN and ±inf in many DOUBLE values: sums over the pairs that bind them (IEEE), rows
+    no match binds change nothing, MIN/MAX in Spark's order (NaN above every number)."""
+    plan = data.draw(plans(window=data.draw(st.sampled_from(["none", "within", "slide"])),
+                           middle_negation=data.draw(st.booleans())))
+    plan = with_double_measures(plan, data.draw(st.sampled_from([e.symbol for e in plan.elements])))
+    ev = data.draw(events(plan, non_finite=5))
+    assume(oracle.cheap(plan, ev))
+    check(plan, ev, KernelOptions(int64_first=data.draw(st.booleans())))
+
+
+@pytest.mark.parametrize("a, b", [(math.nan, 3.0), (math.inf, 3.0), (-math.inf, 3.0)])
+def test_unbound_non_finite_value_changes_no_sum(a: float, b: float) -> None:
+    """SEQ(A, B): the A row's NaN / inf is bound to no measured symbol; a B row before
+    every A is bound by no match: SUM(B.x) = AVG(B.x) = 3.0 (Spark's sum over the matches)."""
+    plan = Plan(symbols=("A", "B"), elements=(Element(0), Element(1)), negations=(0, 0, 0), columns=COLUMNS,
+                measures=(Measure(MeasureKind.SUM, 1, 1, "s"), Measure(MeasureKind.AVG, 1, 1, "a")))
+    for ts, mask, x in (([0, 1], [1, 2], [a, b]), ([0, 1, -1], [1, 2, 2], [1.0, b, a])):
+        ints = [None] * len(ts)
+        got = evaluate_group(plan, np.array(ts), np.array(mask), to_arrays(oracle.Events(ts, mask, (ints, x)))[2])
+        assert [float(v[0]) for v in got.values] == [3.0, 3.0]

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests import oracle
+from tests.doubles import identical
 from tests.test_kernel_oracle import as_rows, events, plans, to_arrays
 from tests.test_kernel_predicates import ext_events, ext_plans
 from tests.test_kernel_predicates import to_arrays as ext_arrays
@@ -78,7 +79,7 @@ def check(mp: MultiPlan, ts: np.ndarray, mask: np.ndarray, cols: list, starts: n
             picked = joint._replace(window_start=joint.window_start[mine], window_end=joint.window_end[mine],
                                     values=tuple(v[mine] for v in joint.values),
                                     valid=tuple(ok[mine] for ok in joint.valid))
-            assert as_rows(picked) == as_rows(own), (p, i)
+            assert identical(as_rows(picked), as_rows(own)), (p, i)
 
 
 @pytest.mark.parametrize("decided", [False, True])

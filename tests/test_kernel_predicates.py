@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from tests import oracle
+from tests.doubles import doubles
 from tests.test_kernel_oracle import as_rows, assert_same, plans
 from tests.test_kernel_oracle import to_arrays as oracle_arrays
 from udafs.kernels import GroupResult, evaluate_group, predicates
@@ -37,6 +38,7 @@ from udafs.plan import (
 )
 
 COLUMNS3 = (ValueType.INT, ValueType.FLOAT, ValueType.FLOAT)
+MEASURED = st.sampled_from([0.5, 1.0, 2.5, -1.0, 3.0, -2.3, -2.0, 0.2])
 SPECIAL = [0.0, -0.0, 1.0, 1.5, 2.0, -1.0, float("inf"), float("nan")]
 
 
@@ -104,7 +106,7 @@ def ext_plans(draw: st.DrawFn, window: str = "any", strategy: Strategy | None = 
 
 
 @st.composite
-def ext_events(draw: st.DrawFn, plan: Plan, max_rows: int = 9, max_ts: int = 8) -> oracle.Events:
+def ext_events(draw: st.DrawFn, plan: Plan, max_rows: int = 9, max_ts: int = 8, non_finite: int = 1) -> oracle.Events:
     """Events with ties, mask-0 rows, NULLs, small ints, special doubles and a stream seq."""
     n = draw(st.sampled_from([0, 1, 2, 3] + [max(0, max_rows - k) for k in range(5)] * 3))
     top = (1 << len(plan.symbols)) - 1
@@ -114,9 +116,8 @@ def ext_events(draw: st.DrawFn, plan: Plan, max_rows: int = 9, max_ts: int = 8) 
     mask = [draw(st.one_of(single, single, single, st.integers(0, top), st.just(0))) for _ in range(n)]
     nulls = draw(st.sampled_from([0, 1, 4]))  # NULLs in about nulls/8 of the values
     ints = [None if draw(st.integers(0, 7)) < nulls else draw(st.integers(-3, 3)) for _ in range(n)]
-    floats = [None if draw(st.integers(0, 7)) < nulls else draw(st.sampled_from([0.5, 1.0, 2.5, -1.0, 3.0, -2.3,
-                                                                                -2.0, 0.2]))
-              for _ in range(n)]
+    double = doubles(MEASURED, nulls=False, non_finite=non_finite)
+    floats = [None if draw(st.integers(0, 7)) < nulls else draw(double) for _ in range(n)]
     special = [None if draw(st.integers(0, 7)) < nulls else draw(st.sampled_from(SPECIAL)) for _ in range(n)]
     distinct = sorted(set(ts))
     gaps = [draw(st.integers(1, 2)) for _ in distinct]  # other partitions' rows between ours

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from tests import oracle
-from tests.test_kernel_oracle import as_rows, assert_same, plans
+from tests.test_kernel_oracle import as_rows, assert_same, plans, with_double_measures
 from tests.test_kernel_predicates import ext_events, ext_plans, run_kernel, vectorisable
 from udafs.errors import InputDataError, PlanError
 from udafs.kernels import evaluate_group
@@ -51,6 +51,19 @@ def test_strategy_kleene(strategy: Strategy, data: st.DataObject) -> None:
     plan = data.draw(ext_plans(window=data.draw(st.sampled_from(["none", "within", "slide"])), strategy=strategy,
                                need_kleene=True, n_pred=1, iterators=data.draw(st.booleans())))
     ev = data.draw(ext_events(plan))
+    assume(oracle.cheap(plan, ev))
+    check(plan, ev)
+
+
+@pytest.mark.parametrize("strategy", list(Strategy))
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(data=st.data())
+def test_strategy_non_finite_doubles(strategy: Strategy, data: st.DataObject) -> None:
+    """NaN and ±inf in many DOUBLE values, compared by predicates and summed by measures."""
+    plan = data.draw(ext_plans(window=data.draw(st.sampled_from(["none", "within", "slide"])), strategy=strategy,
+                               n_pred=1, iterators=data.draw(st.booleans())))
+    plan = with_double_measures(plan, data.draw(st.sampled_from([e.symbol for e in plan.elements])))
+    ev = data.draw(ext_events(plan, non_finite=5))
     assume(oracle.cheap(plan, ev))
     check(plan, ev)
 

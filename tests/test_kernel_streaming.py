@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from tests import oracle
-from tests.test_kernel_oracle import assert_same, events, plans, to_arrays
+from tests.test_kernel_oracle import assert_same, events, plans, to_arrays, with_double_measures
 from udafs.errors import CountOverflowError, InputDataError
 from udafs.kernels import GroupResult, evaluate_group
 from udafs.kernels.options import DEFAULT, KernelOptions
@@ -59,6 +59,20 @@ def test_stream_equals_batch_and_oracle(data: st.DataObject) -> None:
     assert_same(plan, got, oracle.evaluate(ev, plan))
     ts, mask, cols = to_arrays(ev)
     assert_results_close(got, evaluate_group(plan, ts, mask, cols, options=options))
+
+
+@SETTINGS
+@given(st.data())
+def test_stream_non_finite_doubles(data: st.DataObject) -> None:
+    """NaN and ±inf in many DOUBLE values: the carried sums (no WITHIN) and the window
+    paths give the oracle's IEEE sums, whatever the chunks."""
+    plan = data.draw(plans(window=data.draw(st.sampled_from(["none", "none", "within", "slide"]))))
+    plan = with_double_measures(plan, data.draw(st.sampled_from([e.symbol for e in plan.elements])))
+    ev = data.draw(events(plan, max_rows=10, non_finite=5))
+    assume(oracle.cheap(plan, ev))
+    cuts = data.draw(st.lists(st.integers(0, 20), max_size=5))
+    options = KernelOptions(int64_first=data.draw(st.booleans()))
+    assert_same(plan, stream(plan, ev, cuts, options), oracle.evaluate(ev, plan))
 
 
 @SETTINGS
@@ -147,3 +161,20 @@ def test_stream_no_window_measures(data: st.DataObject) -> None:
     outs = [se.push(ts[a:b], mask[a:b], [(v[a:b], ok[a:b]) for v, ok in cols])
             for a, b in zip([0, *cuts], [*cuts, n])]
     assert_results_close(_concat([*outs, se.finish()]), evaluate_group(plan, ts, mask, cols))
+
+
+def test_split_plan_keeps_measures_in_place() -> None:
+    """The carried plan of SUM/AVG over a DOUBLE column: the user's measures first, in
+    order, then one set of hidden indicator sums per (symbol, column)."""
+    from udafs.kernels import nonfinite
+    from udafs.plan import ValueType
+
+    plan = Plan(symbols=("A", "B"), elements=(Element(0), Element(1)), negations=(0, 0, 0),
+                columns=(ValueType.INT, ValueType.FLOAT),
+                measures=(Measure(MeasureKind.SUM, 1, 1, "s"), Measure(MeasureKind.COUNT_STAR, name="n"),
+                          Measure(MeasureKind.AVG, 1, 1, "a"), Measure(MeasureKind.MAX, 1, 1, "x")))
+    s = nonfinite.split(plan)
+    assert s is not None
+    assert [m.name for m in s.plan.measures] == ["s", "n", "a", "x", "s:nan", "s:+inf", "s:-inf"]
+    assert s.indicators == ((4, 5, 6), None, (4, 5, 6), None)
+    assert s.plan.measures[3].column == 1  # MAX reads the column itself

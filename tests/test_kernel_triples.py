@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests import oracle
+from tests.doubles import doubles
 from tests.test_kernel_oracle import as_rows, assert_same
 from tests.test_kernel_predicates import COLUMNS3, SPECIAL, offsets, run_kernel
 from udafs.kernels import predicates, predpass, triples
@@ -67,7 +68,7 @@ def triple_events(draw: st.DrawFn, plan: Plan, max_rows: int = 28) -> oracle.Eve
         return None if draw(st.integers(0, 15)) < nulls else draw(values)
 
     ints = [value(st.integers(-3, 3)) for _ in range(n)]
-    floats = [value(st.sampled_from([0.5, 1.0, 2.5, -1.0, 3.0])) for _ in range(n)]
+    floats = [value(doubles(st.sampled_from([0.5, 1.0, 2.5, -1.0, 3.0]), nulls=False)) for _ in range(n)]
     special = [value(st.sampled_from(SPECIAL)) for _ in range(n)]
     return oracle.Events(ts, mask, (ints, floats, special), seq=list(range(n)))
 

@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 from tests import oracle, possible_worlds
+from tests.doubles import doubles, same_double
 from tests.test_kernel_oracle import COLUMNS, plans, to_arrays
 from udafs.errors import PlanError, UncertainTimeError
 from udafs.kernels import evaluate_group, possible_times, uncertain
@@ -56,7 +57,7 @@ def uncertain_events(draw: st.DrawFn, plan: Plan, max_rows: int = 6) -> tuple[or
     mask = [draw(st.integers(0, top)) if draw(st.integers(0, 6)) == 0
             else 1 << draw(st.integers(0, top.bit_length() - 1)) for _ in range(n)]
     ints = [draw(st.one_of(st.none(), st.integers(-50, 50))) for _ in range(n)]
-    floats = [draw(st.one_of(st.none(), st.floats(-100, 100, width=32))) for _ in range(n)]
+    floats = [draw(doubles()) for _ in range(n)]
     return oracle.Events(lo, mask, (ints, floats)), lo, hi
 
 
@@ -133,7 +134,7 @@ def check(plan: Plan, ev: oracle.Events, lo: list, hi: list) -> None:
             if ev_ is None or gv is None:
                 assert gv is None and ev_ is None, (m, gv, ev_)
             elif m.kind is MeasureKind.SUM and plan.columns[m.column] is ValueType.FLOAT:
-                assert math.isclose(float(gv), float(ev_), rel_tol=1e-9, abs_tol=1e-9), (m, gv, ev_)
+                assert same_double(float(gv), float(ev_)), (m, gv, ev_)
             else:
                 assert Fraction(gv) == ev_, (m, gv, ev_)
     floats = kernel(plan, ev, lo, hi, Arith(Kind.FLOAT, prune=False))
@@ -141,7 +142,7 @@ def check(plan: Plan, ev: oracle.Events, lo: list, hi: list) -> None:
         for gv, ev_ in zip(g, e):
             assert (gv is None) == (ev_ is None)
             if gv is not None:
-                assert math.isclose(float(gv), float(ev_), rel_tol=1e-9, abs_tol=1e-9)
+                assert same_double(float(gv), float(ev_))
 
 
 @pytest.mark.parametrize("window", ["none", "within", "slide"])
@@ -207,7 +208,7 @@ def wide_events(draw: st.DrawFn, plan: Plan, max_rows: int = 6, last: int = 12) 
     hi = [x + draw(st.sampled_from([0, 1, 2, 3])) * plan.uncertain for x in lo]
     mask = [1 << draw(st.integers(0, len(plan.symbols) - 1)) for _ in range(n)]
     ints = [draw(st.one_of(st.none(), st.integers(-50, 50))) for _ in range(n)]
-    floats = [draw(st.one_of(st.none(), st.floats(-100, 100, width=32))) for _ in range(n)]
+    floats = [draw(doubles()) for _ in range(n)]
     return oracle.Events(lo, mask, (ints, floats)), lo, hi
 
 
@@ -236,7 +237,7 @@ def test_point_intervals_give_todays_answers(plan: Plan, data: st.DataObject) ->
         np.array_equal(got.window_start, today.window_start) and np.array_equal(got.window_end, today.window_end))
     for m, g, t, gok, tok in zip(plan.measures, got.values, today.values, got.valid, today.valid):
         assert np.array_equal(gok, tok), m
-        assert np.allclose(g[gok], t[tok], rtol=1e-12, atol=0), (m, g, t)
+        assert np.allclose(g[gok], t[tok], rtol=1e-12, atol=0, equal_nan=True), (m, g, t)
 
 
 def _prepared(plan: Plan, ev: oracle.Events, lo: list, hi: list, ar: Arith):
@@ -364,5 +365,5 @@ def test_merged_rows_equal_copies_on_larger_groups(data: st.DataObject) -> None:
     finally:
         possible_times.mergeable = saved
     for a, b in zip(merged, copied):
-        assert np.allclose(a.value.astype(float), b.value.astype(float), rtol=1e-9, atol=1e-9)
+        assert np.allclose(a.value.astype(float), b.value.astype(float), rtol=1e-9, atol=1e-9, equal_nan=True)
         assert np.allclose(a.nn.astype(float), b.nn.astype(float), rtol=1e-9, atol=1e-9)

@@ -8,7 +8,6 @@ keep their lowest bit). One query computes every function for up to 25 groups.
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -18,6 +17,7 @@ from sqlglot import parse_one
 
 from sql_rewrites.seq_functions import check_calls
 from tests import oracle
+from tests.doubles import same_double
 from tests.test_kernel_oracle import COLUMNS, events, plans
 from udafs.plan import Measure, MeasureKind, Plan
 
@@ -57,7 +57,7 @@ def cases_view(spark, plan: Plan, groups: list[oracle.Events], time: str) -> Non
 def close(have: object, want: object) -> bool:
     if want is None or have is None:
         return have is None and want is None
-    return math.isclose(float(have), float(want), rel_tol=1e-9, abs_tol=1e-9)
+    return same_double(float(have), float(want))
 
 
 def check_groups(spark, plan: Plan, groups: list[oracle.Events], symbol: int, time: str) -> None:

@@ -15,6 +15,7 @@ from pyspark.sql import SparkSession
 
 import sparkseq
 from tests import possible_worlds
+from tests.doubles import same_double
 from tests.sql_cases import match_aggregate
 from tests.test_kernel_uncertain import distinct_plans, violates, wide_events
 from udafs.plan import Plan
@@ -67,7 +68,7 @@ def test_expected_aggregates_equal_possible_worlds(spark: SparkSession, window: 
             have = got[key][m.name]
             assert (have is None) == (v is None), (key, m, have, v)
             if v is not None:
-                assert math.isclose(have, float(v), rel_tol=1e-9, abs_tol=1e-9), (key, m, have, v)
+                assert same_double(have, float(v)), (key, m, have, v)
 
 
 def test_point_intervals_and_null_bounds_give_todays_answers(spark: SparkSession) -> None:

@@ -4,7 +4,6 @@ from the data."""
 
 from __future__ import annotations
 
-import math
 import random
 
 import pytest
@@ -13,6 +12,7 @@ from pyspark.errors import PySparkException
 import sparkseq
 from sparkseq.execution_paths import CHUNK_ROWS_CONF, PATH_CONF, SPLIT_ROWS_CONF, STREAM_ROWS_CONF
 from sql_rewrites.errors import SqlRewriteError
+from tests.doubles import same_double
 
 MEASURES = ("COUNT(*) AS n, SUM(B.v) AS sv, MIN(A.v) AS mi, MAX(C.f) AS mx, AVG(B.f) AS af, COUNT(B) AS nb, "
             "SUM(C.f) AS sf, AVG(A.v) AS ai")
@@ -47,7 +47,7 @@ def assert_same_rows(want: list, got: list) -> None:
         for name, x in a.asDict().items():
             y = b[name]
             if isinstance(x, float):
-                assert math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-9), (name, x, y)
+                assert same_double(x, y), (name, x, y)
             else:
                 assert x == y, (name, x, y)
 

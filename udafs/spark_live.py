@@ -36,7 +36,7 @@ import pyarrow as pa
 
 from udafs import contract, state_codec
 from udafs.errors import CountOverflowError, StateError
-from udafs.kernels import GroupResult
+from udafs.kernels import GroupResult, nonfinite
 from udafs.kernels.live import LiveEvaluator, advance_all
 from udafs.plan import Plan
 from udafs.spark_udfs import PARTITION_SLOT, Verbatim, arrow_type, parse_plan, result_arrays, result_fields, result_rows
@@ -47,8 +47,13 @@ FIRST_VALUE = 5  # input position of the first value column (see the module docs
 
 
 def state_digest(plan_json: str, buckets: int) -> str:
-    """What the stored state must have been written for: the plan and the bucket count."""
-    return hashlib.sha1(f"{plan_json}|buckets={buckets}".encode()).hexdigest()[:16]
+    """What the stored state must have been written for: the plan, the bucket count and,
+    for plans whose carried state counts non-finite DOUBLE values apart
+    (:mod:`udafs.kernels.nonfinite`), that layout: state an earlier sparkseq wrote for
+    such a plan carried NaN-prone sums and is refused rather than misread."""
+    plan = parse_plan(plan_json)
+    layout = "|nonfinite=1" if plan.within is None and nonfinite.split(plan) is not None else ""
+    return hashlib.sha1(f"{plan_json}|buckets={buckets}{layout}".encode()).hexdigest()[:16]
 
 
 def stored_digest(blob: bytes) -> str | None:
@@ -88,9 +93,10 @@ def _load(plan: Plan, state: object, digest: str) -> dict[str, LiveEvaluator]:
     stored = state_codec.decode(state.get[0])  # type: ignore[attr-defined]
     if not isinstance(stored, dict) or stored.get("digest") != digest:
         found = stored.get("digest") if isinstance(stored, dict) else None
-        raise StateError(f"the checkpoint holds state of a different MATCH_AGGREGATE (state digest {found}, this "
-                         f"query's {digest}: {plan.describe()}); a query restarted from a checkpoint must be the "
-                         "same statement — start a changed query with a new checkpoint location")
+        raise StateError(f"the checkpoint holds state of a different MATCH_AGGREGATE, or of an earlier sparkseq "
+                         f"whose state layout differs (state digest {found}, this query's {digest}: "
+                         f"{plan.describe()}); a query restarted from a checkpoint must be the same statement — "
+                         "start a changed query with a new checkpoint location")
     return {k: LiveEvaluator.from_state(plan, s) for k, s in zip(stored["keys"], stored["states"])}
 
 

@@ -164,9 +164,17 @@ def _column_partial(plan: Plan, m: Measure, tally: Tally, vals: np.ndarray, ok: 
 
 def _weighted_sum(pairs: np.ndarray, vals: np.ndarray, ok: np.ndarray, bounds: np.ndarray,
                   exact: bool) -> np.ndarray:
-    """Σ pairs·vals over ``ok`` slots per output row; exact Python ints when needed."""
+    """Σ pairs·vals over ``ok`` slots per output row; exact Python ints when needed.
+
+    Floats follow IEEE over the (match, row) pairs: a slot no match binds (pairs 0) adds
+    nothing even when its value is NaN or infinite (``0 * NaN`` would be NaN), a slot bound
+    k times adds k·value (inf + -inf = NaN, as Spark sums them), and a zero value adds 0
+    however astronomic its float pair count.
+    """
     if not exact:
-        return seg_sum(np.where(ok, pairs.astype(_F8) * vals, 0.0), bounds)
+        with np.errstate(invalid="ignore", over="ignore"):
+            prod = np.where(ok & (pairs > 0) & (vals != 0), pairs.astype(_F8) * vals, 0.0)
+            return seg_sum(prod, bounds)
     if pairs.dtype != object:
         every = ok.all()  # no NULL: no masking
         prod = pairs.astype(_F8) * vals if every else np.where(ok, pairs.astype(_F8) * vals, 0.0)

@@ -23,7 +23,7 @@ from typing import NamedTuple, Sequence
 import numpy as np
 
 from udafs.errors import InputDataError, PlanError
-from udafs.kernels import paths, within
+from udafs.kernels import nonfinite, paths, within
 from udafs.kernels.arith import EXACT_CAP, Arith, Kind, Overflow
 from udafs.kernels.carry import Agg, Carry, Chunk, Numbers, empty_agg, merge, run_chunk, saturate
 from udafs.kernels.channels import Channel, measure_channels
@@ -302,8 +302,10 @@ class CarryMode:
     def __init__(self, plan: Plan, options: KernelOptions = DEFAULT) -> None:
         self.plan = plan
         self.options = options
-        self.pat = Pattern.of(plan)
-        self.channels, self.slots = measure_channels(plan)
+        self.split = nonfinite.split(plan)  # carried sums of count·a: non-finite values counted apart
+        self.inner = plan if self.split is None else self.split.plan
+        self.pat = Pattern.of(self.inner)
+        self.channels, self.slots = measure_channels(self.inner)
         self.carry = Carry.start(self.pat, self.channels)
         self.ended = empty_agg(self.channels)
 
@@ -332,6 +334,8 @@ class CarryMode:
     def _chunk(self, ts: np.ndarray, mask: np.ndarray, cols: list[Column]) -> None:
         if not len(ts):
             return
+        if self.split is not None:
+            cols = nonfinite.columns(self.split, cols)
         chunk = Chunk(Timeline(ts, mask, np.array([0, len(ts)])), tuple(_xs(c, cols, len(ts)) for c in self.channels))
         real = Arith(Kind.FLOAT)
         try:
@@ -348,16 +352,16 @@ class CarryMode:
 
     def _partials(self) -> list[Partial]:
         out = []
-        for m, (vi, ni) in zip(self.plan.measures, self.slots):
+        for m, (vi, ni) in zip(self.inner.measures, self.slots):
             value = self.ended.matches if vi is None else self.ended.chans[vi]
             nn = _scalar(self.ended.matches if ni is None else self.ended.chans[ni], None)
             dtype = None if vi is None else self.channels[vi].dtype
             if (m.kind in (MeasureKind.MIN, MeasureKind.MAX) and m.column is not None
-                    and self.plan.columns[m.column] is ValueType.FLOAT):
+                    and self.inner.columns[m.column] is ValueType.FLOAT):
                 out.append(Partial(key_float(_scalar(value, dtype)), nn))
             else:
                 out.append(Partial(_scalar(value, dtype), nn))
-        return out
+        return out if self.split is None else nonfinite.join(self.split, out)
 
 
 def _agg_state(a: Agg) -> list[object]:
