@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-CLICKS = ROOT / "examples" / "data" / "clicks.csv"
+CLICKS = ROOT / "sparkseq" / "data" / "clicks.csv"  # the demo's sample clicks (sparkseq.demo)
 HOST = "127.0.0.1"  # loopback only, always
 
 INIT = """

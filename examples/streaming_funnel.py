@@ -1,6 +1,6 @@
 """The Kindle funnel on a live stream: JSON files arrive in a directory while a query reads them.
 
-The sample clicks of ``examples/ecommerce_funnel.py`` (a week, 30,812 clicks) are
+The demo's sample clicks (``sparkseq/data/clicks.csv``, a week, 30,812 clicks) are
 replayed as a stream: a writer thread drops one JSON file per ``--pause`` seconds into
 a directory, each holding the next six hours of clicks, a little out of order. A
 Structured Streaming query reads the directory with a 2-minute watermark and runs the
@@ -35,9 +35,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a 
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 
 import sparkseq  # noqa: E402
+from sparkseq.demo import CLICKS as DATA  # noqa: E402  (the demo's sample clicks: package data)
+from sparkseq.demo import SCHEMA  # noqa: E402
 
-DATA = Path(__file__).resolve().parent / "data" / "clicks.csv"
-SCHEMA = "customer_id INT, ts TIMESTAMP, action STRING, item STRING, price DECIMAL(10,2)"
 FILE_SPAN = pd.Timedelta(hours=6)
 
 FUNNELS = """

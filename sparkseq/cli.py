@@ -11,7 +11,6 @@ import contextlib
 import json
 import os
 import re
-import runpy
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -21,7 +20,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # pyspark is imported when a command needs Spark: --help and explain without Spark stay fast
     from pyspark.sql import DataFrame, SparkSession
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 #: The line of a Python traceback naming the exception: ``sql_rewrites.errors.SqlParseError: ...``.
 PYTHON_ERROR_LINE = re.compile(r"^((?:\w+\.)*)(\w+(?:Error|Exception|Warning|Exit)\b.*)")
 #: Exit code after the reader of stdout went away (``... | head``): as if killed by SIGPIPE.
@@ -33,11 +31,9 @@ def _demo_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    script = EXAMPLES / "ecommerce_funnel.py"
-    if not script.is_file():
-        print(f"the demo needs a source checkout of sparkseq; {script} does not exist", file=sys.stderr)
-        return 2
-    runpy.run_path(str(script))["main"](master=args.master)
+    from sparkseq import demo  # its data and queries are package data: a wheel runs it as a checkout does
+
+    demo.main(master=args.master)
     return 0
 
 

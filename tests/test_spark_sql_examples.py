@@ -57,7 +57,7 @@ def test_ecommerce_funnel(utc) -> None:
     top = customers.iloc[0]
     symbols = {("view", "kindle"): 0, ("buy", "kindle"): 1, ("recommendation", None): 2, ("view", "case"): 3,
                ("buy", "case"): 4}
-    clicks = rows_of(funnel.DATA, "customer_id", str(top.customer_id))
+    clicks = rows_of(funnel.CLICKS, "customer_id", str(top.customer_id))
     masks = [sum(1 << k for (action, item), k in symbols.items()
                  if r["action"] == action and item in (None, r["item"])) for r in clicks]
     cents = [round(float(r["price"]) * 100) for r in clicks]

@@ -13,7 +13,7 @@ Pattern ``SEQ(p1, ..., pm)`` is stored as its positive elements ``E1..En``
 (``elements``) and, for every gap, the bitmask of negated symbols there:
 ``negations[0]`` is the leading gap (before E1), ``negations[i]`` the gap between
 ``E_i`` and ``E_{i+1}``, ``negations[n]`` the trailing gap (after En).
-See ../shared/SEMANTICS.md sections 2-5 for what a match is.
+See docs/semantics.md sections 2-5 for what a match is.
 
 Optional extensions (``docs/predicates-and-strategies.md`` is their contract):
 ``strategy`` (event selection strategy), ``predicates`` (cross-event comparisons

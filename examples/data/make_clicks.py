@@ -1,10 +1,11 @@
-"""Generate ``clicks.csv``: a deterministic e-commerce click stream for the funnel demo.
+"""Generate ``sparkseq/data/clicks.csv``: a deterministic e-commerce click stream for the funnel demo.
 
 Customers browse in sessions. Some view the Kindle, some of those buy it; a buyer
 may get a recommendation, may look at cases and buy one. Short pauses are seconds
 to minutes; now and then a customer leaves for a while, so a 10-minute window
 matters. Run ``python examples/data/make_clicks.py`` to rewrite the file; the output
-is the same on every run (``random.Random`` with a fixed seed).
+is the same on every run (``random.Random`` with a fixed seed). The file is package data
+of sparkseq (``sparkseq.demo``), so that an installed wheel runs the demo too.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ DAYS = 7
 PRICES = {"kindle": 99.99, "case": 24.99, "charger": 14.99, "reading_light": 19.99, "ebook": 7.99,
           "headphones": 59.99, "cover": 29.99}
 BROWSE = ["charger", "reading_light", "ebook", "headphones", "cover", "case"]
-OUT = Path(__file__).with_name("clicks.csv")
+OUT = Path(__file__).resolve().parents[2] / "sparkseq" / "data" / "clicks.csv"
 
 
 def session(rng: random.Random, customer: int, start: datetime) -> list[tuple[int, str, str, str, str]]:
