@@ -96,21 +96,26 @@ def start(spark: SparkSession, source: Path, out: Path, checkpoint: Path) -> obj
 
 def run(spark: SparkSession, workdir: Path, files: int, pause: float) -> tuple[DataFrame, int]:
     """Replay ``files`` files while the query runs; return the streamed rows and how many
-    of them differ from the batch answer (0: the stream is exact)."""
+    rows differ between the stream and the batch answer over the windows the final
+    watermark has passed, zero-count windows included (0: the stream is exact; later
+    windows are not final yet and are not emitted)."""
     source, out = workdir / "incoming", workdir / "funnels"
     source.mkdir(parents=True)
     frame = clicks()
     query = start(spark, source, out, workdir / "checkpoint")
     replay(frame, source, files, pause).join()
     query.processAllAvailable()  # type: ignore[attr-defined]
+    watermark = query.lastProgress["eventTime"]["watermark"]  # type: ignore[attr-defined]
     query.stop()  # type: ignore[attr-defined]
     streamed = spark.read.parquet(str(out))
     end = (frame["ts"].min().floor("h") + files * FILE_SPAN).tz_localize(None)
     spark.read.csv(str(DATA), header=True, schema=SCHEMA).where(f"ts < TIMESTAMP '{end}'").createOrReplaceTempView(
         "clicks_at_rest")  # the same clicks, at rest (times in the session's time zone, UTC)
-    batch = sparkseq.sql(spark, FUNNELS.format(source="clicks_at_rest"))
-    wrong = streamed.alias("s").join(batch.alias("b"), ["customer_id", "window_start"], "left").where(
-        "b.funnels IS NULL OR s.funnels <> b.funnels OR NOT (s.revenue <=> b.revenue)").count()
+    # every window the watermark has passed, zero-count ones included, in both directions
+    batch = sparkseq.sql(spark, FUNNELS.format(source="clicks_at_rest")).where(
+        f"window_end <= to_timestamp('{watermark}')")
+    wrong = streamed.alias("s").join(batch.alias("b"), ["customer_id", "window_start"], "full").where(
+        "s.funnels IS NULL OR b.funnels IS NULL OR s.funnels <> b.funnels OR NOT (s.revenue <=> b.revenue)").count()
     return streamed, wrong
 
 

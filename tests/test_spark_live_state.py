@@ -89,9 +89,15 @@ def test_kill_and_restart_loses_and_doubles_nothing(spark, tmp_path: Path) -> No
     write_json_files(tmp_path / "src", files=6, keys=12, seconds_per_file=15)
     text = FUNNEL.format(source="events")
     ref = stream_args(tmp_path, "ref")
-    live_cli.start(spark, text, ref).awaitTermination()
+    query = live_cli.start(spark, text, ref)
+    query.awaitTermination()
     want = sorted_rows(spark, ref.output)
     assert len(want) > 50
+    # the stream's rows are the batch rows of every window the watermark passed, zero-count ones included
+    spark.read.schema(SCHEMA).json(str(tmp_path / "src")).createOrReplaceTempView("clicks_rest")
+    final = query.lastProgress["eventTime"]["watermark"]
+    batch = sparkseq.sql(spark, FUNNEL.format(source="clicks_rest")).where(f"window_end <= to_timestamp('{final}')")
+    assert want == sorted(tuple(r) for r in batch.collect()) and any(r[3] == 0 for r in want)
 
     killed = stream_args(tmp_path, "killed", available_now=False)
     log = open(tmp_path / "first.log", "w")
