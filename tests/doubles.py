@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from hypothesis import strategies as st
 
 NON_FINITE = (math.nan, math.inf, -math.inf)
@@ -42,3 +43,11 @@ def identical(have: object, want: object) -> bool:
     if isinstance(have, float) and isinstance(want, float) and math.isnan(have) and math.isnan(want):
         return True  # np.float64 is a float subclass
     return bool(have == want)
+
+
+def with_non_finite(rng: np.random.Generator, x: np.ndarray, share: float = 0.05) -> np.ndarray:
+    """``x`` (float64) with about ``share`` of its values replaced by NaN, +inf or -inf."""
+    out = np.asarray(x, dtype=np.float64).copy()
+    hit = rng.random(len(out)) < share
+    out[hit] = rng.choice(np.array(NON_FINITE), int(hit.sum()))
+    return out

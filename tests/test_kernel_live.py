@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.doubles import with_non_finite
 from tests.test_kernel_oracle import plans
 from tests.test_kernel_predicates import ext_events, ext_plans
 from tests.test_kernel_predicates import to_arrays as ext_arrays
@@ -52,7 +53,8 @@ def streams(draw: st.DrawFn, plan: Plan, arrays: tuple | None = None) -> Stream:
         span = draw(st.sampled_from([5, 20, 60]))
         ts = rng.integers(0, span, n)
         mask = rng.integers(0, 1 << len(plan.symbols), n)
-        cols = [(rng.integers(-9, 9, n), rng.random(n) < 0.8), (rng.normal(size=n).round(2), rng.random(n) < 0.8)]
+        doubles = with_non_finite(rng, rng.normal(size=n).round(2))
+        cols = [(rng.integers(-9, 9, n), rng.random(n) < 0.8), (doubles, rng.random(n) < 0.8)]
     else:
         ts, mask, cols = arrays
     delay = draw(st.integers(0, 6))
@@ -219,7 +221,8 @@ def test_advance_all_equals_advance_one_by_one(data: st.DataObject) -> None:
             n = int(rng.integers(0, 25))
             ts = wm + 1 + rng.integers(0, 12, n)
             mask = rng.integers(0, 1 << len(plan.symbols), n)
-            cols = [(rng.integers(-9, 9, n), rng.random(n) < 0.8), (rng.normal(size=n), rng.random(n) < 0.8)]
+            doubles = with_non_finite(rng, rng.normal(size=n))
+            cols = [(rng.integers(-9, 9, n), rng.random(n) < 0.8), (doubles, rng.random(n) < 0.8)]
             a.add(ts, mask, cols)
             b.add(ts, mask, cols)
         got = advance_all(together, wm + 1)

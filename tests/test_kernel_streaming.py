@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from tests import oracle
+from tests.doubles import with_non_finite
 from tests.test_kernel_oracle import assert_same, events, plans, to_arrays, with_double_measures
 from udafs.errors import CountOverflowError, InputDataError
 from udafs.kernels import GroupResult, evaluate_group
@@ -85,7 +86,8 @@ def test_stream_long_within(data: st.DataObject) -> None:
     rng = np.random.default_rng(seed)
     ts = np.sort(rng.integers(0, max(1, n // 2), n))
     mask = rng.integers(0, 1 << len(plan.symbols), n)
-    cols = [(rng.integers(-5, 5, n), rng.random(n) < 0.8), (rng.normal(size=n), rng.random(n) < 0.8)]
+    doubles = with_non_finite(rng, rng.normal(size=n))
+    cols = [(rng.integers(-5, 5, n), rng.random(n) < 0.8), (doubles, rng.random(n) < 0.8)]
     cuts = np.sort(rng.integers(0, n + 1, data.draw(st.integers(0, 30))))
 
     def run_stream() -> GroupResult:
@@ -112,7 +114,7 @@ def assert_results_close(got: GroupResult, want: GroupResult) -> None:
         assert gok.tolist() == wok.tolist()
         assert g.dtype == w.dtype
         if g.dtype.kind == "f":
-            np.testing.assert_allclose(g[wok], w[wok], rtol=1e-9, atol=1e-9)
+            np.testing.assert_allclose(g[wok], w[wok], rtol=1e-9, atol=1e-9)  # NaN equal to NaN
         else:
             assert g[wok].tolist() == w[wok].tolist()
 
@@ -155,7 +157,8 @@ def test_stream_no_window_measures(data: st.DataObject) -> None:
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
     ts = np.sort(rng.integers(0, max(1, n), n))
     mask = rng.integers(0, 1 << len(plan.symbols), n)
-    cols = [(rng.integers(-9, 9, n), rng.random(n) < 0.7), (rng.normal(size=n), rng.random(n) < 0.7)]
+    doubles = with_non_finite(rng, rng.normal(size=n))
+    cols = [(rng.integers(-9, 9, n), rng.random(n) < 0.7), (doubles, rng.random(n) < 0.7)]
     cuts = np.sort(rng.integers(0, n + 1, data.draw(st.integers(0, 12))))
     se = StreamEvaluator(plan)
     outs = [se.push(ts[a:b], mask[a:b], [(v[a:b], ok[a:b]) for v, ok in cols])

@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 
 import sparkseq
 from tests import live_cases, oracle, predicate_cases, sql_cases
+from tests.doubles import with_non_finite
 from tests.test_kernel_oracle import events, plans
 from tests.test_kernel_predicates import ext_events, ext_plans
 from udafs.plan import Element, Measure, MeasureKind, Plan, Strategy, ValueType
@@ -133,8 +134,8 @@ def test_live_emits_windows_without_a_match(spark, tmp_path: Path) -> None:
     for _ in range(30):
         n = int(rng.integers(1, 15))
         ts = sorted(rng.integers(0, 40, n).tolist())
-        groups.append(oracle.Events(ts, rng.choice([1, 2, 4, 8, 0], n).tolist(),
-                                    (rng.integers(-5, 5, n).tolist(), rng.normal(size=n).tolist())))
+        values = (rng.integers(-5, 5, n).tolist(), with_non_finite(rng, rng.normal(size=n)).tolist())
+        groups.append(oracle.Events(ts, rng.choice([1, 2, 4, 8, 0], n).tolist(), values))
     compared = run_case(spark, tmp_path, plan, groups, 11, plain_text(plan))
     batch = sparkseq.sql(spark, plain_text(plan)("live_batch")).collect()
     zero = [r for r in batch if r["n"] == 0 and r["g"] != live_cases.FLUSH]
