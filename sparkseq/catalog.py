@@ -19,6 +19,8 @@ from sql_rewrites.sql_types import column_type
 
 #: Where Spark keeps a CHAR / VARCHAR column's declared type in a schema that shows it as a string.
 CHAR_VARCHAR_KEY = "__CHAR_VARCHAR_TYPE_STRING"
+#: The names sparkseq gives its own temporary views (live results, shared passes, relations).
+GENERATED_PREFIX = "__sparkseq_"
 NOT_FOUND = ("TABLE_OR_VIEW_NOT_FOUND", "SCHEMA_NOT_FOUND", "PARSE_SYNTAX_ERROR", "INVALID_IDENTIFIER")
 
 
@@ -102,9 +104,11 @@ class SessionSchemas:
         return None
 
     def known_relations(self) -> list[str]:
-        """Tables and views of the current database and the temporary views, by name."""
+        """Tables and views of the current database and the temporary views, by name
+        (sparkseq's own temporary views, ``__sparkseq_*``, are not the user's: left out)."""
         try:  # SHOW TABLES starts no Spark job (spark.catalog.listTables() does)
-            return sorted({row["tableName"] for row in self.spark.sql("SHOW TABLES").collect()})
+            return sorted({row["tableName"] for row in self.spark.sql("SHOW TABLES").collect()
+                           if not row["tableName"].startswith(GENERATED_PREFIX)})
         except AnalysisException:
             return []
 

@@ -11,7 +11,9 @@ import contextlib
 import json
 import os
 import re
+import signal
 import sys
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,10 +22,14 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # pyspark is imported when a command needs Spark: --help and explain without Spark stay fast
     from pyspark.sql import DataFrame, SparkSession
 
+    from sql_rewrites.schema import ColumnTypes
+
 #: The line of a Python traceback naming the exception: ``sql_rewrites.errors.SqlParseError: ...``.
 PYTHON_ERROR_LINE = re.compile(r"^((?:\w+\.)*)(\w+(?:Error|Exception|Warning|Exit)\b.*)")
 #: Exit code after the reader of stdout went away (``... | head``): as if killed by SIGPIPE.
 BROKEN_PIPE = 128 + 13
+#: Exit code after Ctrl-C: as if killed by SIGINT.
+INTERRUPTED = 128 + 2
 
 
 def _demo_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,20 +46,26 @@ def _demo(args: argparse.Namespace) -> int:
 def _text_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("text", nargs="?", help="SQL statements separated by ';' (or use --file)")
     parser.add_argument("--file", "-f", type=Path, help="read the statements from this file")
+    _relation_arguments(parser)
+
+
+def _relation_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--table`` and ``--schema``: the relations the statements read, the same for ``sql`` and ``explain``."""
     parser.add_argument("--table", "-t", action="append", default=[], metavar="NAME=PATH",
                         help="register a CSV (header row), Parquet or JSON file as temporary view NAME before "
                              "running; may be repeated. Column types come from --schema NAME=..., else they are "
                              "inferred from the data")
-
-
-TABLE_SCHEMA_HELP = ("NAME='col TYPE, ...': the columns of --table NAME as a Spark DDL schema, e.g. "
-                     "clicks='customer_id INT, ts TIMESTAMP, action STRING, price DECIMAL(10,2)'; may be repeated")
+    parser.add_argument("--schema", "-s", action="append", default=[], metavar="NAME=DDL",
+                        help="NAME='col TYPE, ...': the columns of relation NAME as a Spark DDL schema, e.g. "
+                             "clicks='customer_id INT, ts TIMESTAMP, action STRING, price DECIMAL(10,2)'; may be "
+                             "repeated. With --table NAME: the file's column types. explain without --table reads "
+                             "the relations from --schema alone and starts no Spark (it also takes them as JSON, "
+                             "{\"clicks\": {\"ts\": \"timestamp\", ...}}, or @file.json)")
 
 
 def _sql_arguments(parser: argparse.ArgumentParser) -> None:
     _text_arguments(parser)
     _demo_arguments(parser)
-    parser.add_argument("--schema", "-s", action="append", default=[], metavar="NAME=DDL", help=TABLE_SCHEMA_HELP)
     parser.add_argument("--limit", type=int, default=20, help="rows to print per query result (default 20)")
     parser.add_argument("--share", action="store_true",
                         help="run the statements as one workload: operators over the same source, PARTITION BY "
@@ -63,9 +75,6 @@ def _sql_arguments(parser: argparse.ArgumentParser) -> None:
 def _explain_arguments(parser: argparse.ArgumentParser) -> None:
     _text_arguments(parser)
     _demo_arguments(parser)
-    parser.add_argument("--schema", "-s", action="append", default=[], metavar="JSON|NAME=DDL",
-                        help="relation schemas as JSON, {\"clicks\": {\"ts\": \"timestamp\", ...}}, or @file.json: "
-                             "explains without starting Spark; or, with --table, " + TABLE_SCHEMA_HELP)
     parser.add_argument("--share", action="store_true",
                         help="explain the statements as one workload: sharing groups, each member's path and "
                              "the shared timelines the pass runs (needs --table: statistics come from the data)")
@@ -91,10 +100,8 @@ def _table_specs(tables: Sequence[str], schemas: Sequence[str]) -> list[TableSpe
     """Parse ``--table`` and ``--schema NAME=DDL`` values (before Spark starts)."""
     ddl: dict[str, str] = {}
     for spec in schemas:
-        name, sep, text = spec.partition("=")
-        if not sep or not name.strip() or not text.strip():
-            raise SystemExit(f"--schema takes NAME='col TYPE, ...', got {spec!r}")
-        ddl[name.strip().casefold()] = text
+        name, text = _schema_spec(spec)
+        ddl[name.casefold()] = text
     parsed = []
     for spec in tables:
         name, sep, path = spec.partition("=")
@@ -104,6 +111,41 @@ def _table_specs(tables: Sequence[str], schemas: Sequence[str]) -> list[TableSpe
     if ddl:
         raise SystemExit(f"--schema names no --table: {', '.join(sorted(ddl))}")
     return parsed
+
+
+def _schema_spec(spec: str) -> tuple[str, str]:
+    """A ``--schema NAME=DDL`` value as its name and DDL."""
+    name, sep, text = spec.partition("=")
+    if not sep or not name.strip() or not text.strip():
+        raise SystemExit(f"--schema takes NAME='col TYPE, ...', got {spec!r}")
+    return name.strip(), text
+
+
+def _is_json_schema(spec: str) -> bool:
+    return spec.lstrip().startswith(("{", "@"))
+
+
+def _relation_schemas(specs: Sequence[str]) -> dict[str, ColumnTypes]:
+    """The relations of ``--schema`` values given without ``--table`` (``NAME=DDL``, JSON or
+    ``@file.json``), read without Spark."""
+    from sql_rewrites.errors import SchemaProviderError
+    from sql_rewrites.schema import ddl_columns
+
+    relations: dict[str, ColumnTypes] = {}
+    for spec in specs:
+        if _is_json_schema(spec):
+            raw = spec.lstrip()
+            try:
+                relations.update(json.loads(Path(raw[1:]).read_text() if raw.startswith("@") else raw))
+            except (OSError, ValueError) as exc:
+                raise SystemExit(f"--schema {raw[:40]!r}: {exc}") from None
+            continue
+        name, ddl = _schema_spec(spec)
+        try:
+            relations[name] = ddl_columns(ddl)
+        except SchemaProviderError as exc:
+            raise SystemExit(f"--schema {name}: {exc}") from None
+    return relations
 
 
 def _register_tables(spark: object, tables: Sequence[TableSpec]) -> None:
@@ -130,10 +172,72 @@ def _register_tables(spark: object, tables: Sequence[TableSpec]) -> None:
 def _session(args: argparse.Namespace) -> SparkSession:
     import sparkseq
 
-    # the console progress bar shows long stages on stderr; results go to stdout
-    spark = sparkseq.session(args.master, app_name="sparkseq-cli", conf={"spark.ui.showConsoleProgress": "true"})
+    # in a terminal Spark's progress bar shows long stages on stderr (sparkseq.progress); results go to stdout
+    spark = sparkseq.session(args.master, app_name="sparkseq-cli")
     _quiet_error_loggers()
     return spark
+
+
+def _cancelling(spark: SparkSession) -> Interruption:
+    """Ctrl-C of a command running statements: cancel Spark's running jobs."""
+    return Interruption(spark, spark.sparkContext.cancelAllJobs)
+
+
+class Interruption:
+    """Ctrl-C (and SIGTERM) for a command that drives Spark.
+
+    A signal handler runs in the main thread, which is then mostly waiting inside a py4j
+    call; calling the JVM from there re-enters that call's connection (PySpark's own
+    handler does, to cancel jobs, then raises ``KeyboardInterrupt`` inside the call, and
+    py4j logs a page of tracebacks for each). This handler hands ``stop`` to another
+    thread and returns; the main thread's call ends when the work it waits for stops, and
+    the command then ends with one line. Spark's logs go off first: work stopped midway
+    is logged as aborted. A second signal leaves at once. Handled inside ``with`` (in the
+    main thread: elsewhere Python delivers no signals); the handlers before it come back
+    after.
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self, spark: SparkSession, stop: Callable[[], object]) -> None:
+        self._spark = spark
+        self._stop = stop
+        self.requested = threading.Event()
+        self._stopped = threading.Event()
+        self._previous: dict[int, object] = {}
+
+    def __enter__(self) -> Interruption:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = {signum: signal.signal(signum, self._handle) for signum in self.SIGNALS}
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)  # type: ignore[arg-type]  # what signal.signal returned
+
+    def check(self) -> None:
+        """Raise ``KeyboardInterrupt`` once a stop was requested (between two pieces of work)."""
+        if self.requested.is_set():
+            raise KeyboardInterrupt
+
+    def wait(self, timeout: float) -> None:
+        """Once a stop was requested, wait for ``stop`` to return (before stopping the session under it)."""
+        if self.requested.is_set():
+            self._stopped.wait(timeout)
+
+    def _handle(self, signum: int, frame: object) -> None:
+        self.check()  # the second signal
+        self.requested.set()
+        threading.Thread(target=self._stopping, name="sparkseq-interruption", daemon=True).start()
+
+    def _stopping(self) -> None:
+        try:
+            self._spark.sparkContext.setLogLevel("OFF")
+            self._stop()
+        except Exception:  # noqa: BLE001 - the work ends anyway, or a second signal ends the command
+            pass
+        finally:
+            self._stopped.set()
 
 
 def _quiet_error_loggers() -> None:
@@ -149,7 +253,7 @@ def _sql(args: argparse.Namespace) -> int:
     text = read_text(args)
     tables = _table_specs(args.table, args.schema)
     spark = _session(args)
-    with reporting():
+    with _cancelling(spark) as interruption, reporting(interruption):
         _register_tables(spark, tables)
         if args.share:
             from sparkseq.workloads import run_workload
@@ -160,6 +264,7 @@ def _sql(args: argparse.Namespace) -> int:
 
             statements = run_statements(spark, text)
         for statement, frame in statements:  # each runs when its turn comes: results in order, as in a shell
+            interruption.check()
             if frame.columns:
                 print(f"-- {_first_line(statement)}")
                 frame.show(args.limit, truncate=False)
@@ -179,35 +284,32 @@ def _explain(args: argparse.Namespace) -> int:
     if args.dot:
         raise SystemExit(DOT_REMOVED)
     text = read_text(args)
-    json_schemas = [s for s in args.schema if s.lstrip().startswith(("{", "@"))]
-    if json_schemas and args.table:
+    if args.table and any(_is_json_schema(s) for s in args.schema):
         raise SystemExit("give either a JSON --schema (no Spark) or --table, not both")
-    if len(json_schemas) > 1 or (json_schemas and len(args.schema) > 1):
-        raise SystemExit("give one JSON --schema")
-    tables = _table_specs(args.table, [s for s in args.schema if s not in json_schemas])
+    tables = _table_specs(args.table, args.schema) if args.table else []
     if args.share:
         if not tables:
             raise SystemExit("explain --share reads statistics from the data: give the relations with --table")
         from sparkseq.workloads import explain_workload
 
         spark = _session(args)
-        with reporting():
+        with _cancelling(spark) as interruption, reporting(interruption):
             _register_tables(spark, tables)
             print(explain_workload(spark, text))
         return 0
     if tables:
-        source = _session(args)
-        with reporting():
-            _register_tables(source, tables)
-    else:
-        raw = json_schemas[0] if json_schemas else "{}"
-        source = json.loads(Path(raw.lstrip()[1:]).read_text() if raw.lstrip().startswith("@") else raw)
+        spark = _session(args)
+        with _cancelling(spark) as interruption, reporting(interruption):
+            _register_tables(spark, tables)
+            print(explain(spark, text))
+        return 0
     try:
         with reporting():
-            shown = explain(source, text)
+            shown = explain(_relation_schemas(args.schema), text)
     except SystemExit:
-        if not tables and not json_schemas:
-            print("(explain reads relation schemas from --schema JSON or --table NAME=PATH files)", file=sys.stderr)
+        if not args.schema:
+            print("(explain reads relation schemas from --schema NAME=DDL or JSON, or from --table NAME=PATH "
+                  "files)", file=sys.stderr)
         raise
     print(shown)
     return 0
@@ -218,9 +320,10 @@ class _Failure(Exception):
 
 
 @contextlib.contextmanager
-def reporting() -> Iterator[None]:
+def reporting(interruption: Interruption | None = None) -> Iterator[None]:
     """End the command with one line (plus the excerpt of a SQL error) on stderr for any
-    sparkseq or Spark error, instead of a traceback."""
+    sparkseq or Spark error, instead of a traceback; after Ctrl-C (``interruption``), any
+    error is the work it stopped, and the line says so."""
     from py4j.protocol import Py4JJavaError
     from pyspark.errors import PySparkException
 
@@ -228,12 +331,21 @@ def reporting() -> Iterator[None]:
 
     try:
         yield
-    except (SparkSeqError, _Failure) as exc:
-        print(f"{type(exc).__name__}: {exc}" if isinstance(exc, SparkSeqError) else str(exc), file=sys.stderr)
+    except KeyboardInterrupt:
+        raise SystemExit(_interrupted()) from None
+    except (SparkSeqError, _Failure, PySparkException, Py4JJavaError) as exc:
+        if interruption is not None and interruption.requested.is_set():
+            raise SystemExit(_interrupted()) from None
+        if isinstance(exc, (SparkSeqError, _Failure)):
+            print(f"{type(exc).__name__}: {exc}" if isinstance(exc, SparkSeqError) else str(exc), file=sys.stderr)
+        else:
+            print(f"{type(exc).__name__}: {_spark_message(exc)}", file=sys.stderr)
         raise SystemExit(1) from None
-    except (PySparkException, Py4JJavaError) as exc:
-        print(f"{type(exc).__name__}: {_spark_message(exc)}", file=sys.stderr)
-        raise SystemExit(1) from None
+
+
+def _interrupted() -> int:
+    print("interrupted", file=sys.stderr)
+    return INTERRUPTED
 
 
 def _spark_message(exc: BaseException) -> str:
@@ -253,8 +365,33 @@ def _spark_message(exc: BaseException) -> str:
 
 
 def _first_line(statement: str) -> str:
-    line = " ".join(statement.split())
+    """The header a result is printed under: the statement's first line of code (leading
+    comments skipped), cut at 100 characters."""
+    code = _without_leading_comments(statement)
+    line = code.splitlines()[0].strip() if code else ""
     return line if len(line) <= 100 else line[:97] + "..."
+
+
+def _without_leading_comments(text: str) -> str:
+    """``text`` from its first character of code on: blanks, ``--`` comments and (nested)
+    ``/* */`` comments before it skipped."""
+    rest = text.lstrip()
+    while rest.startswith(("--", "/*")):
+        if rest.startswith("--"):
+            rest = rest.partition("\n")[2].lstrip()
+            continue
+        depth, i = 0, 0
+        while i < len(rest):
+            if rest.startswith("/*", i):
+                depth, i = depth + 1, i + 2
+            elif rest.startswith("*/", i):
+                depth, i = depth - 1, i + 2
+            else:
+                i += 1
+            if depth == 0:
+                break
+        rest = rest[i:].lstrip()
+    return rest
 
 
 def _stream_arguments(parser: argparse.ArgumentParser) -> None:
@@ -320,6 +457,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.run(args)
+    except KeyboardInterrupt:  # Ctrl-C before a command's own handling (starting Spark, say)
+        return _interrupted()
     except BrokenPipeError:
         # the reader of stdout is gone (``| head``): stop quietly, and keep Python from
         # reporting the failed flush of stdout at exit

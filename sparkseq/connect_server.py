@@ -102,7 +102,8 @@ def _server_session(master: str | None, host: str, port: int) -> SparkSession:
 
     with warnings.catch_warnings():  # the banner says whether the extension is on
         warnings.simplefilter("ignore", ParserExtensionWarning)
-        return sparkseq.session(master, app_name="sparkseq-connect-server", conf=server_conf(host, port))
+        return sparkseq.session(master, app_name="sparkseq-connect-server", conf=server_conf(host, port),
+                                progress=False)  # clients' jobs: no progress bar on the server's console
 
 
 def _announce(server: ConnectServer) -> None:

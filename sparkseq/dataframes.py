@@ -37,6 +37,7 @@ involved, or carry no position.
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -48,10 +49,12 @@ from sparkseq import hierarchies as registry
 from sparkseq import live
 from sparkseq.catalog import SessionSchemas
 from sparkseq.execution_paths import PathReplacer
+from sparkseq.jvm_parser import expect_origins
 from sparkseq.probes import locate
 from sparkseq.registration import engine_function
 from sparkseq.scratch import scratch_session
 from sparkseq.scripts import check_literal_setting
+from sparkseq.session import is_connect_session
 from sparkseq.spark_errors import as_error, is_spark_error, message_of, quiet_query_context_logger
 from sql_rewrites.arguments import ArgumentDocument, Duration, OperatorStatement, operator_statement
 from sql_rewrites.errors import SqlRewriteError
@@ -117,14 +120,27 @@ def match_aggregate(df: DataFrame, *, order_by: str, pattern: str | None = None,
              "patterns": patterns, "define": define, "type_by": type_by, "hierarchy": hierarchy, "measures": measures,
              "within": within, "slide": slide, "count_type": count_type, "where": where, "strategy": strategy}
     statement = operator_statement(view, given)
-    df.createOrReplaceTempView(view)
+    df.createOrReplaceTempView(view)  # what the compiler reads the columns from
     try:
-        return _run(spark, statement, view, hierarchies)
+        return _run(spark, statement, view, hierarchies, df)
     finally:
-        spark.catalog.dropTempView(view)  # the result's plan holds the DataFrame's (as spark.sql does)
+        spark.catalog.dropTempView(view)  # the result's plan holds the DataFrame's (_frame)
 
 
-def _run(spark: Any, statement: OperatorStatement, view: str, hierarchies: HierarchyResolver | None) -> DataFrame:
+def _frame(spark: Any, sql: str, view: str, df: DataFrame) -> DataFrame:
+    """``spark.sql(sql)``, whose plan holds ``df``'s wherever ``sql`` reads ``view``. A
+    classic session analyses the statement now, with the view; a Spark Connect session
+    only when the result is used, after the view is dropped, so there ``df`` travels with
+    the statement as a DataFrame argument (``spark.sql(text, name=df)``: the view's name
+    replaced by a placeholder, the other braces doubled)."""
+    if not is_connect_session(spark):
+        return spark.sql(sql)
+    text = re.sub(f"`?{re.escape(view)}`?", "{source}", sql.replace("{", "{{").replace("}", "}}"))
+    return spark.sql(text, source=df)
+
+
+def _run(spark: Any, statement: OperatorStatement, view: str, hierarchies: HierarchyResolver | None,
+         df: DataFrame) -> DataFrame:
     tree, document = statement.tree, statement.document
     resolver = registry.resolver(spark, hierarchies)
     try:
@@ -133,9 +149,10 @@ def _run(spark: Any, statement: OperatorStatement, view: str, hierarchies: Hiera
                                       replace=PathReplacer(spark, live.replacer(spark, document.text)))
     except SqlRewriteError as exc:
         raise document.relocate(exc, view) from None
+    expect_origins(spark, sql, operators, document.text, document.origin)  # a job's errors point at define[...]
     try:
         with quiet_query_context_logger():
-            return spark.sql(sql)
+            return _frame(spark, sql, view, df)
     except PySparkException as exc:
         if not is_spark_error(exc):
             raise

@@ -1,14 +1,19 @@
 """Choosing a statement's execution path from the data: grouped UDAF, time split or streaming.
 
-For every MATCH_AGGREGATE that could run time-split (:func:`udafs.plan.splittable`)
-:class:`PathReplacer` asks Spark's size estimate of the source (no job); when that leaves
-room for a key over the split threshold, one statistics job counts the rows of the
-keys above it (``GROUP BY keys HAVING COUNT(*) > T``), and
-:func:`sql_rewrites.timesplit.choose_path` decides. A workload's sharing group takes the
-same decision per member from one such job (:func:`decide_group`,
-:mod:`sql_rewrites.workload_paths`), and so does an E-Cube per cuboid (:func:`decide_cube`,
-:mod:`sql_rewrites.cube_paths`: with a big key each cuboid runs on its own path, UNION
-ALL). This module measures, registers the functions a path calls and asks Spark where
+For every MATCH_AGGREGATE whose path a key's size could change (one that could run
+time-split or streaming) :class:`PathReplacer` asks Spark's size estimate of the source
+(an analysis, no job). When it rules out a key over the threshold ``T`` the statement
+runs grouped; otherwise the statement itself counts its keys as it runs
+(:func:`sql_rewrites.timesplit.sized_path`, :func:`sql_rewrites.path_queries.by_key_size`):
+the keys over ``T`` rows take the time split (or streaming) path, the others the grouped
+path, UNION ALL. So ``spark.sql`` and ``sparkseq.sql`` run no Spark job before the
+caller asks for rows, a statement with an analysis error runs none at all, and EXPLAIN
+prints the plan that runs. An E-Cube does the same with its cuboids
+(:func:`decide_cube`, :func:`sql_rewrites.cube_paths.sized_cube_paths`: for the big keys
+each cuboid runs on its own path). A workload's sharing group instead decides per
+member from one statistics job (``GROUP BY keys HAVING COUNT(*) > T``, :func:`decide_group`,
+:mod:`sql_rewrites.workload_paths`): its run caches and plans from the data anyway. This
+module reads the estimates, registers the functions a path calls and asks Spark where
 its hash partitioning sends a chunk; the SQL it runs or hands to the rewriter is built
 by :mod:`sql_rewrites.path_queries`. Session settings:
 
@@ -28,9 +33,23 @@ from collections.abc import Sequence
 
 from pyspark.sql import SparkSession
 
-from sparkseq.registration import engine_function, stream_function, time_split_functions
-from sql_rewrites.cube_paths import CubePaths, cube_paths, cuboid_plans, planned_cube_paths
+from sparkseq.registration import (
+    engine_function,
+    engine_function_name,
+    stream_function,
+    stream_function_name,
+    time_split_function_names,
+    time_split_functions,
+)
+from sql_rewrites.cube_paths import (
+    CubePaths,
+    big_keys_threshold,
+    cuboid_plans,
+    planned_cube_paths,
+    sized_cube_paths,
+)
 from sql_rewrites.logical import MatchAggregateQuery
+from sql_rewrites.markers import positional_markers
 from sql_rewrites.path_queries import (
     NATIVE_NAME,
     PathFunctions,
@@ -48,11 +67,13 @@ from sql_rewrites.timesplit import (
     KeyStatistics,
     Path,
     PathChoice,
+    big_key_threshold,
     choose_path,
     native_reason,
     planned_path,
+    room_for_key,
+    sized_path,
     statistics_needed,
-    statistics_threshold,
 )
 from sql_rewrites.workload_paths import GroupPaths, group_paths, group_threshold
 from udafs.plan import Plan
@@ -107,52 +128,70 @@ def _positive(spark: SparkSession, key: str, default: int) -> int:
     return value
 
 
-def decide(spark: SparkSession | None, query: MatchAggregateQuery, *,
-           run_statistics: bool = True) -> PathChoice | CubePaths:
-    """The path of ``query`` (module docstring; an E-Cube's: :func:`decide_cube`). Without
-    ``run_statistics`` nothing touches Spark beyond its settings (none without a session):
-    the path as EXPLAIN shows it."""
+def decide(spark: SparkSession | None, query: MatchAggregateQuery) -> PathChoice | CubePaths:
+    """The path of ``query`` (module docstring; an E-Cube's: :func:`decide_cube`), from
+    the session's settings and Spark's size estimate of the source: no job. Without a
+    session, the path as far as the plan fixes it."""
     if query.cube is not None:
-        return decide_cube(spark, query, run_statistics=run_statistics)
+        return decide_cube(spark, query)
     plan = query.single_plan
     if spark is None:
         return planned_path(plan)
     forced, ansi = forced_path(spark), ansi_mode(spark)
     split_rows, chunk_rows, stream_rows = thresholds(spark)
-    if forced is not None or not run_statistics or native_reason(plan, ansi) is None:
+    threshold = big_key_threshold(plan, split_rows, stream_rows)
+    if forced is not None or threshold is None or native_reason(plan, ansi) is None:
         return planned_path(plan, forced, split_rows, chunk_rows, stream_rows, ansi=ansi)
-    threshold = statistics_threshold(plan, split_rows, stream_rows)
-    size, rows = source_size(spark, query)
-    if threshold is None or not statistics_needed(plan, size, split_rows, stream_rows, rows):
+    room = key_room(spark, query, threshold)
+    if room is None:
         return choose_path(plan, [], None, split_rows, chunk_rows, stream_rows, ansi=ansi)
-    try:
-        keys = big_keys(spark, query, threshold)
-    except Exception as exc:  # e.g. a source with parameter markers: it runs, only unmeasured
-        return PathChoice(Path.GROUPED, f"statistics unavailable ({type(exc).__name__}): grouped")
-    return choose_path(plan, keys, None, split_rows, chunk_rows, stream_rows, ansi=ansi,
-                       chunk_multiple=shuffle_partitions(spark))
+    if positional_markers(query.node):
+        return PathChoice(Path.GROUPED, f"{room}, but the keys cannot be counted as the statement runs: its positional "
+                                        "parameter markers (?) would be read twice (named markers, :name, can)",
+                          split_rows, chunk_rows)
+    return sized_path(plan, split_rows, chunk_rows, stream_rows, room)
 
 
-def decide_cube(spark: SparkSession | None, query: MatchAggregateQuery, *, run_statistics: bool = True) -> CubePaths:
-    """The path of an E-Cube ``query`` (:mod:`sql_rewrites.cube_paths`): its cuboids' paths
-    from at most one statistics job, the one :func:`decide` would run for a statement
-    over the same source, with the thresholds of the lowest cuboid."""
+def decide_cube(spark: SparkSession | None, query: MatchAggregateQuery) -> CubePaths:
+    """The path of an E-Cube ``query`` (:mod:`sql_rewrites.cube_paths`): as :func:`decide`,
+    with the thresholds of the lowest cuboid; no job."""
     texts, plans = cuboid_plans(query)
     if spark is None:
         return planned_cube_paths(texts, plans)
     forced, ansi = forced_path(spark), ansi_mode(spark)
     split_rows, chunk_rows, stream_rows = thresholds(spark)
-    if forced is not None or not run_statistics:
+    threshold = big_keys_threshold(plans, split_rows, stream_rows)
+    if forced is not None or threshold is None:
         return planned_cube_paths(texts, plans, forced, split_rows, chunk_rows, stream_rows, ansi=ansi)
-    keys, unmeasured = group_statistics(spark, query, plans, split_rows, stream_rows)
-    return cube_paths(texts, plans, keys, None, split_rows, chunk_rows, stream_rows, ansi=ansi,
-                      chunk_multiple=shuffle_partitions(spark), unmeasured=unmeasured)
+    room = key_room(spark, query, threshold)
+    if room is None:
+        return CubePaths(f"Spark's size estimate of the source rules out a key over {threshold:,} rows")
+    if positional_markers(query.node):
+        return CubePaths(f"{room}, but the keys cannot be counted as the statement runs: its positional parameter "
+                         "markers (?) would be read twice (named markers, :name, can)")
+    return sized_cube_paths(texts, plans, split_rows, chunk_rows, stream_rows, room)
+
+
+def key_room(spark: SparkSession, query: MatchAggregateQuery, threshold: int) -> str | None:
+    """Why Spark's size estimate of the source of ``query`` leaves room for a key over
+    ``threshold`` rows (no job: :func:`sql_rewrites.timesplit.room_for_key`); None when it
+    rules such a key out."""
+    size, rows = source_size(spark, query)
+    if not room_for_key(threshold, size, rows):
+        return None
+    if rows is not None:
+        estimate = f"{rows:,} rows"
+    elif size is not None and size < 2**62:
+        estimate = f"{size:,} bytes"
+    else:
+        estimate = "unknown"
+    return f"Spark's size estimate of the source ({estimate}) leaves room for a key over {threshold:,} rows"
 
 
 def group_statistics(spark: SparkSession, query: MatchAggregateQuery, plans: Sequence[Plan], split_rows: int,
                      stream_rows: int) -> tuple[list[KeyStatistics] | None, str | None]:
-    """The big keys of the source of ``query`` for ``plans`` (a workload group's members or a
-    cube's cuboids: one source, PARTITION BY and ORDER BY): the keys over the lowest
+    """The big keys of the source of ``query`` for ``plans`` (a workload group's members: one
+    source, PARTITION BY and ORDER BY): the keys over the lowest
     threshold, from at most one statistics job (None: none needed), and why the job failed
     (None: it did not)."""
     threshold = group_threshold(plans, split_rows, stream_rows)
@@ -233,31 +272,24 @@ def task_keys(spark: SparkSession, tasks: int) -> list[int] | None:
     return None
 
 
-def native_replacement(query: MatchAggregateQuery) -> Replaced:
-    """The operator replaced by its native statement (:mod:`sql_rewrites.native`)."""
-    return operator_on_path(query, PathChoice(Path.NATIVE, ""), PathFunctions())
-
-
 def planned_replacer(spark: SparkSession | None, then: Replacement | None = None) -> Replacement:
-    """EXPLAIN's ``replace`` hook: the native statement where the path as planned (no
-    statistics job) is native, ``then``'s replacement first, else the rewriter's default."""
+    """EXPLAIN's ``replace`` hook: ``then``'s replacement first, else the operator on the
+    path :func:`decide` chooses — the statement that runs, calling the functions by the
+    names they are registered under, none registered (the rewriter's default for grouped)."""
     def replace(ordinal: int, query: MatchAggregateQuery) -> Replaced | None:
         earlier = then(ordinal, query) if then is not None else None
         if earlier is not None:
             return earlier
-        choice = decide(spark, query, run_statistics=False)
-        if isinstance(choice, CubePaths):  # a cube whose every cuboid runs native needs no function
-            if choice.cuboids is None or any(c.path is not Path.NATIVE for c in choice.cuboids):
-                return None
-            return cube_on_paths(query, choice.cuboids, [PathFunctions()] * len(choice.cuboids))
-        return native_replacement(query) if choice.path is Path.NATIVE else None
+        if spark is None:
+            return None
+        return path_replacement(spark, query, decide(spark, query), register=False)
     return replace
 
 
 class PathReplacer:
     """The ``replace`` hook (:data:`sql_rewrites.rewriter.Replacement`) that runs each
-    statement on its path (native, time-split, streaming; grouped is the rewriter's
-    default); ``choices`` records each operator's :class:`PathChoice` by ordinal."""
+    statement on its path (native, time-split, streaming, or those by key size; grouped is
+    the rewriter's default); ``choices`` records each operator's :class:`PathChoice` by ordinal."""
 
     def __init__(self, spark: SparkSession, then: Replacement | None = None) -> None:
         self.spark, self.then = spark, then
@@ -274,43 +306,56 @@ class PathReplacer:
         return path_replacement(self.spark, query, choice)
 
 
-def path_replacement(spark: SparkSession, query: MatchAggregateQuery, choice: PathChoice | CubePaths
-                     ) -> Replaced | None:
+def path_replacement(spark: SparkSession, query: MatchAggregateQuery, choice: PathChoice | CubePaths, *,
+                     register: bool = True) -> Replaced | None:
     """The operator ``query`` replaced by its statement on ``choice``'s path
-    (:mod:`sql_rewrites.path_queries`), with the engine function it uses; None for the
-    grouped path (the rewriter's default), and for an E-Cube that stays one grouped call."""
+    (:mod:`sql_rewrites.path_queries`), with the engine function it uses (registered in
+    ``spark`` unless ``register`` is false: EXPLAIN); None for the grouped path (the
+    rewriter's default), and for an E-Cube that stays one grouped call."""
     if isinstance(choice, CubePaths):
         if choice.cuboids is None:
             return None
         _, plans = cuboid_plans(query)
-        return cube_on_paths(query, choice.cuboids,
-                             [path_functions(spark, query, p, c) for p, c in zip(plans, choice.cuboids)])
+        functions = [path_functions(spark, query, p, c, register=register) for p, c in zip(plans, choice.cuboids)]
+        engine = None
+        if choice.by_key_size is not None:
+            engine = engine_function(spark, query.plan) if register else engine_function_name(query.plan)
+        return cube_on_paths(query, choice.cuboids, functions, by_size=choice.by_key_size, engine=engine)
     if choice.path is Path.GROUPED:
         return None
-    return operator_on_path(query, choice, path_functions(spark, query, query.single_plan, choice))
+    return operator_on_path(query, choice, path_functions(spark, query, query.single_plan, choice, register=register))
 
 
-def path_functions(spark: SparkSession, query: MatchAggregateQuery, plan: Plan, choice: PathChoice) -> PathFunctions:
+def path_functions(spark: SparkSession, query: MatchAggregateQuery, plan: Plan, choice: PathChoice, *,
+                   register: bool = True) -> PathFunctions:
     """The functions ``plan`` (the plan of ``query``, or one of its cuboids') calls on
-    ``choice``'s path, registered in ``spark``; for a time split also where its chunks go."""
+    ``choice``'s path, registered in ``spark`` (only named, without ``register``); for a
+    time split also where its chunks go; by key size also the grouped engine function."""
+    grouped = None
+    if choice.by_key_size is not None or choice.path is Path.GROUPED:
+        grouped = engine_function(spark, plan) if register else engine_function_name(plan)
     if choice.path is Path.NATIVE:
         return PathFunctions()
     if choice.path is Path.STREAMING:
-        return PathFunctions(stream=stream_function(spark, plan, key_types(spark, query)))
+        types = key_types(spark, query)
+        stream = stream_function(spark, plan, types) if register else stream_function_name(plan, types)
+        return PathFunctions(engine=grouped, stream=stream)
     if choice.path is Path.TIME_SPLIT:
         tasks, placed = chunk_tasks(spark), None
         if choice.split_keys is not None:  # one task per chunk, as many tasks as chunks
             placed = task_keys(spark, max(tasks, sum(k.chunks for k in choice.split_keys)))
-        return PathFunctions(split=time_split_functions(spark, plan), chunk_tasks=tasks,
+        split = time_split_functions(spark, plan) if register else time_split_function_names(plan)
+        return PathFunctions(engine=grouped, split=split, chunk_tasks=tasks,
                              task_keys=None if placed is None else tuple(placed))
-    return PathFunctions(engine=engine_function(spark, plan))
+    return PathFunctions(engine=grouped)
 
 
 def decide_group(spark: SparkSession, query: MatchAggregateQuery, plans: Sequence[Plan]) -> GroupPaths:
     """The paths of a workload's sharing group (:mod:`sql_rewrites.workload_paths`):
     ``plans`` are its members' plans, ``query`` any member (they share source, PARTITION BY
-    and ORDER BY). At most one statistics job for the group, as :func:`decide` runs for one
-    statement; ``sparkseq.path`` forces every member's path."""
+    and ORDER BY). At most one statistics job for the group (its run plans from the data
+    anyway; a statement alone, :func:`decide`, runs none); ``sparkseq.path`` forces every
+    member's path."""
     forced, ansi = forced_path(spark), ansi_mode(spark)
     split_rows, chunk_rows, stream_rows = thresholds(spark)
     if forced is not None:
@@ -335,8 +380,8 @@ __all__ = [
     "decide_group",
     "group_statistics",
     "forced_path",
+    "key_room",
     "key_types",
-    "native_replacement",
     "path_functions",
     "path_replacement",
     "planned_replacer",

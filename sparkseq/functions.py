@@ -132,11 +132,11 @@ def event_time(sig: Signature, arr: pa.Array) -> tuple[np.ndarray, np.ndarray, O
         kind = OrderKind.INTEGRAL
         values, valid = integral(arr)
     else:
-        raise OrderByError(f"{sig.name}: ts is {t}; the event time must be {ORDER_TYPES_HELP} "
+        raise OrderByError(f"{sig.name}: ts is {sql_type(t)}; the event time must be {ORDER_TYPES_HELP} "
                            "(e.g. CAST(ts AS TIMESTAMP))")
     if sig.windows and kind is not OrderKind.TIMESTAMP:
         raise OrderByError(f"{sig.name} returns TIMESTAMP window bounds and needs a TIMESTAMP event time, got "
-                           f"{'TIMESTAMP_NTZ' if kind is OrderKind.TIMESTAMP_NTZ else t}; cast it, or use "
+                           f"{'TIMESTAMP_NTZ' if kind is OrderKind.TIMESTAMP_NTZ else sql_type(t)}; cast it, or use "
                            "MATCH_AGGREGATE ... SLIDE, whose window bounds have the ORDER BY column's type")
     return values, valid, kind
 
@@ -188,8 +188,18 @@ def value_column(sig: Signature, arr: pa.Array) -> tuple[ValueType, int, tuple[n
         if t.precision <= MAX_EXACT_DIGITS and t.scale <= MAX_EXACT_SCALE:
             return ValueType.INT, t.scale, integral(arr)
         return ValueType.FLOAT, 0, column_arrays(pc.cast(arr, pa.float64()), ValueType.FLOAT)
-    raise NonNumericMeasureError(f"{sig.name}: the value column is {t}, not numeric; {sig.name} accepts "
+    raise NonNumericMeasureError(f"{sig.name}: the value column is {sql_type(t)}, not numeric; {sig.name} accepts "
                                  f"{SUM_TYPES_HELP}")
+
+
+def sql_type(arrow_type: pa.DataType) -> str:
+    """The Spark SQL name of the type a column arrived as (``STRING``, not Arrow's ``large_string``)."""
+    from pyspark.sql.pandas.types import from_arrow_type
+
+    try:
+        return str(from_arrow_type(arrow_type).simpleString()).upper()
+    except (TypeError, ValueError):  # a type Spark does not map (cannot come from Spark)
+        return str(arrow_type)
 
 
 # --- evaluation --------------------------------------------------------------------------

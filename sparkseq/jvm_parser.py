@@ -41,6 +41,7 @@ import argparse
 import collections
 import functools
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -49,6 +50,7 @@ import tempfile
 import threading
 import weakref
 import zipfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +59,8 @@ from py4j.protocol import Py4JError
 from pyspark.sql import SparkSession
 
 from sparkseq.gateway import jvm
+from sql_rewrites.rewriter import OperatorExplanation, StatementExplanation
+from sql_rewrites.user_text import condition_origins
 from udafs.errors import SparkSeqError
 
 CLASS_NAME = "sparkseq.jvm.SparkSeqExtension"
@@ -69,10 +73,15 @@ BUILD_INFO = "META-INF/sparkseq-extension.properties"
 JAVA_RELEASE = "17"  # Spark 4 runs on Java 17 and later
 #: Must equal ``SparkSeqExtension.ERROR_PREFIX``: a rewriter result that is an error message.
 ERROR_PREFIX = "\x00sparkseq-error:"
+#: Must equal ``SparkSeqExtension.ORIGINS_PREFIX``: a rewritten statement with its :func:`origins_spec`.
+ORIGINS_PREFIX = "\x00sparkseq-origins:"
 JAVAC_TIMEOUT_S = 180  # javac takes 2-3 s here; a loaded 2-core machine can take far longer
 #: Sessions other than the installing one (Spark Connect clients, ``newSession()``) whose
 #: Python wrappers the rewriter keeps; a wrapper keeps its JVM session alive.
 KEPT_SESSIONS = 64
+#: Rewritten statements the rewriter remembers until Spark analysed them (one per
+#: statement being parsed at a time, in all sessions).
+KEPT_EXPLANATIONS = 64
 
 
 class JvmParserUnavailable(SparkSeqError):
@@ -233,6 +242,7 @@ class Rewriter:
         self.home = home
         self.share_session = share_session
         self._sessions: collections.OrderedDict[str, SparkSession] = collections.OrderedDict()
+        self._explained: collections.OrderedDict[tuple[str, str], StatementExplanation] = collections.OrderedDict()
         self._lock = threading.Lock()
 
     def prepare(self, jsession: object) -> None:
@@ -251,22 +261,56 @@ class Rewriter:
             pass
 
     def rewrite(self, jsession: object, text: str) -> str:
-        """Rewrite one statement of ``jsession`` (called from the JVM, on a py4j callback thread)."""
+        """Rewrite one statement of ``jsession`` (called from the JVM, on a py4j callback thread):
+        the plain Spark SQL, with where the user's DEFINE conditions stand in it
+        (:func:`origins_spec`) when it changed."""
         from sparkseq import hierarchies as registry
-        from sparkseq.sql_api import rewrite
+        from sparkseq.sql_api import rewrite_explained
 
         try:
             spark = self.session_for(jsession)
             shared = registry.resolver(self.home) if self.share_session and spark is not self.home else None
             # another session's seq_* functions may carry hierarchies its client registered
-            statements = rewrite(spark, text, hierarchies=shared, function_hierarchies=spark is self.home)
+            statements = rewrite_explained(spark, text, hierarchies=shared, function_hierarchies=spark is self.home)
+            if len(statements) != 1:
+                return f"{ERROR_PREFIX}send one statement at a time (got {len(statements)})"
+            explained = statements[0]
+            if explained.rewritten == text:
+                return text
+            self._remember(jsession, text, explained)
+            return f"{ORIGINS_PREFIX}{safe_origins_spec(explained.rewritten, explained.operators, text)}\x00" \
+                   f"{explained.rewritten}"
         except SparkSeqError as exc:
             return f"{ERROR_PREFIX}{type(exc).__name__}: {exc}"
         except Exception as exc:  # noqa: BLE001 - a bug must reach the client as a message
             return f"{ERROR_PREFIX}sparkseq could not rewrite the statement: {type(exc).__name__}: {exc}"
-        if len(statements) != 1:
-            return f"{ERROR_PREFIX}send one statement at a time (got {len(statements)})"
-        return statements[0]
+
+    def place(self, jsession: object, text: str, error: Any) -> str | None:  # error: a py4j JavaObject
+        """Spark's analysis ``error`` on the statement ``text`` rewrote to, placed in ``text``
+        as :func:`sparkseq.sql` places it (called from the JVM); None to leave Spark's error."""
+        from pyspark.errors.exceptions.captured import convert_exception
+
+        from sparkseq.sql_api import placed_error
+
+        try:
+            explained = self._recalled(jsession, text)
+            if explained is None:
+                return None
+            placed = placed_error(self.session_for(jsession), text, convert_exception(error), explained)
+        except Exception:  # noqa: BLE001 - Spark's own error is still there to report
+            return None
+        return f"{ERROR_PREFIX}{type(placed).__name__}: {placed}"
+
+    def _remember(self, jsession: Any, text: str, explained: StatementExplanation) -> None:
+        """Keep what ``text`` became until the JVM has analysed it (:meth:`place` needs it)."""
+        with self._lock:
+            self._explained[(jsession.sessionUUID(), text)] = explained
+            while len(self._explained) > KEPT_EXPLANATIONS:
+                self._explained.popitem(last=False)
+
+    def _recalled(self, jsession: Any, text: str) -> StatementExplanation | None:
+        with self._lock:
+            return self._explained.get((jsession.sessionUUID(), text))
 
     def session_for(self, jsession: Any, keep: bool = True) -> SparkSession:  # a py4j JavaObject
         """The Python SparkSession of a JVM session: ``home``, a session sparkseq already
@@ -290,6 +334,64 @@ class Rewriter:
 
     class Java:
         implements = [REWRITER_INTERFACE]
+
+
+#: Where a span of the text a statement was compiled from lies in what the user wrote:
+#: ``(start, stop) -> (text, start, stop, label)``, the label naming the text when it is
+#: not a statement (a DataFrame API argument, ``define['A']``), else ``""``.
+Place = Callable[[int, int], tuple[str, int, int, str]]
+
+
+def origins_spec(rewritten: str, operators: Sequence[OperatorExplanation], text: str,
+                 place: Place | None = None) -> str:
+    """Where the user's DEFINE conditions stand in ``rewritten`` — the SQL ``operators`` of a
+    statement of ``text`` became — as the extension reads it (``SparkSeqExtension.Origins``,
+    JSON): the texts the user wrote, and per condition its span in ``rewritten`` and in its text.
+
+    >>> from sql_rewrites.rewriter import explain_statement, split_statements
+    >>> text = "SELECT * FROM t MATCH_AGGREGATE (ORDER BY ts PATTERN SEQ(A) DEFINE A AS x = 1) m"
+    >>> explained = explain_statement(split_statements(text)[0], text, {"t": {"ts": "int", "x": "int"}},
+    ...                               lambda plan: "f")
+    >>> spec = json.loads(origins_spec(explained.rewritten, explained.operators, text))
+    >>> [(explained.rewritten[a:b + 1], spec["texts"][t]["text"][c:d + 1]) for a, b, t, c, d in spec["spans"]]
+    [('`x` = 1', 'x = 1')]
+    """
+    texts: dict[tuple[str, str], int] = {}
+    spans = []
+    for start, stop, user_start, user_stop in condition_origins(rewritten, [op.query for op in operators]):
+        where, first, last, label = place(user_start, user_stop) if place else (text, user_start, user_stop, "")
+        spans.append([start, stop, texts.setdefault((where, label), len(texts)), first, last])
+    shown = [{"text": where, **({"type": "argument", "name": label} if label else {})} for where, label in texts]
+    return json.dumps({"texts": shown, "spans": spans})
+
+
+def safe_origins_spec(rewritten: str, operators: Sequence[OperatorExplanation], text: str,
+                      place: Place | None = None) -> str:
+    """:func:`origins_spec`, or no places at all should finding them fail: the statement still
+    runs, and its errors quote no generated SQL."""
+    try:
+        return origins_spec(rewritten, operators, text, place)
+    except Exception:  # noqa: BLE001 - where errors point must never stop a statement
+        return json.dumps({"texts": [], "spans": []})
+
+
+def expect_origins(spark: SparkSession, sql: str, operators: Sequence[OperatorExplanation], text: str,
+                   place: Place | None = None) -> None:
+    """Tell the extension that the next ``spark.sql(sql)`` runs what ``operators`` of a
+    statement of ``text`` became (rewritten in this process: :func:`sparkseq.sql`, the
+    DataFrame API), so that an error Spark raises while the job runs points at the DEFINE
+    condition the user wrote (see :func:`origins_spec`). Nothing happens without the
+    extension (a Spark Connect session, a JVM started without it).
+    """
+    if not operators or getattr(spark, "_jsparkSession", None) is None:
+        return
+    extension = _extension_class(spark)
+    if extension is None:
+        return
+    try:
+        extension.expectOrigins(sql, safe_origins_spec(sql, operators, text, place))
+    except Py4JError:
+        pass  # errors keep the generated SQL's positions
 
 
 _UUIDS: weakref.WeakKeyDictionary[SparkSession, str] = weakref.WeakKeyDictionary()
@@ -416,7 +518,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 __all__ = ["CLASS_NAME", "JAR", "JvmParserUnavailable", "Rewriter", "build", "build_info", "check_jar", "compile_jar",
-           "copy_session", "extension_conf", "install", "source_digest", "try_install", "uninstall"]
+           "copy_session", "expect_origins", "extension_conf", "install", "origins_spec", "Place", "source_digest",
+           "try_install", "uninstall"]
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,9 @@ from pyspark.sql.streaming.listener import (
 from sparkseq import live
 
 FORMATS = ("json", "parquet", "csv")
+#: Seconds to wait, once the query has stopped, for Ctrl-C's stop to return and for the
+#: listener's last line.
+LAST_EVENT_WAIT_S = 10.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -63,24 +66,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     """Run the ``stream`` command; returns the exit code."""
     import sparkseq
-    from sparkseq.cli import read_text, reporting
+    from sparkseq.cli import Interruption, read_text, reporting
 
     text = read_text(args)
-    spark = sparkseq.session(args.master, app_name="sparkseq-stream")
+    spark = sparkseq.session(args.master, app_name="sparkseq-stream", progress=False)  # a line per micro-batch
     printer = ProgressPrinter()
     spark.streams.addListener(printer)
     with reporting():
         query = start(spark, text, args)
-    signal.signal(signal.SIGTERM, lambda *_: query.stop())
-    try:
-        query.awaitTermination()
-    except KeyboardInterrupt:
-        query.stop()
-    except Exception as exc:  # the query failed: its message, not a Py4J trace
-        print(f"{type(exc).__name__}: {str(exc).splitlines()[0]}", file=sys.stderr)
-    finally:
-        spark.streams.removeListener(printer)  # no callback into a Python process that is leaving
-        spark.stop()
+    with Interruption(spark, query.stop) as interruption:  # Ctrl-C, SIGTERM: stop the query, end as below
+        try:
+            query.awaitTermination()
+        except Exception as exc:  # the query failed: its message, not a Py4J trace
+            print(f"{type(exc).__name__}: {str(exc).splitlines()[0]}", file=sys.stderr)
+        finally:
+            interruption.wait(LAST_EVENT_WAIT_S)
+            printer.terminated.wait(LAST_EVENT_WAIT_S)
+            spark.streams.removeListener(printer)  # no callback into a Python process that is leaving
+            spark.stop()
     return 0 if query.exception() is None else 1
 
 
@@ -133,7 +136,11 @@ def _batch_writer(output: str):  # noqa: ANN202 - a foreachBatch function
 
 
 class ProgressPrinter(StreamingQueryListener):
-    """Prints one line per micro-batch (see the module docstring)."""
+    """Prints one line per micro-batch (see the module docstring); ``terminated`` is set
+    once the query's end was printed."""
+
+    def __init__(self) -> None:
+        self.terminated = threading.Event()
 
     def onQueryStarted(self, event: QueryStartedEvent) -> None:
         print(f"started query {event.id} (run {event.runId}); one line per micro-batch", flush=True)
@@ -149,6 +156,7 @@ class ProgressPrinter(StreamingQueryListener):
     def onQueryTerminated(self, event: QueryTerminatedEvent) -> None:
         failed = getattr(event, "exception", None)
         print(f"query stopped{': ' + failed if failed else ''}", file=sys.stderr if failed else sys.stdout, flush=True)
+        self.terminated.set()
 
 
 def describe(p: dict[str, Any] | None) -> str:

@@ -120,7 +120,11 @@ def _probe(session: SparkSession, failure: PySparkException, probe: str, prefix:
     try:
         analyse_sql(session, probe)
     except PySparkException as exc:
-        span = span_in(exc, probe) if same_condition(exc, failure) else None
+        if not same_condition(exc, failure):
+            return None
+        span = span_in(exc, probe)
+        if span is None and limit is not None:  # an error without a place (a nested generator): all of the text
+            span = len(prefix), len(prefix) + limit - 1
         if span is None:
             return None
         start, end = span[0] - len(prefix), span[1] - len(prefix)

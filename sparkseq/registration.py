@@ -19,14 +19,17 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
+import sys
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, TypeGuard, cast
 
 import pyarrow as pa
 from pyspark.sql import SparkSession
 from pyspark.sql.functions import arrow_udf, arrow_udtf
+from pyspark.sql.types import DataType, _parse_datatype_json_string
 from pyspark.sql.udtf import UserDefinedTableFunction
 
 if TYPE_CHECKING:
@@ -35,6 +38,7 @@ if TYPE_CHECKING:
 from sparkseq import functions
 from sql_rewrites.aggregates import OnEmpty, PythonAggregate
 from sql_rewrites.seq_functions import Hierarchies, Signature
+from sql_rewrites.sql_types import spark_json_type
 from udafs import contract, spark_timesplit, spark_udfs, spark_udtf
 from udafs.multiplan import MultiPlan
 from udafs.plan import MeasureKind, Plan
@@ -51,9 +55,29 @@ class FunctionSpec:
 
 #: pyspark's ``arrow_udf`` in the one form sparkseq calls it: a grouped-aggregate body
 #: (``pa.Array`` arguments to one value; pyspark infers the kind from the type hints)
-#: and a DDL result type. pyspark's type stubs (4.x) have no overload for the inferred
+#: and a result type. pyspark's type stubs (4.x) have no overload for the inferred
 #: kinds, only for an explicit ``functionType``.
-grouped_aggregate = cast("Callable[[Callable[..., object], str], UserDefinedFunctionLike]", arrow_udf)
+_arrow_aggregate = cast("Callable[[Callable[..., object], DataType | str], UserDefinedFunctionLike]", arrow_udf)
+
+
+def grouped_aggregate(func: Callable[..., object], ddl: str) -> UserDefinedFunctionLike:
+    """A grouped-aggregate Arrow UDF of ``func`` returning the type ``ddl`` (:func:`return_type`)."""
+    return _arrow_aggregate(func, return_type(ddl))
+
+
+@functools.lru_cache(maxsize=256)
+def return_type(ddl: str) -> DataType | str:
+    """The type ``ddl`` as PySpark's type object, built in Python; ``ddl`` itself when it has
+    no JSON form here (:func:`sql_rewrites.sql_types.spark_json_type`; PySpark then parses it).
+
+    PySpark parses a type string in the JVM, and the first parses of a JVM (its SQL parser,
+    its JSON writer) took about a second of :func:`sparkseq.session`, which registers twelve
+    functions (``bench/session_start.py``).
+    """
+    try:
+        return _parse_datatype_json_string(json.dumps(spark_json_type(ddl)))
+    except ValueError:
+        return ddl
 
 
 #: Registered by :func:`register`: the plan-literal functions and the BI functions
@@ -138,13 +162,18 @@ def engine_function(spark: SparkSession, plan: Plan | MultiPlan) -> str:
 def time_split_functions(spark: SparkSession, plan: Plan) -> tuple[str, str]:
     """Names of the chunk and combine functions of ``plan``'s time-split path
     (:mod:`udafs.spark_timesplit`), registered in ``spark`` on first use."""
-    base = engine_function_name(plan)
-    chunk, combine = base + "_chunk", base + "_combine"
+    chunk, combine = time_split_function_names(plan)
     _once(spark, chunk, lambda: grouped_aggregate(spark_timesplit.chunk_aggregate(plan.to_json()),
                                                              spark_timesplit.STATE_DDL))
     _once(spark, combine, lambda: grouped_aggregate(spark_timesplit.combine_aggregate(plan.to_json()),
                                             spark_udfs.output_ddl(plan)))
     return chunk, combine
+
+
+def time_split_function_names(plan: Plan) -> tuple[str, str]:
+    """The names :func:`time_split_functions` registers ``plan``'s functions under, without registering."""
+    base = engine_function_name(plan)
+    return base + "_chunk", base + "_combine"
 
 
 def stand_in_function(spark: SparkSession, plan: Plan | MultiPlan) -> str:
@@ -195,9 +224,14 @@ def stream_function(spark: SparkSession, plan: Plan, key_types: Sequence[str]) -
     :func:`sparkseq.queries.stream_query` for a query that feeds it.
     """
     ddl = spark_udtf.stream_ddl(plan, key_types)
-    name = "sparkseq_stream_" + _digest(ddl)
+    name = stream_function_name(plan, key_types)
     _once(spark, name, lambda: cast(UserDefinedTableFunction, arrow_udtf(spark_udtf.MatchStream, returnType=ddl)))
     return name
+
+
+def stream_function_name(plan: Plan, key_types: Sequence[str]) -> str:
+    """The name :func:`stream_function` registers the UDTF under, without registering."""
+    return "sparkseq_stream_" + _digest(spark_udtf.stream_ddl(plan, key_types))
 
 
 def sessions() -> list[SparkSession]:
@@ -219,11 +253,19 @@ def _once(spark: SparkSession, name: str, make: Callable[[], UserDefinedFunction
 
 
 def _register(spark: SparkSession, name: str, registered: Registered) -> None:
-    if isinstance(registered.function, UserDefinedTableFunction):
+    if _table_function(registered.function):
         spark.udtf.register(name, registered.function)
     else:
         spark.udf.register(name, registered.function)
     _registered.setdefault(spark, {})[name] = registered
+
+
+def _table_function(function: object) -> TypeGuard[UserDefinedTableFunction]:
+    """Whether ``function`` is a UDTF: PySpark's, or Spark Connect's (a class of its own,
+    which ``arrow_udtf`` returns once the process speaks Connect)."""
+    connect = sys.modules.get("pyspark.sql.connect.udtf")  # imported once a Connect session exists
+    return isinstance(function, UserDefinedTableFunction) or (
+        connect is not None and isinstance(function, connect.UserDefinedTableFunction))
 
 
 def _digest(text: str) -> str:

@@ -70,6 +70,7 @@ from sparkseq import hierarchies as registry
 from sparkseq import live
 from sparkseq.catalog import PendingRelation, SessionSchemas
 from sparkseq.gateway import jvm
+from sparkseq.jvm_parser import Place, expect_origins
 from sparkseq.probes import locate
 from sparkseq.registration import PYTHON_AGGREGATES, engine_function, engine_function_name, stand_in_function
 from sparkseq.scratch import analyse, analyse_together, class_name, parse_plan, scratch_session
@@ -183,20 +184,23 @@ def check_script(spark: SparkSession, text: str, *, hierarchies: HierarchyResolv
 
 def run_script(spark: SparkSession, text: str, checked: list[Checked], *,
                hierarchies: HierarchyResolver | None = None, args: dict[str, Any] | list[Any] | None = None,
-               replace_for: Callable[[int], Replacement | None] | None = None) -> Iterator[tuple[Statement, DataFrame]]:
+               replace_for: Callable[[int], Replacement | None] | None = None,
+               place: Place | None = None) -> Iterator[tuple[Statement, DataFrame]]:
     """Run checked statements in order, yielding ``(statement, DataFrame)`` as each runs
     (module docstring). ``replace_for(number)`` may give a statement's operator replacements
-    (how a workload reads shared results, :func:`sql_rewrites.rewriter.explain_statement`)."""
+    (how a workload reads shared results, :func:`sql_rewrites.rewriter.explain_statement`);
+    ``place`` says where a span of ``text`` lies in what the user wrote, when that is
+    another text (``{name}`` placeholders filled in)."""
     schemas: dict = {}  # read once while no statement changes the relation (evict_changed)
     for item in checked:
         replace = replace_for(item.number) if replace_for is not None else None
         yield item.statement, run_checked(spark, text, item, schemas, hierarchies=hierarchies, args=args,
-                                          replace=replace)
+                                          replace=replace, place=place)
 
 
 def run_checked(spark: SparkSession, text: str, item: Checked, schemas: dict, *,
                 hierarchies: HierarchyResolver | None = None, args: dict[str, Any] | list[Any] | None = None,
-                replace: Replacement | None = None) -> DataFrame:
+                replace: Replacement | None = None, place: Place | None = None) -> DataFrame:
     """Run one checked statement of :func:`run_script` (``schemas``: the relation schemas
     read by the statements before it, forgotten here once a statement may change them)."""
     if item.hierarchy is not None:
@@ -207,7 +211,7 @@ def run_checked(spark: SparkSession, text: str, item: Checked, schemas: dict, *,
         resolver = registry.resolver(spark, hierarchies)
         explanation = compile_statement(text, item.statement, SessionSchemas(spark, cache=schemas), resolver,
                                         functools.partial(engine_function, spark), replace=replace)
-    frame = run_checked_sql(spark, text, item.statement, explanation, args)
+    frame = run_checked_sql(spark, text, item.statement, explanation, args, place)
     evict_changed(schemas, item.statement)
     return frame
 
@@ -232,10 +236,14 @@ def _reused(spark: SparkSession, item: Checked, replace: Replacement | None) -> 
 
 
 def run_checked_sql(spark: SparkSession, text: str, statement: Statement, explanation: StatementExplanation | None,
-                    args: dict[str, Any] | list[Any] | None = None) -> DataFrame:
+                    args: dict[str, Any] | list[Any] | None = None, place: Place | None = None) -> DataFrame:
     """``spark.sql`` of a statement of ``text`` (as rewritten in ``explanation``, if any), with
-    Spark's parse and analysis errors placed in ``text`` (:func:`spark_error`)."""
+    Spark's parse and analysis errors placed in ``text`` (:func:`spark_error`), and errors
+    raised while its job runs at the DEFINE condition in what the user wrote (``place``:
+    :func:`sparkseq.jvm_parser.expect_origins`)."""
     sql = explanation.rewritten if explanation is not None else statement.text
+    if explanation is not None:
+        expect_origins(spark, sql, explanation.operators, text, place)
     try:
         with quiet_query_context_logger():
             return spark.sql(sql, args=args) if args is not None else spark.sql(sql)
@@ -519,16 +527,31 @@ def compile_statement(text: str, statement: Statement, schemas: SchemaProvider, 
         hint = f"; tables and views: {', '.join(known)}" if known else "; the session has no tables or views"
         raise UnknownTableError(f"relation '{name}' is not a table or view of this Spark session{hint}",
                                 exc.position) from None
-    check_function_calls(explained.rewritten, hierarchies, check_hierarchies=check_hierarchies)
+    # the calls as the user wrote them (the rewrite moves, never changes, their literal arguments)
+    check_function_calls(statement.text, hierarchies, check_hierarchies=check_hierarchies,
+                         written=(text, statement.start))
     return explained
 
 
 def check_function_calls(spark_sql: str, hierarchies: HierarchyResolver | None = None, *,
-                         check_hierarchies: bool = True) -> None:
+                         check_hierarchies: bool = True, written: tuple[str, int] | None = None) -> None:
     """Check literal arguments of ``seq_*`` function calls (:func:`sql_rewrites.seq_functions.check_calls`),
     with ``check_hierarchies`` their patterns' ``HIERARCHY`` names too (else a call naming
-    one is left to the function, which knows the hierarchies of its session)."""
-    check_statement_calls(spark_sql, (lambda name: resolve_hierarchy(hierarchies, name)) if check_hierarchies else None)
+    one is left to the function, which knows the hierarchies of its session). ``written``:
+    the script and the offset in it of ``spark_sql``, when that is the statement as the user
+    wrote it — errors are then placed in the script; else in the pattern they are about."""
+    resolve = (lambda name: resolve_hierarchy(hierarchies, name)) if check_hierarchies else None
+    if written is None:
+        check_statement_calls(spark_sql, resolve)
+        return
+    text, offset = written
+    try:
+        check_statement_calls(spark_sql, resolve, written=True)
+    except SqlRewriteError as exc:
+        where = exc.position
+        if where is None or where.start is None:
+            raise
+        raise exc.relocated(position_of(text, offset + where.start, offset + (where.end or where.start))) from None
 
 
 def check_literal_setting(spark: SparkSession) -> None:

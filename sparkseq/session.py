@@ -14,6 +14,7 @@ from typing import TypeGuard
 from pyspark.sql import SparkSession
 
 from sparkseq import cluster
+from sparkseq import progress as progress_display
 from sparkseq.registration import register
 
 DEFAULT_MASTER = "local[2]"
@@ -22,7 +23,7 @@ _ROOT = _PACKAGE.parent  # the source checkout (or site-packages when installed)
 
 
 def session(master: str | None = None, *, app_name: str = "sparkseq", conf: Mapping[str, object] | None = None,
-            parser_extension: bool = True, check_workers: bool = True) -> SparkSession:
+            parser_extension: bool = True, check_workers: bool = True, progress: bool | None = None) -> SparkSession:
     """Start (or reuse) a SparkSession, register sparkseq's functions in it and let its
     ``spark.sql`` accept MATCH_AGGREGATE.
 
@@ -54,6 +55,13 @@ def session(master: str | None = None, *, app_name: str = "sparkseq", conf: Mapp
         :class:`sparkseq.cluster.WorkerEnvironmentError` naming what their Python lacks
         (:func:`sparkseq.cluster.check_workers`), instead of a ``ModuleNotFoundError``
         in the first query.
+    progress : bool, optional
+        Show the progress of long jobs: Spark's console progress bar on stderr in a
+        terminal, a line per stage in a notebook (:mod:`sparkseq.progress`). ``None``
+        (default): the ``SPARKSEQ_PROGRESS`` environment variable (``1`` / ``0`` /
+        ``auto``), else on exactly in interactive use (stderr a terminal, or a notebook):
+        never under pytest, in CI (``CI`` set) or with stderr to a file or a pipe.
+        Decided when the session's JVM starts; ignored for a Connect session.
 
     Examples
     --------
@@ -68,8 +76,10 @@ def session(master: str | None = None, *, app_name: str = "sparkseq", conf: Mapp
     if master.startswith("sc://"):
         return _connect_session(master, app_name, conf)
     where = cluster.classify(master)
+    display = progress_display.choose(progress)
     _process_environment(where)
-    settings = {**default_conf(where.url), **{key: str(value) for key, value in (conf or {}).items()}}
+    settings = {**default_conf(where.url), **progress_conf(display),
+                **{key: str(value) for key, value in (conf or {}).items()}}
     cluster.worker_python_conf(settings)
     unavailable = None
     if parser_extension:
@@ -79,6 +89,8 @@ def session(master: str | None = None, *, app_name: str = "sparkseq", conf: Mapp
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    if display is progress_display.Display.STAGE_LINES:
+        progress_display.show_stage_lines(spark.sparkContext)
     if where.ships:  # before any function is built: each captures the zip then
         cluster.ship(spark, scratch_dir() / "pyfiles")
         if check_workers:
@@ -92,6 +104,12 @@ def session(master: str | None = None, *, app_name: str = "sparkseq", conf: Mapp
         warnings.warn(f"spark.sql does not accept MATCH_AGGREGATE in this session: {unavailable}",
                       ParserExtensionWarning, stacklevel=2)
     return spark
+
+
+def progress_conf(display: progress_display.Display) -> dict[str, str]:
+    """Spark's console progress bar on or off: on only for :attr:`~sparkseq.progress.Display.CONSOLE_BAR`
+    (it needs Spark's status store, not its web UI)."""
+    return {"spark.ui.showConsoleProgress": str(display is progress_display.Display.CONSOLE_BAR).lower()}
 
 
 def _process_environment(where: cluster.Master) -> None:
@@ -195,6 +213,10 @@ LOCAL_DRIVER_MEMORY = "2g"
 
 ROCKSDB_STATE_STORE = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
+#: The Python worker daemon of local masters (:mod:`udafs.worker_daemon`): PySpark's, without
+#: the traceback of a worker whose output a LIMIT left unread, nor PySpark's pandas warnings.
+WORKER_DAEMON = "udafs.worker_daemon"
+
 
 def default_conf(master: str) -> dict[str, str]:
     """sparkseq's Spark settings for ``master``: quiet, small, scratch files in one place."""
@@ -237,6 +259,8 @@ def default_conf(master: str) -> dict[str, str]:
             "spark.local.dir": str(scratch / "local"),
             "spark.ui.enabled": "false",
         })
+    if where.kind is cluster.MasterKind.LOCAL:  # workers import this checkout (on PYTHONPATH) only here
+        conf["spark.python.daemon.module"] = WORKER_DAEMON
     return conf
 
 

@@ -30,6 +30,12 @@ from sql_rewrites.rewriter import Statement
 #: on stderr before the exception is raised, also for errors sparkseq catches and reports.
 QUERY_CONTEXT_LOGGER = "SQLQueryContextLogger"
 BACKTICKED = re.compile(r"`((?:[^`]|``)+)`")
+#: Names sparkseq gives to what it generates (``__sparkseq_events``, ``sparkseq_agg_<digest>``),
+#: which Spark's messages about generated SQL may quote: a qualifier, an entry of a list of
+#: suggestions, the engine function.
+INTERNAL_QUALIFIER = re.compile(r"`__sparkseq_\w+`\.")
+INTERNAL_ENTRY = re.compile(r"`__sparkseq_\w+`, |, `__sparkseq_\w+`(?=[],)])")
+ENGINE_FUNCTION = re.compile(r"`?sparkseq_agg_[0-9a-f]+`?")
 
 
 def message_of(exc: BaseException) -> str:
@@ -39,6 +45,18 @@ def message_of(exc: BaseException) -> str:
     for marker in (" SQLSTATE:", "; line "):
         message = message.split(marker)[0]
     return message.strip()
+
+
+def without_internal_names(message: str) -> str:
+    """``message`` without the names of generated SQL: qualifiers of internal relations
+    dropped, internal columns dropped from lists, the engine function named as such.
+
+    >>> without_internal_names("`__sparkseq_events`.`actoin` ... [`__sparkseq_events`.`action`, `__sparkseq_ts`]")
+    '`actoin` ... [`action`]'
+    """
+    message = INTERNAL_QUALIFIER.sub("", message)
+    message = INTERNAL_ENTRY.sub("", message)
+    return ENGINE_FUNCTION.sub("sparkseq's engine function", message)
 
 
 def condition_of(exc: BaseException) -> str:
@@ -89,8 +107,9 @@ def span_in(exc: PySparkException, sql: str) -> tuple[int, int] | None:
 
 
 def as_error(exc: PySparkException, position: SourcePosition | None, message: str | None = None) -> SqlRewriteError:
-    """``exc`` as a sparkseq error at ``position`` (a syntax error as :class:`SqlParseError`)."""
-    text = message or message_of(exc)
+    """``exc`` as a sparkseq error at ``position`` (a syntax error as :class:`SqlParseError`),
+    without the names of generated SQL (:func:`without_internal_names`)."""
+    text = without_internal_names(message or message_of(exc))
     if isinstance(exc, ParseException) and position is not None:
         return SqlParseError(text, position)
     return SparkAnalysisError(text, position, condition_of(exc), parameters_of(exc))
@@ -132,4 +151,5 @@ def quiet_query_context_logger() -> Iterator[None]:
 
 
 __all__ = ["as_error", "condition_of", "first_token_position", "is_spark_error", "message_of", "named_objects",
-           "parameters_of", "quiet_query_context_logger", "same_condition", "span_in", "statement_error"]
+           "parameters_of", "quiet_query_context_logger", "same_condition", "span_in", "statement_error",
+           "without_internal_names"]

@@ -43,6 +43,7 @@ import warnings
 from collections.abc import Iterator
 from typing import Any, Union, cast
 
+from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 
 from sparkseq import hierarchies as registry
@@ -52,17 +53,20 @@ from sparkseq.execution_paths import PathReplacer, decide, planned_replacer
 from sparkseq.explaining import LIVE_VIEW_PREFIX, describe_statement
 from sparkseq.placeholders import format_text
 from sparkseq.registration import engine_function, engine_function_name
+from sparkseq.scratch import scratch_session
 from sparkseq.scripts import (
     check_literal_setting,
     check_script,
     compile_statement,
     run_script,
+    spark_error,
 )
 from sparkseq.session import is_session
+from sparkseq.spark_errors import quiet_query_context_logger
 from sql_rewrites.errors import SqlRewriteError
 from sql_rewrites.hierarchy import HierarchyResolver
 from sql_rewrites.hierarchy_statements import CreateHierarchy, parse_hierarchy_statement
-from sql_rewrites.rewriter import split_statements
+from sql_rewrites.rewriter import StatementExplanation, split_statements
 from sql_rewrites.schema import Catalog, ColumnTypes, SchemaProvider
 from sql_rewrites.statement_effects import created_relations
 
@@ -137,8 +141,10 @@ def run_statements(spark: SparkSession, text: str, *, hierarchies: HierarchyReso
             checked = check_script(spark, formatted.text, hierarchies=hierarchies, args=args)
             keep = any(created_relations(c.statement) for c in checked)  # a view may read the DataFrames
             streams = live.replacer(spark, formatted.text)  # operators over streaming sources (sparkseq.live)
+            place = (lambda start, end: (formatted.original, *formatted.source_span(start, end), "")) \
+                if formatted.pieces else None
             for statement, frame in run_script(spark, formatted.text, checked, hierarchies=hierarchies, args=args,
-                                               replace_for=lambda number: PathReplacer(spark, streams)):
+                                               replace_for=lambda number: PathReplacer(spark, streams), place=place):
                 start, end = formatted.source_span(statement.start, statement.start + len(statement.text) - 1)
                 yield formatted.original[start:end + 1], frame
         except SqlRewriteError as exc:
@@ -154,19 +160,35 @@ def rewrite(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver | 
     Engine functions are registered, so the returned SQL can be passed to
     ``spark.sql`` — e.g. by a client of the session's Thrift/JDBC server, or by the
     parser extension behind ``spark.sql`` itself. The execution path of every operator is
-    chosen as :func:`sql` chooses it (:mod:`sparkseq.execution_paths`): a source larger
-    than Spark's size estimate allows for a huge key gets one statistics job, and a huge
-    key runs time-split or streaming instead of in one worker's memory. With
+    chosen as :func:`sql` chooses it (:mod:`sparkseq.execution_paths`), with no Spark job:
+    over a source whose size Spark's estimate cannot bound, the statement counts its keys
+    as it runs and a huge key runs time-split or streaming instead of in one worker's
+    memory. With
     ``function_hierarchies`` false, ``HIERARCHY name`` in ``seq_*`` patterns is not looked
     up ahead: the functions registered in the session carry the hierarchies they know
     (a Spark Connect client registers its own) and report an unknown one when they run.
     """
+    return [explained.rewritten for explained in rewrite_explained(spark, text, hierarchies=hierarchies,
+                                                                   function_hierarchies=function_hierarchies)]
+
+
+def rewrite_explained(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver | None = None,
+                      function_hierarchies: bool = True) -> list[StatementExplanation]:
+    """:func:`rewrite`, each statement with what it became (its operators, analysed)."""
     check_literal_setting(spark)
     schemas = SessionSchemas(spark)
     resolver = registry.resolver(spark, hierarchies)
     return [compile_statement(text, s, schemas, resolver, functools.partial(engine_function, spark),
-                              replace=PathReplacer(spark), check_hierarchies=function_hierarchies).rewritten
+                              replace=PathReplacer(spark), check_hierarchies=function_hierarchies)
             for s in split_statements(text)]
+
+
+def placed_error(spark: SparkSession, text: str, error: PySparkException,
+                 explained: StatementExplanation) -> SqlRewriteError:
+    """Spark's parse or analysis ``error`` on ``explained`` — the one statement ``text``, as
+    :func:`rewrite_explained` rewrote it — placed in ``text`` as :func:`sql` places it."""
+    with quiet_query_context_logger():
+        return spark_error(scratch_session(spark), error, text, split_statements(text)[0], explained)
 
 
 def explain(source: Source, text: str | None = None, *, hierarchies: HierarchyResolver | None = None) -> str:
@@ -232,7 +254,7 @@ def explain(source: Source, text: str | None = None, *, hierarchies: HierarchyRe
             explained = compile_statement(text, statement, schemas, resolver, engine_function_name, pretty=True,
                                           replace=replace)
             paths = [None if op.function_name.startswith(LIVE_VIEW_PREFIX)
-                     else decide(session, op.query, run_statistics=False) for op in explained.operators]
+                     else decide(session, op.query) for op in explained.operators]
             parts.append(describe_statement(explained, number, len(statements), paths))
         except PendingRelation as pending:
             parts.append(f"-- statement {number} of {len(statements)}\n{statement.text}\n\n(reads {pending.name}, "
@@ -259,4 +281,4 @@ def _pending_aware(source: Source, created: set[str]) -> SchemaProvider:
     return lookup
 
 
-__all__ = ["sql", "run_statements", "rewrite", "explain"]
+__all__ = ["sql", "run_statements", "rewrite", "rewrite_explained", "placed_error", "explain"]

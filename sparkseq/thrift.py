@@ -210,7 +210,8 @@ def _server_session(master: str | None) -> SparkSession:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ParserExtensionWarning)
-        return sparkseq.session(master, app_name="sparkseq-thriftserver", conf={SINGLE_SESSION: "true"})
+        return sparkseq.session(master, app_name="sparkseq-thriftserver", conf={SINGLE_SESSION: "true"},
+                                progress=False)  # clients' jobs: no progress bar on the server's console
 
 
 def _announce(server: ThriftServer) -> None:

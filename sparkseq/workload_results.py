@@ -173,7 +173,7 @@ def _run_starts(numbers: np.ndarray) -> np.ndarray:
 
 
 def write_results(spark: SparkSession, frames: Sequence[tuple[int, DataFrame]], output: str | Path, *,
-                  mode: str = "errorifexists", routed: Sequence[Routed] = ()) -> dict[int, DataFrame]:
+                  mode: str = "error", routed: Sequence[Routed] = ()) -> dict[int, DataFrame]:
     """Write every statement's rows with one Spark job, Parquet partitioned by statement
     number under ``output`` (``mode``: Spark's save mode; ``append`` adds statements to an
     earlier write; ``routed``: :func:`result_table`); returns each statement's DataFrame

@@ -63,12 +63,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
+from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from sparkseq import live
 from sparkseq.execution_paths import PathReplacer, decide_group, path_replacement
 from sparkseq.scripts import SESSION_KEYWORDS, Checked, check_script, run_checked
+from sparkseq.session import is_connect_session
+from sparkseq.spark_errors import condition_of
 from sparkseq.workload_results import STATEMENT_COLUMN, ResultLayout, Routed, collect_results, write_results
 from sql_rewrites.dialect import SparkSeq
 from sql_rewrites.hierarchy import HierarchyResolver
@@ -186,7 +189,7 @@ def workload(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver |
 
     def deliver(pending: list[tuple[int, DataFrame]], routed: list[Routed]) -> None:
         nonlocal written
-        mode = "append" if written else "overwrite" if overwrite else "errorifexists"
+        mode = "append" if written else "overwrite" if overwrite else "error"  # Connect knows no "errorifexists"
         frames.update(write_results(spark, pending, output, mode=mode, routed=routed))
         written += 1
 
@@ -348,7 +351,14 @@ def _keeps_data(statement: Statement) -> bool:
 
 
 def _exists(spark: SparkSession, path: str) -> bool:
-    """Whether ``path`` exists in the file system Spark writes it to."""
+    """Whether ``path`` exists in the file system Spark writes it to (on Spark Connect, the
+    server's: asked by analysing a read of it, no job)."""
+    if is_connect_session(spark):
+        try:
+            spark.read.format("text").load(path).schema  # noqa: B018 - the analysis is the question
+        except PySparkException as exc:  # anything but a missing path: something is there
+            return condition_of(exc) != "PATH_NOT_FOUND"
+        return True
     jvm = spark.sparkContext._jvm
     assert jvm is not None  # a classic session's driver
     hadoop_path = jvm.org.apache.hadoop.fs.Path(path)

@@ -142,7 +142,7 @@ class Analyzer:
         outputs = self._outputs(node, keys, order, measures, slide is not None)
         return MatchAggregateQuery(
             node, source, keys, order, symbols, tuple(ctx.value_columns), tuple(measures), plan, outputs,
-            uncertainty=uncertainty,
+            uncertainty=uncertainty, anchor=node.parent,
         )
 
     def _analyze_cube(self, node: MatchAggregate, source: RelationSchema, scope: ColumnScope,
@@ -168,7 +168,8 @@ class Analyzer:
             before += [OutputColumn(name, order.column.dtype) for name in WINDOW_COLUMNS]
         outputs = cube.outputs(before, measures)
         return MatchAggregateQuery(node, source, keys, order, tuple(table), tuple(ctx.value_columns),
-                                   tuple(measures), plan, outputs, cube=cube.spec(cuboids, measures))
+                                   tuple(measures), plan, outputs, cube=cube.spec(cuboids, measures),
+                                   anchor=node.parent)
 
     # --- keys and time ------------------------------------------------------------------
 

@@ -69,6 +69,15 @@ class ArgumentDocument:
                 return position_of(argument.text, start - argument.start, last - argument.start, argument.label)
         return None
 
+    def origin(self, start: int, end: int) -> tuple[str, int, int, str]:
+        """A document span (inclusive offsets) in the argument holding it: the argument's
+        text, the span's offsets in it and its label (the whole document when no argument holds it)."""
+        for argument in self.arguments:
+            if argument.start <= start <= argument.end:
+                last = min(end, argument.end - 1)
+                return argument.text, start - argument.start, last - argument.start, argument.label
+        return self.text, start, end, ""
+
     def relocate(self, exc: SqlRewriteError, view: str) -> SqlRewriteError:
         """A compiler error positioned in the document, positioned in its argument instead."""
         position = exc.position

@@ -22,7 +22,12 @@ the source per cuboid:
   whole cube, as for a workload's sharing group, :mod:`sql_rewrites.workload_paths`):
   each cuboid's path by :func:`~sql_rewrites.timesplit.choose_path`; the cube splits
   only when some cuboid's path is time-split or streaming (or a path is forced), else it
-  stays one grouped call per key, which shares the scan and the derivations.
+  stays one grouped call per key, which shares the scan and the derivations (a
+  workload's sharing group, whose statistics job has run);
+* :func:`sized_cube_paths` decides without statistics, for a statement alone
+  (``sparkseq.sql``, ``spark.sql``): the statement counts its keys as it runs, the keys
+  over the lowest threshold run each cuboid on its own path and the others stay in the
+  one grouped call (:func:`sql_rewrites.path_queries.by_key_size`).
 
 Derived cuboids are evaluated directly in their own statement (no derivation needed);
 hidden cuboids, which only serve derivations, are not run.
@@ -47,6 +52,8 @@ from sql_rewrites.timesplit import (
     KeyStatistics,
     Path,
     PathChoice,
+    big_key_path,
+    big_key_threshold,
     choose_path,
 )
 from sql_rewrites.workload_paths import group_threshold
@@ -126,6 +133,18 @@ def cube_union(query: MatchAggregateQuery, outputs: Sequence[tuple[CuboidStateme
     ValueError
         No outputs, or ``query`` is not an E-Cube.
     """
+    return aliased(query, sanitize(cube_branches(query, outputs)))  # type: ignore[arg-type]
+
+
+def cube_branches(query: MatchAggregateQuery, outputs: Sequence[tuple[CuboidStatement, exp.Select]]) -> exp.Expr:
+    """The ``UNION ALL`` of :func:`cube_union`, not yet the operator's replacement: each
+    output put into the cube's columns.
+
+    Raises
+    ------
+    ValueError
+        No outputs, or ``query`` is not an E-Cube.
+    """
     cube = query.cube
     if cube is None or not outputs:
         raise ValueError("a cube union needs an E-Cube and at least one cuboid")
@@ -141,7 +160,7 @@ def cube_union(query: MatchAggregateQuery, outputs: Sequence[tuple[CuboidStateme
         columns += [exp.column(m.name, table=alias) if m.name in own
                     else exp.alias_(exp.cast(exp.null(), m.output_type.copy()), m.name) for m in query.measures]
         parts.append(exp.select(*columns).from_(output.subquery(alias)))
-    return aliased(query, sanitize(_union_all(parts)))  # type: ignore[arg-type]
+    return _union_all(parts)
 
 
 def _union_all(parts: Sequence[exp.Select]) -> exp.Expr:
@@ -162,8 +181,12 @@ class CubePaths:
     reason: str
     cuboids: tuple[PathChoice, ...] | None = None
     texts: tuple[str, ...] = ()
-    #: Left to the statistics job at run time (what EXPLAIN shows before it runs).
+    #: Left to Spark's size estimate of the source (what EXPLAIN shows without a session).
     pending: bool = False
+    #: Set when the keys are counted as the statement runs (:func:`sized_cube_paths`): the
+    #: keys with more rows than this run each cuboid on ``cuboids``' path, the others the
+    #: one grouped call (None: every key takes ``cuboids``' paths).
+    by_key_size: int | None = None
 
     @property
     def split(self) -> bool:
@@ -177,7 +200,12 @@ class CubePaths:
         if self.cuboids is None:
             return [f"grouped, every cuboid in one engine call per key ({self.reason})"]
         width = max(len(t) for t in self.texts)
-        return [f"each cuboid its own statement, UNION ALL ({self.reason})",
+        if self.by_key_size is not None:
+            head = (f"every cuboid in one engine call per key, and for the keys over {self.by_key_size:,} rows, "
+                    f"counted when the statement runs, each cuboid its own statement, UNION ALL ({self.reason})")
+        else:
+            head = f"each cuboid its own statement, UNION ALL ({self.reason})"
+        return [head,
                 *(f"{t:<{width}}  {c.path.value} ({c.reason})" for t, c in zip(self.texts, self.cuboids))]
 
 
@@ -227,18 +255,45 @@ def cube_paths(texts: Sequence[str], plans: Sequence[Plan], big_keys: list[KeySt
 def planned_cube_paths(texts: Sequence[str], plans: Sequence[Plan], forced: Path | None = None,
                        split_rows: int = SPLIT_ROWS, chunk_rows: int = CHUNK_ROWS, stream_rows: int = STREAM_ROWS,
                        *, ansi: bool = True) -> CubePaths:
-    """The path of an E-Cube as far as it is known before any statistics (what EXPLAIN
-    shows): forced, fixed by the plans (no cuboid can leave the one call), or left to the
-    statistics job at run time."""
+    """The path of an E-Cube as far as it is known without Spark's size estimate of the
+    source (what EXPLAIN shows without a session): forced, fixed by the plans (no cuboid can
+    leave the one call), or left to the estimate."""
     if forced is not None:
         return cube_paths(texts, plans, None, forced, split_rows, chunk_rows, stream_rows, ansi=ansi)
-    threshold = group_threshold(plans, split_rows, stream_rows)
+    threshold = big_keys_threshold(plans, split_rows, stream_rows)
     if threshold is None:
         return CubePaths(f"no cuboid can run time-split or streaming: {_stuck(plans[0])}")
-    return CubePaths(f"decided when it runs: a statistics job looks for keys over {threshold:,} rows; with one, each "
-                     f"cuboid runs as its own statement on its own path (split by time over {split_rows:,} rows when "
-                     f"its plan allows, streamed over {stream_rows:,}), UNION ALL, unless Spark's size estimate of "
-                     "the source rules such keys out", pending=True)
+    return CubePaths(f"decided from Spark's size estimate of the source: unless it rules out keys over {threshold:,} "
+                     "rows, such keys, counted when the statement runs, run each cuboid as its own statement on its "
+                     f"own path (split by time when its plan allows, else streamed), UNION ALL", pending=True)
+
+
+def sized_cube_paths(texts: Sequence[str], plans: Sequence[Plan], split_rows: int = SPLIT_ROWS,
+                     chunk_rows: int = CHUNK_ROWS, stream_rows: int = STREAM_ROWS, estimate: str = "") -> CubePaths:
+    """The path of an E-Cube whose source may hold a big key, decided without measuring the
+    source: the statement counts its keys as it runs; the keys over the cuboids' lowest
+    threshold (:func:`~sql_rewrites.timesplit.big_key_threshold`) run each cuboid as its
+    own statement on its big-key path (:func:`~sql_rewrites.timesplit.big_key_path`), the
+    others stay in the one grouped call. ``estimate`` says why such a key is possible.
+
+    Raises
+    ------
+    ValueError
+        When no cuboid can leave the grouped call (none splits or streams).
+    """
+    threshold = big_keys_threshold(plans, split_rows, stream_rows)
+    if threshold is None:
+        raise ValueError(f"no cuboid can run time-split or streaming: {_stuck(plans[0])}")
+    choices = tuple(big_key_path(p, split_rows, chunk_rows) for p in plans)
+    return CubePaths(estimate or "a key may be big", choices, tuple(texts), by_key_size=threshold)
+
+
+def big_keys_threshold(plans: Sequence[Plan], split_rows: int = SPLIT_ROWS, stream_rows: int = STREAM_ROWS
+                       ) -> int | None:
+    """The lowest :func:`~sql_rewrites.timesplit.big_key_threshold` of ``plans`` (a cube's
+    cuboids); None when none splits or streams."""
+    return min((t for t in (big_key_threshold(p, split_rows, stream_rows) for p in plans) if t is not None),
+               default=None)
 
 
 def _stuck(plan: Plan) -> str:
@@ -248,11 +303,14 @@ def _stuck(plan: Plan) -> str:
 
 __all__ = [
     "BIG_KEY_PATHS",
+    "big_keys_threshold",
     "CubePaths",
     "CuboidStatement",
+    "cube_branches",
     "cube_paths",
     "cube_union",
     "cuboid_plans",
     "cuboid_statements",
     "planned_cube_paths",
+    "sized_cube_paths",
 ]

@@ -149,8 +149,58 @@ def _token_error(exc: TokenError, sql: str) -> SqlParseError:
     if "/*" in sql and "*/" not in sql[sql.rfind("/*"):]:
         start = sql.rfind("/*")
         return SqlParseError("unterminated comment: missing closing */", position_of(sql, start, start + 1))
+    unterminated = unterminated_quote(sql)  # sqlglot may fail without saying where (r"a\"b")
+    if unterminated is not None:
+        return SqlParseError(f"unterminated text: missing closing {sql[unterminated]}",
+                             position_of(sql, unterminated, unterminated))
     start = exc.start if exc.start is not None else 0
     return SqlParseError(f"cannot tokenize: {_first_line(cause)}", position_of(sql, start, start))
+
+
+def unterminated_quote(sql: str) -> int | None:
+    """The offset of the first quote (``'``, ``"`` or a backtick) that ``sql`` never closes,
+    by Spark's lexer: ``--`` and ``/* */`` comments, ``\\`` escaping the next character,
+    raw ``r'...'`` literals without escapes; None when every quote closes.
+
+    >>> unterminated_quote(r'v = r"a\\"b"')  # the raw literal ends at \\", the last " opens another
+    10
+    >>> unterminated_quote("x = 'a' -- it's")
+    """
+    i = 0
+    while i < len(sql):
+        char, pair = sql[i], sql[i:i + 2]
+        if pair == "--":
+            i = _after(sql, "\n", i + 2)
+        elif pair == "/*":
+            i = _after(sql, "*/", i + 2)
+        elif char in "'\"`":
+            raw = char != "`" and i > 0 and sql[i - 1] in "rR" and (i < 2 or not (sql[i - 2].isalnum()
+                                                                             or sql[i - 2] == "_"))
+            end = _closing(sql, i, escapes=char != "`" and not raw)
+            if end is None:
+                return i
+            i = end + 1
+        else:
+            i += 1
+    return None
+
+
+def _after(sql: str, closing: str, start: int) -> int:
+    at = sql.find(closing, start)
+    return len(sql) if at < 0 else at + len(closing)
+
+
+def _closing(sql: str, start: int, *, escapes: bool) -> int | None:
+    """The offset of the quote closing the one at ``start``, or None."""
+    i = start + 1
+    while i < len(sql):
+        if escapes and sql[i] == "\\":
+            i += 2
+        elif sql[i] == sql[start]:
+            return i
+        else:
+            i += 1
+    return None
 
 
 def _token_at(tokens: list[Token], line: object, col: object) -> Token | None:

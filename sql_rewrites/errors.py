@@ -63,6 +63,30 @@ def name_shown(message: str, name: str, shown: str) -> str:
     return re.sub(rf"(?<!\w){re.escape(name)}(?!\w)", lambda _: shown, message)
 
 
+#: sqlglot's message for a syntax node that lacks a part: the part's name and the node's class.
+_MISSING_PART = re.compile(r"Required keyword: '(\w+)' missing for <class '[\w.]*?(\w+)'>")
+
+
+def missing_part_message(message: str, previous: str | None) -> str:
+    """sqlglot's ``message`` in SQL words when it says a syntax node lacks a part (it names
+    a Python class), given the text of the token before the place (the operator); any
+    other message unchanged.
+
+    >>> missing_part_message("Required keyword: 'expression' missing for <class 'sqlglot.expressions.core.And'>",
+    ...                      "AND")
+    'Expecting an expression after AND'
+    >>> missing_part_message("Expecting )", "x")
+    'Expecting )'
+    """
+    missing = _MISSING_PART.fullmatch(message)
+    if missing is None:
+        return message
+    part, node = missing.groups()
+    what = {"high": "the upper bound of BETWEEN (x BETWEEN low AND high)"}.get(part)
+    what = what or ("a name" if node == "Column" else "an expression")
+    return f"Expecting {what} after {previous}" if previous else f"Expecting {what}"
+
+
 def position_of(sql: str | None, start: int, end: int, origin: str = "") -> SourcePosition:
     """Build the position of ``sql[start:end + 1]`` with an underlined excerpt.
 

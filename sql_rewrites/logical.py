@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlglot import exp
 
@@ -148,6 +148,9 @@ class MatchAggregateQuery:
     outputs: tuple[OutputColumn, ...]
     cube: CubeSpec | None = None  # E-Cube queries: plan is a MultiPlan, one plan per cuboid
     uncertainty: Uncertainty | None = None  # imprecise timestamps: measures are expected values
+    #: Where the operator stood when it was analysed (its parent then): once the rewrite has
+    #: replaced the operator in its statement, :meth:`scoped_sql` finds the CTEs from here.
+    anchor: exp.Expr | None = field(default=None, compare=False, repr=False)
 
     @property
     def alias(self) -> str:
@@ -164,7 +167,8 @@ class MatchAggregateQuery:
         """``select`` over the operator's source (default ``SELECT *`` of it) as Spark SQL,
         with the statement's CTEs visible at the operator: Spark analyses it on its own."""
         query = exp.select("*").from_(self.node.this.copy()) if select is None else select
-        return in_scope(query, self.node).sql(dialect=SparkSeq)
+        where = self.node if self.node.parent is not None or self.anchor is None else self.anchor
+        return in_scope(query, where).sql(dialect=SparkSeq)
 
     @property
     def single_plan(self) -> Plan:

@@ -28,6 +28,12 @@ TAG = "__sparkseq_marker_"
 TAGGED = re.compile(re.escape(TAG) + r"(\d+)")
 
 
+def positional_markers(tree: exp.Expr) -> bool:
+    """Whether ``tree`` holds ``?`` markers: a rewrite that prints a part of it twice (a
+    source read twice) would bind other values (named markers, ``:name``, need no check)."""
+    return any(not marker.this for marker in tree.find_all(exp.Placeholder))
+
+
 def print_statement(tree: exp.Expr, sql: str, *, pretty: bool = False) -> str:
     """``tree`` as Spark SQL, its ``?`` markers bound as in ``sql`` (the text it was parsed from).
 

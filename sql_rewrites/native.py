@@ -52,7 +52,7 @@ from sqlglot import exp
 
 from sql_rewrites import engine_contract
 from sql_rewrites.generate import EngineInput, Roles, engine_events, engine_roles, output_projections, sanitize
-from udafs.errors import OverflowSlot, overflow_template
+from udafs.errors import OverflowSlot, measure_words, overflow_template
 from udafs.multiplan import MultiPlan
 from udafs.plan import CountType, MeasureKind, Plan
 
@@ -251,13 +251,13 @@ def _measure(spec: EngineInput, j: int, total: exp.Expr, keys: list[exp.Expr]) -
     if plan.count_type is CountType.DECIMAL:
         return exp.cast(value, engine_contract.COUNT_TYPE_SQL[CountType.DECIMAL])
     return exp.case().when(exp.GT(this=value.copy(), expression=exp.Literal.number(_BIGINT_MAX)),
-                           _overflow(spec, m.kind.value.upper(), m.name, value, keys)
+                           _overflow(spec, m.kind.value, m.name, value, keys)
                            ).else_(exp.cast(value, "BIGINT"))
 
 
 def _overflow(spec: EngineInput, kind: str, name: str, value: exp.Expr, keys: list[exp.Expr]) -> exp.Expr:
     """``raise_error`` with the kernel path's message for a count over BIGINT."""
-    what = f"{kind} measure {name!r}" if name else f"{kind} measure"
+    what = measure_words(kind, name)
     if spec.keys:
         pairs: list[exp.Expr] = []
         for (key, _), column in zip(spec.keys, keys):

@@ -23,9 +23,11 @@ from __future__ import annotations
 import typing as t
 
 from sqlglot import exp
+from sqlglot.parser import SENTINEL_NONE
 from sqlglot.parsers.spark import SparkParser
-from sqlglot.tokens import TokenType
+from sqlglot.tokens import Token, TokenType
 
+from sql_rewrites.errors import missing_part_message
 from sql_rewrites.expressions import (
     MatchAggregate,
     MatchCube,
@@ -44,21 +46,26 @@ COUNT_TYPES = ("BIGINT", "DECIMAL", "DOUBLE")
 #: ``Placeholder.meta`` key: the character offset of a positional marker (``?``) in the text.
 MARKER_OFFSET = "sparkseq_marker_offset"
 ClauseParser = t.Callable[["SparkSeqParser"], tuple[str, t.Any]]
+#: Tokens after a clause keyword that make it a name (a column or symbol called ``pattern``).
+NAME_FOLLOWERS = frozenset({TokenType.COMMA, TokenType.R_PAREN, TokenType.ALIAS, TokenType.DOT})
 
 
 class SparkSeqParser(SparkParser):
     """Spark's parser extended with the MATCH_AGGREGATE table operator."""
 
     MATCH_AGGREGATE_CLAUSE_PARSERS: t.ClassVar[dict[str, ClauseParser]] = {
-        "PARTITION BY": lambda self: ("partition_by", self._parse_csv(self._parse_disjunction)),
+        "PARTITION BY": lambda self: ("partition_by", self._parse_match_list(
+            self._parse_disjunction, "PARTITION BY", "an expression")),
         "ORDER BY": lambda self: ("order", self._parse_order(skip_order_token=True)),
         "PATTERN": lambda self: ("pattern", self._parse_match_pattern()),
         "PATTERNS": lambda self: ("patterns", self._parse_match_patterns()),
         "CUBE": lambda self: ("cube", self._parse_match_cube()),
-        "DEFINE": lambda self: ("define", self._parse_csv(self._parse_match_definition)),
+        "DEFINE": lambda self: ("define", self._parse_match_list(
+            self._parse_match_definition, "DEFINE", "a symbol definition (name AS condition)")),
         "TYPE BY": lambda self: ("type_by", self._parse_match_type_by()),
         "HIERARCHY": lambda self: ("hierarchy", self._parse_match_hierarchy()),
-        "MEASURES": lambda self: ("measures", self._parse_csv(self._parse_match_measure)),
+        "MEASURES": lambda self: ("measures", self._parse_match_list(
+            self._parse_match_measure, "MEASURES", "a measure such as COUNT(*) AS name")),
         "WITHIN": lambda self: ("within", self._parse_match_duration("WITHIN")),
         "SLIDE": lambda self: ("slide", self._parse_match_duration("SLIDE")),
         "COUNT TYPE": lambda self: ("count_type", self._parse_match_count_type()),
@@ -93,6 +100,11 @@ class SparkSeqParser(SparkParser):
         marker = self.expression(exp.Placeholder())
         marker.meta[MARKER_OFFSET] = self._prev.start
         return marker
+
+    def raise_error(self, message: str, token: Token = SENTINEL_NONE) -> None:
+        """sqlglot's error, with its message for an incomplete expression (naming a node
+        class) said in SQL words: ``x = 1 AND)`` is "Expecting an expression after AND"."""
+        super().raise_error(missing_part_message(message, self._prev.text if self._prev else None), token)
 
     # --- Spark's literals -----------------------------------------------------------------
 
@@ -271,9 +283,43 @@ class SparkSeqParser(SparkParser):
             self.raise_error("Expecting a symbol: a name or a 'quoted type value'", token)
         return t.cast(exp.Expr, symbol)
 
+    def _parse_match_list(self, parse_entry: t.Callable[[], exp.Expr | None], clause: str,
+                          entry: str) -> list[exp.Expr]:
+        """The comma-separated entries of a clause: at least one, and every comma followed by
+        another entry, not by the next clause or the closing parenthesis (a trailing comma
+        is an error placed on the comma)."""
+        entries: list[exp.Expr] = []
+        while True:
+            if self._at_next_clause():
+                after_comma = bool(entries) and self._prev is not None and self._prev.token_type == TokenType.COMMA
+                where = f"after ',' in {clause}" if after_comma else f"after {clause}"
+                self.raise_error(f"Expecting {entry} {where}", self._prev if after_comma else self._curr)
+            parsed = parse_entry()
+            if parsed is not None:
+                entries.append(parsed)
+            if not self._match(TokenType.COMMA):
+                return entries
+            if parsed is not None:
+                self._add_comments(parsed)
+
+    def _at_next_clause(self) -> bool:
+        """At the closing parenthesis or the keyword of the next clause, rather than at an
+        entry of the current one. A one-word clause keyword followed by ``,``, ``)``, ``AS``,
+        ``.``, the end or another clause is a column or symbol of that name (``PARTITION BY
+        pattern ORDER BY ts``)."""
+        if self._curr is None or self._curr.token_type == TokenType.R_PAREN:
+            return True
+        if not self._at_match_clause_keyword():
+            return False
+        if self._curr.text.upper() not in self.MATCH_AGGREGATE_CLAUSE_PARSERS:  # ORDER BY, TYPE BY, COUNT TYPE, ...
+            return True
+        index = self._index
+        self._advance()
+        named = self._curr is None or self._curr.token_type in NAME_FOLLOWERS or self._at_match_clause_keyword()
+        self._retreat(index)
+        return not named
+
     def _parse_match_definition(self) -> exp.Alias | None:
-        if self._at_match_clause_keyword() or self._match(TokenType.R_PAREN, advance=False):
-            return None
         name = self._parse_id_var(any_token=False)
         if name is None:
             self.raise_error("Expecting a symbol name in DEFINE")

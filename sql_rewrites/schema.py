@@ -16,6 +16,7 @@ only for ``SELECT *`` in derived sources; types are Spark type strings
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Union
@@ -118,6 +119,64 @@ class Catalog:
     def known_relations(self) -> tuple[str, ...] | None:
         """Names the provider knows, when it is a mapping (for error messages)."""
         return None if self._by_folded is None else tuple(sorted(self._by_folded.values()))
+
+
+#: One column of a Spark DDL schema: a name (plain or `quoted`), an optional ``:``, the
+#: type, then optionally ``NOT NULL`` and ``COMMENT '...'``.
+_DDL_COLUMN = re.compile(r"\s*(`(?:[^`]|``)+`|[^\s:`]+)\s*:?\s*(.+?)(?:\s+NOT\s+NULL)?"
+                         r"(?:\s+COMMENT\s+'(?:[^'\\]|\\.)*')?\s*", re.IGNORECASE | re.DOTALL)
+
+
+def ddl_columns(ddl: str) -> dict[str, exp.DataType]:
+    """The columns of a Spark DDL schema, as ``DataFrameReader.schema`` takes it, read
+    without Spark.
+
+    Raises
+    ------
+    SchemaProviderError
+        A column without a name and a type, or a type that is not a Spark SQL type.
+
+    Examples
+    --------
+    >>> {name: type_text(t) for name, t in ddl_columns("k INT, `the ts` TIMESTAMP NOT NULL, "
+    ...                                                "price DECIMAL(10,2) COMMENT 'a, b'").items()}
+    {'k': 'INT', 'the ts': 'TIMESTAMP', 'price': 'DECIMAL(10, 2)'}
+    """
+    columns: dict[str, exp.DataType] = {}
+    for part in _top_level_parts(ddl):
+        found = _DDL_COLUMN.fullmatch(part)
+        if found is None:
+            raise SchemaProviderError(f"expected 'name TYPE' in the schema {ddl!r}, got {part.strip()!r}")
+        name = found.group(1)
+        name = name[1:-1].replace("``", "`") if name.startswith("`") else name
+        try:
+            columns[name] = parse_type(found.group(2))
+        except ValueError as exc:
+            raise SchemaProviderError(f"column {name}: {exc}") from None
+    return columns
+
+
+def _top_level_parts(text: str) -> list[str]:
+    """``text`` cut at the commas outside quotes, backquotes, ``<...>`` and ``(...)``."""
+    parts, depth, quote, start, i = [], 0, "", 0, 0
+    while i < len(text):
+        char = text[i]
+        if quote:
+            if char == "\\" and quote != "`":
+                i += 1  # the escaped character
+            elif char == quote:
+                quote = ""
+        elif char in "`'\"":
+            quote = char
+        elif char in "<(":
+            depth += 1
+        elif char in ">)":
+            depth -= 1
+        elif char == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+        i += 1
+    return [*parts, text[start:]]
 
 
 def table_name(table: exp.Table) -> str:

@@ -23,7 +23,13 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from sql_rewrites.dialect import SparkSeq, parse_into
-from sql_rewrites.errors import NegatedMeasureError, UnknownHierarchyError, UnknownSymbolError
+from sql_rewrites.errors import (
+    NegatedMeasureError,
+    SqlRewriteError,
+    UnknownHierarchyError,
+    UnknownSymbolError,
+    position_of,
+)
 from sql_rewrites.expressions import MatchPattern, PatternArgument
 from sql_rewrites.hierarchy import ConceptHierarchy
 from sql_rewrites.pattern import compile_type_pattern
@@ -218,19 +224,22 @@ PLACEHOLDER_LENGTH = 1  # stands for a given WITHIN / SLIDE whose unit depends o
 SEQ_CALL = re.compile(r"\bseq_\w+\s*\(", re.IGNORECASE)  # a call of a BI function (not sparkseq_agg_ names)
 
 
-def check_statement_calls(spark_sql: str, resolve: Callable[[str], ConceptHierarchy] | None = None) -> None:
+def check_statement_calls(spark_sql: str, resolve: Callable[[str], ConceptHierarchy] | None = None, *,
+                          written: bool = False) -> None:
     """:func:`check_calls` on one statement of Spark SQL text; text sqlglot cannot parse is
-    left to the functions, which check themselves when they run."""
+    left to the functions, which check themselves when they run. With ``written`` (the
+    text is the statement as the user wrote it), errors are placed in ``spark_sql``."""
     if not SEQ_CALL.search(spark_sql):
         return
     try:
         tree = sqlglot.parse_one(spark_sql, read=SparkSeq)
     except SqlglotError:
         return
-    check_calls(tree, resolve)
+    check_calls(tree, resolve, spark_sql if written else None)
 
 
-def check_calls(tree: exp.Expr, resolve: Callable[[str], ConceptHierarchy] | None = None) -> None:
+def check_calls(tree: exp.Expr, resolve: Callable[[str], ConceptHierarchy] | None = None,
+                sql: str | None = None) -> None:
     """Check the ``seq_*`` calls of a parsed statement whose arguments are literals.
 
     Catches wrong argument counts, pattern syntax, edge negations without ``within``
@@ -239,36 +248,74 @@ def check_calls(tree: exp.Expr, resolve: Callable[[str], ConceptHierarchy] | Non
     pattern's ``HIERARCHY name`` (raising for unknown ones; without ``resolve``, a call
     naming a hierarchy is left to the function, which knows its session's). Window
     values are checked at run time, where the type of ``ts`` is known.
+
+    An error is placed in ``sql``, the text ``tree`` was parsed from, when given (a
+    mistake in a pattern at its place inside the pattern's literal); else a mistake in a
+    pattern is placed in the pattern, labelled ``seq_count pattern``.
     """
     for call in tree.find_all(exp.Anonymous):
         sig = BY_NAME.get(str(call.name).lower())
         if sig is None:
             continue
-        bound = sig.bind(call.expressions)
-        pattern = _literal_text(bound["pattern"])
-        if pattern is None:
-            continue
-        within = None if _is_null(bound["within"]) else PLACEHOLDER_LENGTH
-        slide = None if _is_null(bound.get("slide")) else PLACEHOLDER_LENGTH
-        within_us, slide_us = (_interval_micros(bound.get(name)) for name in ("within", "slide"))
-        if within_us is not None and slide_us is not None:  # both written as intervals: the event time is a timestamp
-            WindowSpec.checked(within_us, slide_us,
-                               shown=(describe_length(within_us, True), describe_length(slide_us, True)))
-        symbol = _literal_text(bound.get("symbol")) if sig.kind is not MeasureKind.COUNT_STAR else None
-        node = pattern_argument(pattern)
-        name = hierarchy_name(node)
-        hierarchies: Hierarchies = ()
+        try:
+            _check_call(sig, call, resolve)
+        except SqlRewriteError as exc:
+            raise _placed(exc, sig, call, sql) from None
+
+
+def _check_call(sig: Signature, call: exp.Anonymous, resolve: Callable[[str], ConceptHierarchy] | None) -> None:
+    bound = sig.bind(call.expressions)
+    pattern = _literal_text(bound["pattern"])
+    if pattern is None:
+        return
+    within = None if _is_null(bound["within"]) else PLACEHOLDER_LENGTH
+    slide = None if _is_null(bound.get("slide")) else PLACEHOLDER_LENGTH
+    within_us, slide_us = (_interval_micros(bound.get(name)) for name in ("within", "slide"))
+    if within_us is not None and slide_us is not None:  # both written as intervals: the event time is a timestamp
+        WindowSpec.checked(within_us, slide_us,
+                           shown=(describe_length(within_us, True), describe_length(slide_us, True)))
+    symbol = _literal_text(bound.get("symbol")) if sig.kind is not MeasureKind.COUNT_STAR else None
+    node = pattern_argument(pattern)
+    name = hierarchy_name(node)
+    hierarchies: Hierarchies = ()
+    if name:
+        if resolve is None:
+            return
+        hierarchies = ((name.casefold(), tuple(sorted(resolve(name).parent_of.items()))),)
+    if sig.kind is not MeasureKind.COUNT_STAR and symbol is None:
+        compile_type_pattern(pattern, within=within, slide=slide, parsed=node.this)  # symbol not a literal
         if name:
-            if resolve is None:
-                continue
-            hierarchies = ((name.casefold(), tuple(sorted(resolve(name).parent_of.items()))),)
-        if sig.kind is not MeasureKind.COUNT_STAR and symbol is None:
-            compile_type_pattern(pattern, within=within, slide=slide, parsed=node.this)  # symbol not a literal
-            if name:
-                hierarchy_of(sig, name, hierarchies)
-        else:
-            compile_call(sig, pattern, within, slide, symbol, ValueType.FLOAT if symbol is not None else None,
-                         hierarchies)
+            hierarchy_of(sig, name, hierarchies)
+    else:
+        compile_call(sig, pattern, within, slide, symbol, ValueType.FLOAT if symbol is not None else None,
+                     hierarchies)
+
+
+def _placed(exc: SqlRewriteError, sig: Signature, call: exp.Anonymous, sql: str | None) -> SqlRewriteError:
+    """``exc`` — positioned in the call's pattern, if at all — placed in ``sql`` (in the
+    pattern's literal; a measure symbol's error at its literal; else at the call's name),
+    else in the pattern, labelled."""
+    bound = sig.bind(call.expressions)
+    pattern_node = bound["pattern"]
+    pattern = _literal_text(pattern_node) or ""
+    first = exc.position.start if exc.position is not None else None  # in the pattern
+    last = exc.position.end if exc.position is not None and exc.position.end is not None else first
+    if sql is None:
+        if first is None or last is None:
+            return exc
+        return exc.relocated(position_of(pattern, first, last, f"{sig.name} pattern"))
+    literal = pattern_node.meta if isinstance(pattern_node, exp.Literal) else {}
+    if first is not None and last is not None and "start" in literal \
+            and sql[literal["start"] + 1:literal["end"]] == pattern:
+        start = literal["start"] + 1  # the pattern as written: no escapes, offsets carry over
+        return exc.relocated(position_of(sql, start + first, start + last))
+    symbol = bound.get("symbol")
+    if isinstance(exc, (UnknownSymbolError, NegatedMeasureError)) and isinstance(symbol, exp.Literal):
+        literal = symbol.meta
+    where = literal if "start" in literal else call.meta
+    if "start" not in where:
+        return exc
+    return exc.relocated(position_of(sql, where["start"], where["end"]))
 
 
 def _interval_micros(node: exp.Expr | None) -> int | None:

@@ -26,6 +26,7 @@ from sql_rewrites.errors import UnknownTableError, UnresolvedSourceError
 from sql_rewrites.expressions import MatchAggregate
 from sql_rewrites.schema import Catalog, ColumnSchema, RelationSchema, table_name
 from sql_rewrites.sql_types import type_spark_functions, type_text
+from sql_rewrites.symbols import node_position
 
 OutputSchemaOf = Callable[[MatchAggregate], RelationSchema]
 SYNTHETIC_PREFIX = "__sparkseq_relation_"
@@ -65,7 +66,8 @@ class SourceResolver:
         if schema is None:
             known = self.catalog.known_relations()
             hint = f"; known relations: {', '.join(known)}" if known else ""
-            raise UnknownTableError(f"relation '{name}' is not known to the schema provider{hint}")
+            raise UnknownTableError(f"relation '{name}' is not known to the schema provider{hint}",
+                                    node_position(table, self.sql))
         return schema
 
     def cte(self, cte: exp.CTE) -> RelationSchema:

@@ -102,6 +102,55 @@ def type_text(dtype: exp.DataType) -> str:
     return dtype.sql(dialect=SparkSeq)
 
 
+#: Spark's JSON names (``DataType.json()``) of the types without parameters. Spark's
+#: TIMESTAMP (sqlglot: TIMESTAMPTZ) is TIMESTAMP_LTZ under Spark's default
+#: ``spark.sql.timestampType``.
+_JSON_NAMES = {
+    DType.BOOLEAN: "boolean", DType.TINYINT: "byte", DType.SMALLINT: "short", DType.INT: "integer",
+    DType.BIGINT: "long", DType.FLOAT: "float", DType.DOUBLE: "double", DType.TEXT: "string",
+    DType.BINARY: "binary", DType.DATE: "date", DType.TIMESTAMPTZ: "timestamp", DType.TIMESTAMPLTZ: "timestamp",
+    DType.TIMESTAMPNTZ: "timestamp_ntz",
+}
+
+
+def spark_json_type(value: str | exp.DataType) -> str | dict[str, object]:
+    """A Spark type in Spark's JSON form (``DataType.json()``), which PySpark reads into its
+    type objects without asking the JVM; fields and elements are nullable, as in a DDL.
+
+    Raises
+    ------
+    ValueError
+        Not a Spark type, or one without a form here (intervals, collations, CHAR, ...).
+
+    Examples
+    --------
+    >>> spark_json_type("array<struct<window_start:timestamp,`count`:bigint>>")  # doctest: +NORMALIZE_WHITESPACE
+    {'type': 'array', 'elementType': {'type': 'struct', 'fields': [{'name': 'window_start', 'type': 'timestamp',
+     'nullable': True, 'metadata': {}}, {'name': 'count', 'type': 'long', 'nullable': True, 'metadata': {}}]},
+     'containsNull': True}
+    """
+    dtype = parse_type(value)
+    kind, parts = dtype.this, dtype.expressions
+    if kind in _JSON_NAMES and not parts and not dtype.args.get("collate"):
+        return _JSON_NAMES[kind]
+    if kind is DType.DECIMAL:
+        return "decimal({},{})".format(*decimal_digits(dtype))
+    if kind is DType.ARRAY and len(parts) == 1:
+        return {"type": "array", "elementType": spark_json_type(parts[0]), "containsNull": True}
+    if kind is DType.MAP and len(parts) == 2:
+        return {"type": "map", "keyType": spark_json_type(parts[0]), "valueType": spark_json_type(parts[1]),
+                "valueContainsNull": True}
+    if kind is DType.STRUCT and all(_plain_field(f) for f in parts):
+        return {"type": "struct", "fields": [{"name": f.name, "type": spark_json_type(f.args["kind"]), "nullable": True,
+                                              "metadata": {}} for f in parts]}
+    raise ValueError(f"no JSON form here for the Spark type {type_text(dtype)}")
+
+
+def _plain_field(field: exp.Expr) -> bool:
+    """A struct field with a name and a type only (no NOT NULL, no COMMENT)."""
+    return isinstance(field, exp.ColumnDef) and not any(v for k, v in field.args.items() if k not in ("this", "kind"))
+
+
 def decimal_digits(dtype: exp.DataType) -> tuple[int, int]:
     """``(precision, scale)`` of a DECIMAL; Spark's bare DECIMAL is DECIMAL(10, 0)."""
     params = [int(e.name) for e in dtype.expressions if e.name.isdigit()]

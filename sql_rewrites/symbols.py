@@ -26,7 +26,7 @@ from sql_rewrites.errors import (
     TooManySymbolsError,
     position_of,
 )
-from sql_rewrites.expressions import MatchPattern, MatchPatternElement
+from sql_rewrites.expressions import MatchAggregate, MatchPattern, MatchPatternElement
 from udafs.plan import MAX_SYMBOLS, Element
 
 SymbolKey = tuple[bool, str]  # (written as a string literal, identity text)
@@ -40,14 +40,34 @@ def symbol_key(node: exp.Expr) -> SymbolKey:
 
 
 def node_position(node: exp.Expr | None, sql: str | None) -> SourcePosition | None:
-    """The source position of ``node`` (or its first positioned descendant)."""
+    """The source position of ``node``: from the first to the last character of it and its
+    positioned descendants (``customer_id % 10`` whole, not its last token); an operator's
+    is its keyword (``MATCH_AGGREGATE``)."""
     if node is None:
         return None
-    for candidate in node.walk():
-        meta = candidate.meta
-        if "start" in meta and "end" in meta:
-            return position_of(sql, meta["start"], meta["end"])
-    return None
+    if isinstance(node, MatchAggregate) and "start" in node.meta and "end" in node.meta:
+        return position_of(sql, node.meta["start"], node.meta["end"])
+    spans = [(c.meta["start"], c.meta["end"]) for c in node.walk() if "start" in c.meta and "end" in c.meta]
+    if not spans:
+        return None
+    start, end = min(first for first, _ in spans), max(last for _, last in spans)
+    return position_of(sql, start, _closed(sql, start, end))
+
+
+def _closed(sql: str | None, start: int, end: int) -> int:
+    """``end`` moved past the closing parentheses ``sql[start:end + 1]`` still needs (tokens
+    record no position for them: ``SUM(B.price`` becomes ``SUM(B.price)``)."""
+    if sql is None:
+        return end
+    depth = sql.count("(", start, end + 1) - sql.count(")", start, end + 1)
+    at = end + 1
+    while depth > 0 and at < len(sql):
+        if sql[at] == ")":
+            depth, end = depth - 1, at
+        elif not sql[at].isspace():
+            break
+        at += 1
+    return end
 
 
 @dataclass(frozen=True)

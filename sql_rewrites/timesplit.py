@@ -28,7 +28,9 @@ JOIN``: a ``CASE`` on ``xxhash64`` of the keys gives each row its key's ``t0``,
 ``len`` and first task as literals, and ``[lo, hi)`` is computed from the chunk number
 after the shuffle.
 
-:func:`choose_path` decides from statistics whether a statement takes this path.
+:func:`choose_path` decides from statistics whether a statement takes this path (a
+workload's group, whose statistics job has run); :func:`sized_path` decides without them
+(a statement alone: its keys counted as it runs, :func:`sql_rewrites.path_queries.by_key_size`).
 """
 
 from __future__ import annotations
@@ -64,8 +66,9 @@ SPLIT_ROWS = 4_000_000
 #: and 5.3 GB at 20 M (~160-265 bytes per row; bench/scale.py: 4.0 GB at 20 M); 1.5 M rows keep a chunk's
 #: worker near 400 MB, well under 1 GB, and still give a 20 M key 14 tasks.
 CHUNK_ROWS = 1_500_000
-#: Spark's size estimate of the source (bytes) under which no statistics job runs, for a
-#: source whose row count Spark does not know: an engine row carries its time and mask
+#: Spark's size estimate of the source (bytes) under which no key can be big (no statistics,
+#: no key counted as the statement runs), for a source whose row count Spark does not know:
+#: an engine row carries its time and mask
 #: (16 bytes). Not a proof for compressed files: Spark estimates a parquet file by its
 #: size on disk, 9.5 bytes per row for bench/scale.py's events (47.6 MB for 5 M rows), so
 #: keys up to ~6.7 M rows of such a file run grouped without statistics.
@@ -140,6 +143,10 @@ class PathChoice:
     #: The keys to cut and their chunks, from the statistics job (None: the generated SQL
     #: finds the keys over ``split_rows`` and sizes their chunks itself, reading the source twice).
     split_keys: tuple[SplitKey, ...] | None = None
+    #: Set when the keys are counted as the statement runs, in its own plan
+    #: (:func:`sized_path`): the keys with more rows than this take ``path``, the others
+    #: the grouped path (None: every key takes ``path``).
+    by_key_size: int | None = None
 
 
 def statistics_threshold(plan: Plan, split_rows: int = SPLIT_ROWS, stream_rows: int = STREAM_ROWS) -> int | None:
@@ -165,8 +172,12 @@ def statistics_needed(plan: Plan, source_bytes: int | None, split_rows: int = SP
     heuristic, not a proof, for compressed files, whose estimate is their size on disk.
     """
     threshold = statistics_threshold(plan, split_rows, stream_rows)
-    if threshold is None:
-        return False
+    return threshold is not None and room_for_key(threshold, source_bytes, source_rows)
+
+
+def room_for_key(threshold: int, source_bytes: int | None, source_rows: int | None = None) -> bool:
+    """Whether Spark's estimate of a source (bytes, rows; None: unknown) leaves room for a
+    key of more than ``threshold`` rows (the rule of :func:`statistics_needed`)."""
     if source_rows is not None:
         return source_rows > threshold
     return source_bytes is None or source_bytes > threshold * MIN_ROW_BYTES
@@ -222,16 +233,62 @@ def choose_path(plan: Plan, big_keys: list[KeyStatistics] | None, forced: Path |
 
 def planned_path(plan: Plan, forced: Path | None = None, split_rows: int = SPLIT_ROWS, chunk_rows: int = CHUNK_ROWS,
                  stream_rows: int = STREAM_ROWS, *, ansi: bool = True) -> PathChoice:
-    """The path as far as it is known before any statistics (what EXPLAIN shows): forced,
-    fixed by the plan, or left to the statistics job at run time."""
+    """The path as far as it is known without Spark's size estimate of the source (what
+    EXPLAIN shows without a session): forced, fixed by the plan, or left to the estimate."""
     if forced is not None:
         return choose_path(plan, None, forced, split_rows, chunk_rows, stream_rows, ansi=ansi)
-    threshold = statistics_threshold(plan, split_rows, stream_rows)
+    threshold = big_key_threshold(plan, split_rows, stream_rows)
     if threshold is None or native_reason(plan, ansi) is None:
         return choose_path(plan, [], None, split_rows, chunk_rows, stream_rows, ansi=ansi)
-    return PathChoice(Path.GROUPED, f"decided when it runs: a statistics job looks for keys over {threshold:,} rows "
-                                    f"(split by time over {split_rows:,} rows when the plan allows, streamed over "
-                                    f"{stream_rows:,}) unless Spark's size estimate of the source rules them out")
+    sized = sized_path(plan, split_rows, chunk_rows, stream_rows, "")
+    return PathChoice(Path.GROUPED, f"decided from Spark's size estimate of the source: unless it rules out keys over "
+                                    f"{threshold:,} rows, {sized.path.value} for such keys, counted when the "
+                                    "statement runs, and grouped for the others", split_rows, chunk_rows)
+
+
+def sized_path(plan: Plan, split_rows: int = SPLIT_ROWS, chunk_rows: int = CHUNK_ROWS,
+               stream_rows: int = STREAM_ROWS, estimate: str = "") -> PathChoice:
+    """The path of a statement whose source may hold a big key, decided without measuring
+    the source: the statement counts its keys as it runs, the keys over
+    :func:`big_key_threshold` rows take the big-key path (:func:`big_key_path`) and the
+    others the grouped path (:attr:`PathChoice.by_key_size`). ``estimate`` says why such a
+    key is possible (Spark's size estimate of the source).
+
+    Raises
+    ------
+    ValueError
+        When no key size changes the plan's path (it neither splits nor streams).
+    """
+    threshold = big_key_threshold(plan, split_rows, stream_rows)
+    if threshold is None:
+        raise ValueError(f"no key size changes this plan's path: not splittable by time ({splittable(plan)}) "
+                         f"nor streamable ({streamable(plan)})")
+    big = big_key_path(plan, split_rows, chunk_rows)
+    why = f": {estimate}" if estimate else ""
+    return PathChoice(big.path, f"keys over {threshold:,} rows, counted when the statement runs, {big.reason}; the "
+                                f"other keys grouped{why}", split_rows, chunk_rows, by_key_size=threshold)
+
+
+def big_key_threshold(plan: Plan, split_rows: int = SPLIT_ROWS, stream_rows: int = STREAM_ROWS) -> int | None:
+    """The row count over which a key counted as the statement runs takes
+    :func:`big_key_path`: ``split_rows`` for a plan that splits by time (a key cut into
+    chunks needs no streaming), ``stream_rows`` for one that only streams; None for one
+    that does neither. With the default thresholds it is :func:`statistics_threshold`."""
+    if splittable(plan) is None:
+        return split_rows
+    return stream_rows if streamable(plan) is None else None
+
+
+def big_key_path(plan: Plan, split_rows: int = SPLIT_ROWS, chunk_rows: int = CHUNK_ROWS) -> PathChoice:
+    """The path of ``plan`` for a key known only to exceed :func:`big_key_threshold`
+    rows: time split (the chunks sized as it runs) when the plan splits, else the streaming
+    path when it streams, else grouped."""
+    if splittable(plan) is None:
+        return PathChoice(Path.TIME_SPLIT, f"cut into time chunks of about {chunk_rows:,} rows", split_rows, chunk_rows)
+    if streamable(plan) is None:
+        return PathChoice(Path.STREAMING, "through the bounded-memory streaming function", split_rows, chunk_rows)
+    return PathChoice(Path.GROUPED, f"not splittable by time ({splittable(plan)}) nor streamable "
+                                    f"({streamable(plan)})", split_rows, chunk_rows)
 
 
 #: Why a statement runs native (the cost rule; the measurements are in docs/engine.md).
@@ -594,7 +651,11 @@ __all__ = [
     "PathChoice",
     "choose_path",
     "native_reason",
+    "big_key_path",
+    "big_key_threshold",
     "planned_path",
+    "room_for_key",
+    "sized_path",
     "statistics_needed",
     "statistics_threshold",
     "streamable",

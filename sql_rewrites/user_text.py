@@ -3,11 +3,15 @@
 The parser records where each part of a MATCH_AGGREGATE lies in the text (node
 ``meta``: ``start``/``end`` of tokens, ``source_start``/``clause_end`` of the operator,
 ``condition_start``/``condition_end`` of each DEFINE condition). The Spark layer uses
-these to place an analysis error in what the user wrote (:mod:`sparkseq.probes`);
-everything here is pure text and tree work.
+these to place an analysis error in what the user wrote (:mod:`sparkseq.probes`), and
+to give the expressions Spark parses from a rewritten statement the place of the DEFINE
+condition they came from (:func:`condition_origins`); everything here is pure text and
+tree work.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from sqlglot import exp
 from sqlglot.tokens import TokenType
@@ -15,6 +19,13 @@ from sqlglot.tokens import TokenType
 from sql_rewrites.dialect import SparkSeq, tokenize
 from sql_rewrites.errors import SqlRewriteError
 from sql_rewrites.expressions import MatchAggregate
+from sql_rewrites.generate import sanitize
+from sql_rewrites.logical import MatchAggregateQuery
+from sql_rewrites.markers import print_tree
+
+#: A span of a rewritten statement and the span of the user's text it came from
+#: (start and end offsets, inclusive, in each).
+Origin = tuple[int, int, int, int]
 
 #: The operator's parts searched for a name an error is about, in this order.
 NAMED_PARTS = ("define", "where", "measures")
@@ -57,6 +68,47 @@ def define_conditions(node: MatchAggregate, text: str) -> list[tuple[str, int, s
         symbol = definition.alias
         condition = text[start:end + 1]
         found.append((symbol, start, condition if symbol.casefold() in sources else _unqualified(condition, symbol)))
+    return found
+
+
+def condition_origins(rewritten: str, queries: Iterable[MatchAggregateQuery]) -> list[Origin]:
+    """Where each DEFINE condition of ``queries`` stands in ``rewritten`` (the SQL their
+    statement became), with the span of the condition as the user wrote it.
+
+    The generated SQL evaluates a condition as ``CASE WHEN <condition> THEN``, printed as
+    the generator prints it; every such place counts (a condition may be evaluated more
+    than once). Conditions the generator folded into another form (a search over the
+    literals of several symbols) have no place. A span inside another is dropped: the
+    text of one condition may recur inside another's.
+
+    >>> from sql_rewrites.rewriter import explain_statement, split_statements
+    >>> text = "SELECT * FROM t MATCH_AGGREGATE (ORDER BY ts PATTERN SEQ(A) DEFINE A AS x = 1) m"
+    >>> explained = explain_statement(split_statements(text)[0], text, {"t": {"ts": "int", "x": "int"}},
+    ...                               lambda plan: "f")
+    >>> [(explained.rewritten[g:h + 1], text[u:v + 1]) for g, h, u, v in
+    ...  condition_origins(explained.rewritten, [op.query for op in explained.operators])]
+    [('`x` = 1', 'x = 1')]
+    """
+    spans = []
+    for query in queries:
+        conditions = {s.name.casefold(): s.condition for s in query.symbols}
+        for definition in query.node.args.get("define") or []:
+            start, end = definition.meta.get("condition_start"), definition.meta.get("condition_end")
+            condition = conditions.get(definition.alias.casefold())
+            if start is None or end is None or condition is None:
+                continue
+            printed = print_tree(sanitize(condition.copy()))
+            spans += [(at, at + len(printed) - 1, start, end) for at in _evaluated_at(rewritten, printed)]
+    return [s for s in spans if not any(o != s and o[0] <= s[0] and s[1] <= o[1] for o in spans)]
+
+
+def _evaluated_at(rewritten: str, condition: str) -> list[int]:
+    """Offsets of ``condition`` where ``rewritten`` evaluates it: ``WHEN <condition> THEN``."""
+    found, needle = [], f"WHEN {condition} THEN"
+    at = rewritten.find(needle)
+    while at >= 0:
+        found.append(at + len("WHEN "))
+        at = rewritten.find(needle, at + 1)
     return found
 
 

@@ -66,3 +66,29 @@ def small_thresholds(spark: SparkSession) -> Iterator[None]:
     yield
     for key in (SPLIT_ROWS_CONF, CHUNK_ROWS_CONF, STREAM_ROWS_CONF, PATH_CONF):
         spark.conf.unset(key)
+
+
+def drop_unservable_views(spark: SparkSession) -> None:
+    """Drop the temporary views Spark's Thrift server cannot serve (names needing backticks,
+    which other tests leave, such as `odd view`: every client disconnect would fail)."""
+    from sparkseq import thrift
+
+    for name in thrift.temporary_view_names(spark):
+        if not thrift.PLAIN_NAME.fullmatch(name):
+            spark.catalog.dropTempView(name)
+
+
+@pytest.fixture(scope="session")
+def thrift_server(spark: SparkSession) -> Iterator[object]:
+    """The in-process Thrift server over the shared session, started once: HiveServer2 keeps
+    the address of its first start in the JVM, so a second server cannot be started."""
+    import socket
+
+    from sparkseq import thrift
+
+    drop_unservable_views(spark)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with thrift.start(spark, port=port) as running:
+        yield running

@@ -117,6 +117,14 @@ def cube_rows(spark: object) -> list[list[object]]:
             for row in view.df.orderBy("k").select("k", "n").collect()]
 
 
+def api_client(url: str) -> dict[str, object]:
+    """A client with sparkseq: every case of :mod:`tests.api_cases` on a Connect session."""
+    import sparkseq
+    from tests import api_cases
+
+    return api_cases.answers(sparkseq.session(url))
+
+
 def fallback_client(url: str) -> dict[str, object]:
     """A client with sparkseq, of a Connect server started without sparkseq's extension."""
     import sparkseq
@@ -131,6 +139,23 @@ def fallback_client(url: str) -> dict[str, object]:
         "explain": lambda: sparkseq.explain(spark, own_query()).splitlines()[4].strip(),
         "spark_sql": lambda: spark.sql(own_query()).collect(),
     })
+
+
+def errors_client(url: str) -> dict[str, object]:
+    """A client with only pyspark running statements read from stdin (JSON: ``[[id, text,
+    args], ...]``) through ``spark.sql``, each collected: ``{id: the whole error text, or
+    "ok"}`` — the messages a Connect client sees."""
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.builder.remote(url).getOrCreate()
+    seen: dict[str, object] = {}
+    for name, text, args in json.loads(sys.stdin.read()):
+        try:
+            (spark.sql(text, args=args) if args is not None else spark.sql(text)).collect()
+            seen[name] = "ok"
+        except Exception as exc:  # noqa: BLE001 - the test asserts on the message
+            seen[name] = str(exc)
+    return seen
 
 
 def plain_server(port: str) -> None:
@@ -157,6 +182,7 @@ def plain_server(port: str) -> None:
 
 SCENARIOS: dict[str, Callable[[str], object]] = {
     "plain": plain_client, "sparkseq": sparkseq_client, "fallback": fallback_client, "plain-server": plain_server,
+    "errors": errors_client, "api": api_client,
 }
 
 if __name__ == "__main__":

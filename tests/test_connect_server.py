@@ -93,9 +93,9 @@ def _read_line(server: Server, timeout: float) -> str:
     return line
 
 
-def client(scenario: str, url: str) -> dict[str, object]:
+def client(scenario: str, url: str, timeout: float = CLIENT_TIMEOUT_S) -> dict[str, object]:
     done = subprocess.run([sys.executable, "-m", "tests.connect_clients", scenario, url], cwd=ROOT,
-                          capture_output=True, text=True, timeout=CLIENT_TIMEOUT_S)
+                          capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -149,6 +149,23 @@ def test_sparkseq_api_on_a_connect_session(servers: tuple[Server, Server, str, s
     assert seen.pop("cube") == [["SEQ(view, buy)", 1, 1], ["SEQ(view, buy)", 2, 0],
                                 ["SEQ(view, get)", 1, 2], ["SEQ(view, get)", 2, 0]]
     assert seen == {}
+
+
+def test_the_python_api_on_connect_answers_as_on_a_local_session(servers: tuple[Server, Server, str, str], spark,
+                                                                  isolated_hierarchies: None) -> None:
+    """Every case of tests/api_cases.py — the DataFrame API (once a view dropped before the
+    server analysed its result: TABLE_OR_VIEW_NOT_FOUND), sparkseq.sql with a key big enough
+    for the time-split and streaming paths, EXPLAIN, workloads (written, collected), E-Cubes,
+    the Plan-level queries (the streaming UDTF registered as a table function), functions,
+    hierarchies, a live stream — gives on a Connect session what it gives on a local one."""
+    from tests import api_cases
+
+    remote = client("api", servers[0].url, timeout=3 * CLIENT_TIMEOUT_S)
+    local = api_cases.answers(spark)
+    assert [name for name, value in local.items() if str(value).startswith("error: ")] == []
+    assert remote.keys() == local.keys()
+    for name, value in local.items():
+        assert remote[name] == value, name
 
 
 # --- fallbacks: a JVM without the extension -------------------------------------------------

@@ -93,14 +93,19 @@ def test_auto_path_splits_only_when_a_key_is_big(spark, events: str, small_thres
     got, auto_plan = run(spark, text, "auto")
     assert "_chunk" in auto_plan
     assert_same_rows(want, got)
+    from tests.test_spark_jobs_before_rows import executed  # which imports this module
+
+    # the source's size is unknown: the statement counts its keys as it runs, and splits none
     spark.conf.set(SPLIT_ROWS_CONF, "1000")  # no key has 1000 rows
-    _, auto_plan = run(spark, text, "auto")
-    assert "_chunk" not in auto_plan
+    frame = sparkseq.sql(spark, text)
+    assert_same_rows(want, frame.collect())
+    assert "_chunk" not in executed(frame)
     no_window = text.replace("WITHIN 20", "")
     spark.conf.set(SPLIT_ROWS_CONF, "50")
     spark.conf.set(STREAM_ROWS_CONF, "1000")
-    _, auto_plan = run(spark, no_window, "auto")
-    assert "_chunk" not in auto_plan and "sparkseq_stream_" not in auto_plan  # no WITHIN, no key over 1000 rows
+    frame = sparkseq.sql(spark, no_window)
+    frame.collect()
+    assert "_chunk" not in executed(frame) and "EmptyRelation" in executed(frame)  # no key streamed: none over 1000
 
 
 @pytest.mark.parametrize("keys", ["PARTITION BY k", ""])
@@ -143,7 +148,7 @@ def test_explain_names_the_path(spark, events: str, small_thresholds: None) -> N
     spark.conf.set(PATH_CONF, "time-split")
     assert "time-split (forced by sparkseq.path)" in sparkseq.explain(spark, text)
     spark.conf.set(PATH_CONF, "auto")
-    assert "statistics job" in sparkseq.explain(spark, text)
+    assert "keys over 50 rows, counted when the statement runs, cut into time chunks" in sparkseq.explain(spark, text)
     spark.conf.set(PATH_CONF, "grouped")
     assert "grouped (forced by sparkseq.path)" in sparkseq.explain(spark, text.replace("WITHIN 20", ""))
     spark.conf.set(PATH_CONF, "auto")
@@ -177,16 +182,15 @@ def test_spark_sql_through_the_parser_extension_chooses_the_path_too(spark, even
 
 
 @pytest.mark.parametrize("keys", ["PARTITION BY k", "PARTITION BY k, even", ""])
-def test_auto_split_takes_its_chunks_from_the_statistics(spark, events: str, small_thresholds: None,
-                                                         keys: str) -> None:
-    """The automatic path passes the big keys' chunks as literals (joined by key hash; the
-    source is read once): the grouped path's rows, with one key, two keys (both over 50
-    rows) or none."""
+def test_auto_split_counts_its_keys_as_it_runs(spark, events: str, small_thresholds: None, keys: str) -> None:
+    """The automatic path counts the keys as the statement runs (by the hash of their values)
+    and cuts those over 50 rows: the grouped path's rows, with one key, two keys (both over
+    50 rows) or none."""
     text = (f"SELECT * FROM (SELECT *, ts % 2 = 0 AS even FROM {events}) MATCH_AGGREGATE ({keys} ORDER BY ts "
             f"PATTERN SEQ(!N, A, B, !N, C) TYPE BY type MEASURES {MEASURES} WITHIN 40) AS m ORDER BY ALL")
     want, _ = run(spark, text, "grouped")
     got, auto_plan = run(spark, text, "auto")
-    assert "_split_hash" in auto_plan and "_split_sizes_events" not in auto_plan  # no second read
+    assert "__sparkseq_key_hash" in auto_plan and "_chunk" in auto_plan
     assert sum(r["n"] for r in want) > 0
     assert_same_rows(want, got)
 

@@ -138,6 +138,21 @@ def test_registration_is_cached_per_session(spark) -> None:
     assert spark.catalog.functionExists(a) and spark.catalog.functionExists(c)
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(plan=plans(window="any"), count_type=st.sampled_from(list(CountType)))
+def test_result_types_built_in_python_are_those_spark_parses(spark, plan: Plan, count_type: CountType) -> None:
+    """Functions are registered with result types built in Python, not parsed by the JVM:
+    the same types, for every fixed function and every engine function's result."""
+    from sparkseq import registration
+    from udafs import spark_udfs
+
+    ddls = [spec.return_type for spec in registration.FUNCTIONS]
+    ddls += [spark_udfs.output_ddl(dataclasses.replace(plan, count_type=count_type)), "binary",
+             "ARRAY<STRUCT<m0: DECIMAL(38, 0), m1: DECIMAL(28, 4), t: TIMESTAMP_NTZ, `a b`: MAP<STRING, DOUBLE>>>"]
+    for ddl in ddls:
+        assert registration.return_type(ddl) == spark.sparkContext._parse_ddl(ddl), ddl
+
+
 def test_contiguity_strategies_rank_every_source_row(spark) -> None:
     """udaf_query with a contiguity strategy passes the rank of every source row (also rows
     of no symbol, here mask 0): SEQ(A, B) over a1 x2 b3 | a1 b3 (two keys). PARTITION:

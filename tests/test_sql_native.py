@@ -10,7 +10,7 @@ from sql_rewrites.analysis import analyze_sql
 from sql_rewrites.generate import engine_input
 from sql_rewrites.native import BIGINT_LENGTH, DECIMAL, MAX_LENGTH, arithmetic, native_query, native_shape
 from sql_rewrites.timesplit import NATIVE_AUTO_LENGTH, Path, choose_path, planned_path
-from udafs.errors import CountOverflowError, OverflowSlot, overflow_template
+from udafs.errors import CountOverflowError, OverflowSlot, measure_words, overflow_template
 from udafs.plan import CountType, Element, Measure, MeasureKind, Plan, Strategy, ValueType
 from udafs.spark_udfs import Verbatim
 
@@ -121,7 +121,7 @@ def test_count_type_bigint_raises_the_kernel_message() -> None:
 def test_the_overflow_message_is_the_kernels_template_filled_in_sql() -> None:
     """Both paths fill one template (udafs.errors.overflow_template): the kernel in Python,
     the native path with the partition's JSON and the total's digits in SQL."""
-    what = "COUNT_STAR measure \"n'); DROP\""
+    what = measure_words("count_star", "n'); DROP")
     pieces = overflow_template(what, "BIGINT", names_partition=True)
     filled = {OverflowSlot.PARTITION: "{\"k\":1}", OverflowSlot.DIGITS: "21"}
     kernel = str(CountOverflowError(what, 21, "BIGINT", Verbatim("{\"k\":1}")))

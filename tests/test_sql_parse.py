@@ -146,6 +146,18 @@ def test_not_keyword_is_negation_and_multi_unit_interval() -> None:
     )
 
 
+def test_columns_and_symbols_named_like_clauses_are_names() -> None:
+    """A clause keyword followed by ``,``, ``)``, ``AS``, ``.`` or the next clause names a
+    column or symbol: only a comma followed by a clause is a trailing comma."""
+    node = parse_statement("SELECT * FROM t MATCH_AGGREGATE (PARTITION BY pattern, cube.id ORDER BY ts "
+                           "PATTERN SEQ(A, within) DEFINE A AS x = 1, within AS x = 2 "
+                           "MEASURES COUNT(*) AS n, SUM(within.strategy) AS s) m").find(MatchAggregate)
+    assert node is not None
+    assert [p.sql() for p in node.args["partition_by"]] == ["pattern", "cube.id"]
+    assert [d.alias for d in node.args["define"]] == ["A", "within"]
+    assert [m.alias for m in node.args["measures"]] == ["n", "s"]
+
+
 def test_pretty_output_reparses() -> None:
     pretty = parse_statement(FULL).sql(dialect=SparkSeq, pretty=True)
     assert "\nMATCH_AGGREGATE (\n  PARTITION BY customer_id" in pretty
@@ -196,6 +208,20 @@ def test_node_prints_with_sparkseq_by_default() -> None:
                      "BIGINT, DECIMAL, DOUBLE", 1, 72, "INT", id="count-type"),
         pytest.param("SELECT * FROM t MATCH_AGGREGATE (ORDER BY ts PATTERN SEQ(A) DEFINE A x = 1)",
                      "Expecting AS", 1, 70, "x", id="define-without-as"),
+        pytest.param("SELECT * FROM t MATCH_AGGREGATE (ORDER BY ts PATTERN SEQ(A, B)\n"
+                     "  DEFINE A AS x = 1, B AS x = 2,\n  MEASURES COUNT(*) AS n)",
+                     "Expecting a symbol definition (name AS condition) after ',' in DEFINE", 2, 32, ",",
+                     id="define-trailing-comma"),
+        pytest.param("SELECT * FROM t MATCH_AGGREGATE (ORDER BY ts PATTERN SEQ(A) DEFINE A AS x = 1,)",
+                     "after ',' in DEFINE", 1, 78, ",", id="define-trailing-comma-before-paren"),
+        pytest.param("SELECT * FROM t MATCH_AGGREGATE (ORDER BY ts PATTERN SEQ(A) DEFINE MEASURES COUNT(*))",
+                     "Expecting a symbol definition (name AS condition) after DEFINE", 1, 68, "MEASURES",
+                     id="define-empty"),
+        pytest.param("SELECT * FROM t MATCH_AGGREGATE (PARTITION BY k, ORDER BY ts PATTERN SEQ(A))",
+                     "Expecting an expression after ',' in PARTITION BY", 1, 48, ",",
+                     id="partition-by-trailing-comma"),
+        pytest.param("SELECT * FROM t MATCH_AGGREGATE (ORDER BY ts PATTERN SEQ(A) MEASURES COUNT(*) AS n, "
+                     "WITHIN 10)", "after ',' in MEASURES", 1, 83, ",", id="measures-trailing-comma"),
         pytest.param("SELECT * FROM t MATCH_AGGREGATE (ORDER BY ts PATTERN SEQ(A) WITHIN)",
                      "INTERVAL or a number", 1, 67, ")", id="empty-within"),
         pytest.param("SELECT *\n  FROM t WHERE a = 'oops",

@@ -9,9 +9,11 @@ from sqlglot import exp
 from sql_rewrites.analysis import analyze_sql
 from sql_rewrites.cube import CubeElement
 from sql_rewrites.cube_navigation import single_pattern_statement
+from sql_rewrites.cube_paths import cuboid_statements, sized_cube_paths
 from sql_rewrites.dialect import SparkSeq, parse_statement
 from sql_rewrites.expressions import MatchAggregate
 from sql_rewrites.generate import engine_input
+from sql_rewrites.markers import positional_markers
 from sql_rewrites.path_queries import (
     NATIVE_NAME,
     PathFunctions,
@@ -21,7 +23,7 @@ from sql_rewrites.path_queries import (
     operator_on_path,
     path_output,
 )
-from sql_rewrites.timesplit import Path, PathChoice, SplitKey
+from sql_rewrites.timesplit import Path, PathChoice, SplitKey, sized_path
 from tests.test_sql_cube_paths import HIERARCHY, ROLLUP, SCHEMA, branches
 
 KEYED = ("SELECT * FROM ev MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERN SEQ(a, b) TYPE BY tp "
@@ -84,6 +86,52 @@ def test_a_cube_on_mixed_paths() -> None:
         cube_on_paths(q, choices[:1], functions[:1])
     with pytest.raises(ValueError, match="grouped path needs"):
         path_output(engine_input(analysed(KEYED)), exp.to_table("ev"), PathChoice(Path.GROUPED, ""), PathFunctions())
+
+
+def test_keys_counted_as_it_runs_split_the_rows_between_two_branches() -> None:
+    """One counting CTE over the source; the small keys' rows (ANTI JOIN) on the grouped
+    path, the big keys' (SEMI JOIN) on theirs, each standing where the source stood: same
+    alias, so the operator's qualified columns still resolve."""
+    q = analysed(KEYED.replace("ev MATCH_AGGREGATE (PARTITION BY k", "ev AS e MATCH_AGGREGATE (PARTITION BY e.k"))
+    choice = sized_path(q.single_plan, 50, 40, 100)
+    with pytest.raises(ValueError, match="grouped path needs"):
+        operator_on_path(q, choice, PathFunctions(split=("f_chunk", "f_combine"), chunk_tasks=4))
+    replaced, name = operator_on_path(q, choice, PathFunctions(engine="g", split=("f_chunk", "f_combine"),
+                                                               chunk_tasks=4))
+    assert name == "g, f_chunk" and replaced.alias == "m"
+    body = replaced.this
+    sized, counted = (cte.this.sql(dialect=SparkSeq) for cte in body.args["with_"].expressions)
+    assert sized == "SELECT *, XXHASH64(`e`.`k`) AS `__sparkseq_key_hash` FROM `ev` AS `e`"
+    assert counted.endswith("GROUP BY `__sparkseq_key_hash` HAVING COUNT(*) > 50")
+    small, big = branches(body)
+    joins = [next(j for j in b.find_all(exp.Join) if j.this.name == "__sparkseq_big_keys") for b in (small, big)]
+    assert [(j.side, j.kind) for j in joins] == [("LEFT", "ANTI"), ("LEFT", "SEMI")]
+    assert all(j.parent_select.parent.alias == "e" for j in joins)
+    assert "g(" in small.sql(dialect=SparkSeq).lower() and "f_chunk(" not in small.sql(dialect=SparkSeq).lower()
+    assert "f_combine(" in big.sql(dialect=SparkSeq).lower()
+    alone = operator_on_path(analysed(WHOLE), sized_path(analysed(WHOLE).single_plan, 50, 40, 100),
+                             PathFunctions(engine="g", split=("c", "d"), chunk_tasks=4))[0]
+    assert "CAST(0 AS BIGINT) AS `__sparkseq_key_hash`" in alone.sql(dialect=SparkSeq)
+
+
+def test_a_cube_counted_as_it_runs_keeps_one_grouped_call_for_small_keys() -> None:
+    q = analysed(ROLLUP)
+    statements = cuboid_statements(q)
+    sized = sized_cube_paths([s.text for s in statements], [s.plan for s in statements], 50, 40, 100)
+    assert sized.by_key_size == 50 and {c.path for c in sized.cuboids} == {Path.TIME_SPLIT}
+    functions = [PathFunctions(split=("c", "d"), chunk_tasks=4)] * len(statements)
+    with pytest.raises(ValueError, match="grouped engine function"):
+        cube_on_paths(q, sized.cuboids, functions, by_size=50)
+    replaced, name = cube_on_paths(q, sized.cuboids, functions, by_size=50, engine="g")
+    assert name == "g, c"
+    small, *big = branches(replaced.this)
+    assert len(big) == len(statements) and "g(" in small.sql(dialect=SparkSeq).lower()
+    assert [e.alias_or_name for e in small.expressions] == [e.alias_or_name for e in big[0].expressions]
+
+
+def test_positional_markers_are_found() -> None:
+    assert positional_markers(parse_statement("SELECT * FROM t WHERE a = ?"))
+    assert not positional_markers(parse_statement("SELECT * FROM t WHERE a = :a"))
 
 
 def test_a_pattern_outside_the_cube_is_the_cube_statement_with_one_pattern() -> None:

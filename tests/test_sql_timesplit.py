@@ -18,7 +18,10 @@ from sql_rewrites.timesplit import (
     KeyStatistics,
     Path,
     SplitKey,
+    big_key_path,
     choose_path,
+    planned_path,
+    sized_path,
     statistics_needed,
     statistics_threshold,
     streaming_query,
@@ -87,6 +90,24 @@ def test_a_huge_key_of_an_unsplittable_plan_streams() -> None:
     with pytest.raises(ValueError, match="streaming path"):
         choose_path(CONTIGUOUS, None, Path.STREAMING)
     assert choose_path(NO_WINDOW, None, Path.STREAMING).path is Path.STREAMING
+
+
+def test_keys_counted_as_the_statement_runs_take_the_big_key_path() -> None:
+    """Without statistics: the keys over the plan's threshold take its big-key path, the
+    others the grouped path; a plan that neither splits nor streams has no such choice."""
+    split = sized_path(PLAN, 50, 40, 100, "an estimate")
+    assert (split.path, split.by_key_size, split.split_keys) == (Path.TIME_SPLIT, 50, None)
+    assert split.reason == ("keys over 50 rows, counted when the statement runs, cut into time chunks of about 40 "
+                            "rows; the other keys grouped: an estimate")
+    streamed = sized_path(NO_WINDOW, 50, 40, 100)
+    assert (streamed.path, streamed.by_key_size) == (Path.STREAMING, 100)
+    assert big_key_path(CONTIGUOUS).path is Path.GROUPED
+    with pytest.raises(ValueError, match="no key size changes"):
+        sized_path(CONTIGUOUS)
+    planned = planned_path(PLAN, split_rows=50, stream_rows=100)
+    assert planned.path is Path.GROUPED and planned.by_key_size is None
+    assert "unless it rules out keys over 50 rows, time-split for such keys, counted when the statement runs" \
+        in planned.reason
 
 
 NASTY = "k`) x; DROP TABLE t --"

@@ -62,9 +62,20 @@ def wider_count_types(target: str) -> str:
     """What to ask for instead of ``target``, in SQL words (never ``target`` itself)."""
     if target == "BIGINT":
         return ("write COUNT TYPE DECIMAL (exact, DECIMAL(38, 0)) or COUNT TYPE DOUBLE (approximate) in "
-                "MATCH_AGGREGATE (count_type=CountType.DECIMAL or DOUBLE in a Plan)")
-    return ("only COUNT TYPE DOUBLE (approximate; count_type=CountType.DOUBLE in a Plan) holds a value this large; "
+                "MATCH_AGGREGATE (a Plan's count_type 'decimal' or 'double')")
+    return ("only COUNT TYPE DOUBLE (approximate; a Plan's count_type 'double') holds a value this large; "
             "or split the partitions further")
+
+
+def measure_words(kind: str, name: str | None) -> str:
+    """A measure as a message names it, in SQL words: its aggregate (``kind``, a
+    :class:`udafs.plan.MeasureKind` value) and its name.
+
+    >>> measure_words("count_star", "n"), measure_words("sum", None)
+    ("measure 'n' (COUNT(*))", 'SUM measure')
+    """
+    aggregate = "COUNT(*)" if kind == "count_star" else str.upper(kind)
+    return f"measure {name!r} ({aggregate})" if name else f"{aggregate} measure"
 
 
 #: Why a sum or average of a DECIMAL column cannot be widened (it is Spark's overflow too).

@@ -16,7 +16,7 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from udafs.errors import DECIMAL_SUM_OVERFLOW, CountOverflowError
+from udafs.errors import DECIMAL_SUM_OVERFLOW, CountOverflowError, measure_words
 from udafs.kernels.arith import LIMIT, Arith, Kind, Overflow
 from udafs.plan import CountType, Measure, MeasureKind, Plan, ValueType
 
@@ -124,7 +124,7 @@ def _decimal_sum(p: Partial, m: Measure) -> np.ndarray:
     places, truncated) and then rounds half up to the result scale: the same number. Both
     as DECIMAL(38, 0); beyond 38 digits no DECIMAL holds them."""
     sums = [int(x) for x in _exact(np.asarray(p.value)).tolist()]
-    what = f"{m.kind.value.upper()} measure {m.name!r}" if m.name else f"{m.kind.value.upper()} measure"
+    what = measure_words(m.kind.value, m.name)
     if m.kind is MeasureKind.AVG:
         limit = 10**m.digits - 1  # Spark's avg sums into DECIMAL(min(38, p + 10), s) first
         _check_range(np.array(sums + [0], dtype=object), -limit, limit, f"the sum of {what}",
@@ -284,7 +284,7 @@ def _to_count_type(v: np.ndarray, ct: CountType, m: Measure) -> np.ndarray:
         return out
     if v.dtype.kind == "f":  # cannot happen: floats are only used for DOUBLE
         raise AssertionError("float counts for an exact count type")
-    what = f"{m.kind.value.upper()} measure {m.name!r}" if m.name else f"{m.kind.value.upper()} measure"
+    what = measure_words(m.kind.value, m.name)
     if ct is CountType.BIGINT:
         if v.dtype == object:
             _check_range(v, -_BIGINT_MAX - 1, _BIGINT_MAX, what, "BIGINT")
