@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import sparkseq
-from sparkseq.execution_paths import PATH_CONF
+from sparkseq.execution_paths import CHUNK_ROWS_CONF, PATH_CONF, SPLIT_ROWS_CONF
 from tests.doubles import same_double
 
 NAN, INF = math.nan, math.inf
@@ -134,6 +134,33 @@ def test_forced_paths(spark, reference: Rows, path: str, clauses: str) -> None: 
         assert_rows(by_key(sparkseq.sql(spark, text).collect()), reference)
     finally:
         spark.conf.unset(PATH_CONF)
+
+
+SPLIT_VALUES = {10: {18: INF}, 11: {37: -INF}, 12: {18: INF, 36: -INF}, 13: {18: NAN}, 14: {}}
+"""Keys of 60 rows a0 b1 a2 ... b59 (x = ts): which rows hold a non-finite x instead. Cut into
+chunks of ten time units, a18, a36 and b37 lie in the context of the chunk after theirs,
+bound there by (a18, b19) and (a36, b37), which the chunk's T1 and T0 both count."""
+
+
+def test_time_split_cut_into_chunks(spark, small_thresholds: None) -> None:  # noqa: ANN001
+    """Keys big enough to be cut into time chunks (the time split proper, not one chunk per
+    key): an infinity bound in a chunk's context stays an infinity (chunk results are
+    differences, and inf - inf is NaN), +inf and -inf together and NaN give NaN."""
+    rows = [(k, ts, "ab"[ts % 2], float(values.get(ts, ts))) for k, values in SPLIT_VALUES.items()
+            for ts in range(60)]
+    spark.createDataFrame(rows, "k int, ts bigint, t string, x double").createOrReplaceTempView("nf_split")
+    names = ["n", "sa", "sb", "ab"]
+    measures = {"n": "COUNT(*)", "sa": "SUM(a.x)", "sb": "SUM(b.x)", "ab": "AVG(b.x)"}
+    want = by_key(spark.sql("""SELECT a.k, count(*) AS n, sum(a.x) AS sa, sum(b.x) AS sb, avg(b.x) AS ab
+                               FROM nf_split a JOIN nf_split b ON a.k = b.k AND a.t = 'a' AND b.t = 'b'
+                                 AND a.ts < b.ts AND b.ts - a.ts < 5 GROUP BY a.k""").collect(), names)
+    assert want[10][1] == INF and want[11][2] == -INF and math.isnan(want[12][1]) and math.isnan(want[13][1])
+    spark.conf.set(PATH_CONF, "time-split")
+    spark.conf.set(SPLIT_ROWS_CONF, "20")
+    spark.conf.set(CHUNK_ROWS_CONF, "10")
+    frame = sparkseq.sql(spark, statement(clauses="WITHIN 5", source="nf_split", measures=measures))
+    assert "_chunk" in frame._jdf.queryExecution().analyzed().toString()
+    assert_rows(by_key(frame.collect(), names), want, names)
 
 
 def test_e_cube(spark, reference: Rows, isolated_hierarchies: None) -> None:  # noqa: ANN001

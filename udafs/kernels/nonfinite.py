@@ -3,9 +3,10 @@
 SUM(X.a) over a DOUBLE column is the IEEE sum of a over the (match, row) pairs that
 bind X (SEMANTICS section 5): a NaN in a bound row makes it NaN, +inf and -inf together
 make it NaN, a row bound by no match changes nothing. Evaluators that carry running
-sums of ``count · a`` (the streaming carry, :mod:`.carry`) break this twice: a row
-with no partial match still adds ``0 · NaN = NaN``, and differences of running sums
-turn an infinity into ``inf - inf = NaN``.
+sums of ``count · a`` (the streaming carry, :mod:`.carry`) or take differences of sums
+(the time split's ``T1 - T0``, :mod:`.timesplit`) break this: a row with no partial
+match still adds ``0 · NaN = NaN``, and a difference of sums turns an infinity into
+``inf - inf = NaN``.
 
 :func:`split` therefore hands such an evaluator a plan in which every summed DOUBLE
 column is replaced by its finite part (non-finite values as 0) and three indicator

@@ -19,8 +19,10 @@ match, never bind in one. The existing kernel runs twice, on ``T1 = L2+C+O+R`` a
 in ``C`` sees the same rows in both (middle negation, Kleene, predicates and measures
 look only at rows between its first and last row; its edge negations reach at most
 ``w`` beyond them), so COUNT, SUM, COUNT(X) of matches ending in ``O`` are
-``T1 - T0``, exactly. Every match ``T1`` counts is a real match, so MIN and MAX (which
-are idempotent) are ``T1``'s. A symbol that is both positive and negated gets a
+``T1 - T0``, exactly; a DOUBLE sum is differenced as its finite part and the counts
+of the pairs binding NaN, +inf and -inf (:mod:`.nonfinite`), since ``inf - inf`` is
+NaN. Every match ``T1`` counts is a real match, so MIN and MAX (which are idempotent)
+are ``T1``'s. A symbol that is both positive and negated gets a
 separate *shadow* bit for its negated role, so that negation-only rows cannot bind.
 
 ``WITHIN w SLIDE s``: windows are independent; chunk ``i`` evaluates the windows
@@ -39,6 +41,7 @@ import numpy as np
 
 from udafs import state_codec
 from udafs.errors import PlanError
+from udafs.kernels import nonfinite
 from udafs.kernels.evaluate import GroupResult, group_partials, validate
 from udafs.kernels.measures import Column, Partial, combine, finalize
 from udafs.plan import MeasureKind, Plan, splittable
@@ -109,9 +112,14 @@ def evaluate_chunk(plan: Plan, ts: np.ndarray, mask: np.ndarray, columns: Sequen
     full_mask = _with_shadow(mask, shadow)
     neg_mask = full_mask & neg_bits
     head = (ts >= lo) & (ts < lo + w) if plan.negations[-1] else np.zeros(len(ts), dtype=bool)
-    t1 = _partials(split, ts, np.where(lead | trail, neg_mask, full_mask), cols, lead | context | own | trail)
-    t0 = _partials(split, ts, np.where(lead | head, neg_mask, full_mask), cols, lead | context | head)
-    return ChunkPartial(None, _difference(plan, t1, t0))
+    # T1 - T0 of a sum holding ±inf would be inf - inf = NaN: DOUBLE sums run as finite
+    # parts and counts of the pairs binding NaN, +inf, -inf, differenced apart, then joined
+    finite = nonfinite.split(split)
+    inner, cols = (split, cols) if finite is None else (finite.plan, nonfinite.columns(finite, cols))
+    t1 = _partials(inner, ts, np.where(lead | trail, neg_mask, full_mask), cols, lead | context | own | trail)
+    t0 = _partials(inner, ts, np.where(lead | head, neg_mask, full_mask), cols, lead | context | head)
+    parts = _difference(inner, t1, t0)
+    return ChunkPartial(None, parts if finite is None else nonfinite.join(finite, parts))
 
 
 def combine_chunks(plan: Plan, chunks: Sequence[ChunkPartial]) -> GroupResult:
@@ -127,8 +135,9 @@ def combine_chunks(plan: Plan, chunks: Sequence[ChunkPartial]) -> GroupResult:
     """
     if plan.slide is None:
         total = _empty_parts(plan)
-        for chunk in chunks:
-            total = combine(plan, total, chunk.parts)
+        with np.errstate(invalid="ignore"):  # +inf in one chunk, -inf in another: NaN, as IEEE
+            for chunk in chunks:
+                total = combine(plan, total, chunk.parts)
         values, valid = finalize(plan, total)
         return GroupResult(None, None, tuple(values), tuple(valid))
     pieces = [c for c in chunks if c.starts is not None and len(c.starts)]
