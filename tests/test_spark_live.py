@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import os
 from pathlib import Path
 
 import numpy as np
@@ -140,6 +141,80 @@ def test_live_emits_windows_without_a_match(spark, tmp_path: Path) -> None:
     batch = sparkseq.sql(spark, plain_text(plan)("live_batch")).collect()
     zero = [r for r in batch if r["n"] == 0 and r["g"] != live_cases.FLUSH]
     assert compared == len(batch) and len(zero) > len(batch) // 2  # the comparison is mostly zero windows
+
+
+# (key, second, type, v) per file; the watermark delay is 2 s (module docstring of the test below)
+BACK_TO_BACK = [
+    [("m", 1, "a", 1.0), ("m", 3, "b", 2.0), ("neg", 5, "n", 0.0), ("none", 4, "x", 0.0), ("late", 6, "a", 0.5)],
+    [("between", 3, "a", 1.0), ("between", 4, "b", 5.0), ("m", 9, "a", 3.0), ("neg", 12, "n", 0.0)],
+    [("late", 2, "b", 7.0), ("m", 7, "n", 0.0), ("m", 11, "b", 4.0), ("last", 13, "a", 1.0), ("last", 15, "n", 0.0),
+     ("last", 16, "b", 2.0), ("neg", 20, "n", 0.0), ("m", 26, "a", 0.0)],
+]
+
+
+def test_back_to_back_batches_emit_every_window_the_watermark_passed(spark, tmp_path: Path) -> None:
+    """``stream --available-now``, one file per micro-batch, back to back (no batch that
+    only moves the watermark in between), two buckets for five keys. Spark drops a row as
+    late by the watermark of the batch before (4 s for the last file: late's b at 2 s),
+    so rows at or before the watermark of the batch that reads them still count:
+    between's at 3 s and 4 s (watermark 4 s; a new key) and m's n at 7 s (watermark
+    10 s; a key whose windows up to 4 s were written). Every window the final watermark (24 s) passed — those of
+    neg (only rows of the negated symbol: COUNT 0), of last (all its rows in the last
+    file) and [18 s, 24 s), which ends at it — is written once and equals the batch row
+    over the rows Spark kept; the windows after it are not written."""
+    from argparse import Namespace
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from sparkseq import live, live_cli
+
+    schema = "k STRING, ts TIMESTAMP, t STRING, v DOUBLE"
+    source, staging = tmp_path / "src", tmp_path / "staging"
+    source.mkdir()
+    staging.mkdir()
+    for f, rows in enumerate(BACK_TO_BACK):
+        k, ts, t, v = (list(c) for c in zip(*rows))
+        table = pa.table({"k": k, "ts": pa.array([live_cases.T0 + s * live_cases.SECOND for s in ts],
+                                                 pa.timestamp("us", tz="UTC")), "t": t, "v": v})
+        pq.write_table(table, staging / f"part-{f}.parquet")
+        os.utime(staging / f"part-{f}.parquet", (1_000_000 + f, 1_000_000 + f))  # the file source's order
+        live_cases.release(staging / f"part-{f}.parquet", source)
+    text = ("SELECT k, window_start, window_end, n, sv FROM {} MATCH_AGGREGATE (PARTITION BY k ORDER BY ts "
+            "PATTERN SEQ(a, !n, b) TYPE BY t MEASURES COUNT(*) AS n, SUM(b.v) AS sv "
+            "WITHIN INTERVAL 6 SECONDS SLIDE INTERVAL 2 SECONDS) AS m")
+    args = Namespace(source_dir=source, format="parquet", schema=schema, name="events", watermark="2 seconds",
+                     watermark_column=None, checkpoint=tmp_path / "ck", output=tmp_path / "out", trigger="0 seconds",
+                     available_now=True, max_files_per_trigger=1, master=None, text=None, file=None)
+    spark.conf.set(live.BUCKETS_CONF, "2")
+    try:
+        query = live_cli.start(spark, text.format("events"), args)
+        query.awaitTermination()
+    finally:
+        spark.conf.unset(live.BUCKETS_CONF)
+    progress = sorted(query.recentProgress, key=lambda p: p["batchId"])
+    marks = [p["eventTime"].get("watermark") for p in progress]
+    reads = [p["numInputRows"] for p in progress]
+    assert reads[:4] == [5, 4, 8, 0] and marks[1:4] == [f"2024-01-01T00:00:{s:02d}.000Z" for s in (4, 10, 24)]
+    assert sum(op["numRowsDroppedByWatermark"] for p in progress for op in p["stateOperators"]) == 1
+    kept = [r for rows in BACK_TO_BACK for r in rows if r[:2] != ("late", 2)]
+    spark.createDataFrame([(k, live_cases.T0 // live_cases.SECOND + s, t, v) for k, s, t, v in kept],
+                          "k STRING, s BIGINT, t STRING, v DOUBLE").selectExpr(
+        "k", "timestamp_seconds(s) AS ts", "t", "v").createOrReplaceTempView("back_to_back_kept")
+    batch = [r.asDict() for r in sparkseq.sql(spark, text.format("back_to_back_kept")).collect()]
+    final = live_cases.T0 + 24 * live_cases.SECOND
+    passed = [r for r in batch if r["window_end"].timestamp() * live_cases.SECOND <= final]
+    assert len(passed) < len(batch)  # the windows after the final watermark stay open
+    written = [r.asDict() for r in spark.read.parquet(str(args.output)).collect()]
+    live_cases.assert_rows_equal(live_cases.rows_by_key([{**r, "g": r["k"]} for r in written], True),
+                                 live_cases.rows_by_key([{**r, "g": r["k"]} for r in passed], True))
+    start = live_cases.T0 // live_cases.SECOND
+    by_key = {k: sorted((int(r["window_start"].timestamp()) - start, r["n"]) for r in written if r["k"] == k)
+              for k in ("neg", "last", "between", "none", "m")}
+    assert by_key["neg"] == [(0, 0), (2, 0), (4, 0), (8, 0), (10, 0), (12, 0), (16, 0), (18, 0)]
+    assert by_key["between"] == [(-2, 0), (0, 1), (2, 1), (4, 0)] and by_key["none"] == []
+    assert by_key["m"] == [(-4, 0), (-2, 1), (0, 1), (2, 0), (4, 0), (6, 1), (8, 1), (10, 0)]
+    assert by_key["last"] == [(8, 0), (10, 0), (12, 0), (14, 0), (16, 0)]  # a13 n15 b16: the n forbids it
 
 
 @pytest.mark.parametrize("strategy", [Strategy.SKIP_TILL_ANY_MATCH, Strategy.SKIP_TILL_NEXT_MATCH,

@@ -86,6 +86,28 @@ def test_handler_is_independent_of_batch_boundaries(batch: int) -> None:
                                want.column("avg").to_numpy(zero_copy_only=False), rtol=1e-12)
 
 
+@pytest.mark.parametrize("batch", [1, 5, 10_000])
+def test_handler_groups_nan_keys_as_group_by_does(batch: int) -> None:
+    """A DOUBLE partition key: its NaN rows are one partition (as GROUP BY makes them),
+    not one per row, whatever the batches; -0.0 and 0.0 are one partition too."""
+    rng = np.random.default_rng(3)
+    n = 40
+    key = rng.choice([np.nan, 1.0, -0.0, 0.0], n)
+    ts = np.sort(rng.integers(0, 100, n))
+    mask = rng.integers(1, 8, n)
+    rows = pa.RecordBatch.from_arrays([pa.array(np.zeros(n, np.int64)), pa.array(key), pa.array(ts), pa.array(mask),
+                                       pa.array(rng.integers(-9, 9, n)), pa.array(rng.normal(size=n))],
+                                      names=["b", "k", "ts", "mask", "i", "f"])
+    have = run_handler(rows, SUMS, batch)
+    for group, sel in (("NaN", np.isnan(key)), ("1.0", key == 1.0), ("0.0", key == 0.0)):
+        cols = [(rows.column(j).to_numpy()[sel], np.ones(sel.sum(), dtype=bool)) for j in (4, 5)]
+        want = evaluate_group(SUMS, ts[sel], mask[sel], cols)
+        keys = have.column(0).to_numpy(zero_copy_only=False)
+        mine = have.filter(pa.array(np.isnan(keys) if group == "NaN" else keys == float(group)))
+        assert mine.column("window_start").to_pylist() == want.window_start.tolist(), group
+        assert mine.column(3).to_pylist() == want.values[0].tolist(), group  # k0, window_start, window_end, n
+
+
 def test_handler_refuses_rows_out_of_time_order() -> None:
     rows = random_rows(n_keys=1, rows_per_key=10)
     backwards = rows.take(pa.array(np.arange(rows.num_rows)[::-1]))

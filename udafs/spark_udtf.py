@@ -127,24 +127,37 @@ class MatchStream:
         return [pa.RecordBatch.from_arrays(arrays, names=names)]
 
 
+#: The one NaN every NaN key value is replaced by for grouping: GROUP BY puts all NaN keys
+#: in one group, while two NaN objects are different dictionary keys in Python.
+_NAN = float("nan")
+
+
 def _split_by_key(run: pa.RecordBatch, n_keys: int) -> Iterator[tuple[tuple, pa.RecordBatch]]:
-    """The rows of one bucket run, per key (in arrival order within each key)."""
+    """The rows of one bucket run, per key (in arrival order within each key); keys
+    compare as GROUP BY compares them (NaN equals NaN)."""
     cols = [run.column(i) for i in range(1, n_keys + 1)]
     if all(_constant(c) for c in cols):
-        yield tuple(c[0].as_py() for c in cols), run
+        yield tuple(_group_value(c[0].as_py()) for c in cols), run
         return
     groups: dict[tuple, list[int]] = {}
     for i, key in enumerate(zip(*(c.to_pylist() for c in cols))):
-        groups.setdefault(key, []).append(i)
+        groups.setdefault(tuple(_group_value(v) for v in key), []).append(i)
     for key, idx in groups.items():
         yield key, run.take(pa.array(idx, type=pa.int64()))
+
+
+def _group_value(value: object) -> object:
+    return _NAN if isinstance(value, float) and value != value else value
 
 
 def _constant(col: pa.Array) -> bool:
     if col.null_count:
         return col.null_count == len(col)
     try:
-        return bool(pc.all(pc.equal(col, col[0])).as_py())
+        same = pc.equal(col, col[0])
+        if pa.types.is_floating(col.type) and col[0].as_py() != col[0].as_py():  # NaN: equal to NaN only
+            same = pc.is_nan(col)
+        return bool(pc.all(same).as_py())
     except pa.ArrowNotImplementedError:  # nested key types
         first = col[0].as_py()
         return all(v == first for v in col.to_pylist())
