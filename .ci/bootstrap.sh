@@ -8,6 +8,26 @@ if ! command -v java >/dev/null 2>&1 && [ -z "${JAVA_HOME:-}" ]; then
     echo "sparkseq needs Java 17 or later for Spark (install a JDK, or set JAVA_HOME)" >&2
     exit 1
 fi
+# OpenLDAP's slapd: tests/test_server_security.py starts one (its own configuration, a
+# loopback port; never the system service). Installed from the OS packages when missing.
+if [ ! -x /usr/sbin/slapd ] && ! command -v slapd >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "installing slapd and ldap-utils (the LDAP server of the security tests)" >&2
+        apt_log=$(mktemp)
+        apt=(apt-get -y -q -o DPkg::Lock::Timeout=300)  # waits for another apt-get instead of failing
+        if ! DEBIAN_FRONTEND=noninteractive "${apt[@]}" install slapd ldap-utils > "$apt_log" 2>&1; then
+            # a fresh machine may have no package lists yet
+            if ! { "${apt[@]}" update && DEBIAN_FRONTEND=noninteractive "${apt[@]}" install slapd ldap-utils; } \
+                    > "$apt_log" 2>&1; then
+                cat "$apt_log" >&2
+                exit 1
+            fi
+        fi
+        rm -f "$apt_log"
+    else
+        echo "slapd not found: install OpenLDAP's server (Debian: apt-get install slapd) for the security tests" >&2
+    fi
+fi
 if [ ! -x .venv/bin/python ]; then
     command -v "$PYTHON" >/dev/null 2>&1 || { echo "$PYTHON not found (set PYTHON=/path/to/python3.11)" >&2; exit 1; }
     echo "creating .venv with $PYTHON" >&2

@@ -103,7 +103,7 @@ def main() -> int:
         port = _free_port()
         with (Path(folder) / "server.log").open("w+") as log:
             server = subprocess.Popen([sys.executable, "-m", "sparkseq", "thriftserver", "--host", HOST,
-                                       "--port", str(port), "--init-file", str(init)],
+                                       "--port", str(port), "--init-file", str(init), "--in-memory-catalog"],
                                       cwd=ROOT, stdout=subprocess.PIPE, stderr=log, text=True)
             try:
                 return _bench(args, port, server, log)

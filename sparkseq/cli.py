@@ -70,6 +70,13 @@ def _sql_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--share", action="store_true",
                         help="run the statements as one workload: operators over the same source, PARTITION BY "
                              "and ORDER BY share one pass (sparkseq.workload)")
+    _catalog_arguments(parser)
+
+
+def _catalog_arguments(parser: argparse.ArgumentParser) -> None:
+    from sparkseq.warehouse import add_catalog_arguments
+
+    add_catalog_arguments(parser, default=None)
 
 
 def _explain_arguments(parser: argparse.ArgumentParser) -> None:
@@ -79,6 +86,7 @@ def _explain_arguments(parser: argparse.ArgumentParser) -> None:
                         help="explain the statements as one workload: sharing groups, each member's path and "
                              "the shared timelines the pass runs (needs --table: statistics come from the data)")
     parser.add_argument("--dot", action="store_true", help=argparse.SUPPRESS)  # removed: DOT_REMOVED says why
+    _catalog_arguments(parser)
 
 
 def read_text(args: argparse.Namespace) -> str:
@@ -171,9 +179,15 @@ def _register_tables(spark: object, tables: Sequence[TableSpec]) -> None:
 
 def _session(args: argparse.Namespace) -> SparkSession:
     import sparkseq
+    from sparkseq.warehouse import conf_settings
 
-    # in a terminal Spark's progress bar shows long stages on stderr (sparkseq.progress); results go to stdout
-    spark = sparkseq.session(args.master, app_name="sparkseq-cli")
+    try:
+        conf = conf_settings(args.conf)
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from None
+    with reporting():  # a catalog another process has open: one line, exit status 1
+        # in a terminal Spark's progress bar shows long stages on stderr (sparkseq.progress); results go to stdout
+        spark = sparkseq.session(args.master, app_name="sparkseq-cli", conf=conf, warehouse=args.warehouse)
     _quiet_error_loggers()
     return spark
 
@@ -430,6 +444,18 @@ def _connect_server(args: argparse.Namespace) -> int:
     return connect_server.main(args)
 
 
+def _passwd_arguments(parser: argparse.ArgumentParser) -> None:
+    from sparkseq import server_auth
+
+    server_auth.passwd_arguments(parser)
+
+
+def _passwd(args: argparse.Namespace) -> int:
+    from sparkseq import server_auth
+
+    return server_auth.passwd_main(args)
+
+
 COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]] = {
     "demo": ("run the e-commerce funnel example on the bundled sample data", _demo_arguments, _demo),
     "sql": ("run SQL with MATCH_AGGREGATE in a local Spark session and print the results",
@@ -442,6 +468,8 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callab
                      "(Spark's Thrift server, in-process)", _thrift_arguments, _thriftserver),
     "connect-server": ("serve a Spark session to Spark Connect clients, whose spark.sql then takes "
                        "MATCH_AGGREGATE (Spark's Connect plugin, in-process)", _connect_arguments, _connect_server),
+    "passwd": ("add a user to a password file of the Thrift server (thriftserver --auth password-file), change "
+               "their password or remove them; the file holds salted hashes only", _passwd_arguments, _passwd),
 }
 
 

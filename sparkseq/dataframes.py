@@ -49,7 +49,7 @@ from sparkseq import hierarchies as registry
 from sparkseq import live
 from sparkseq.catalog import SessionSchemas
 from sparkseq.execution_paths import PathReplacer
-from sparkseq.jvm_parser import expect_origins
+from sparkseq.jvm_parser import origins_comment, with_origins
 from sparkseq.probes import locate
 from sparkseq.registration import engine_function
 from sparkseq.scratch import scratch_session
@@ -127,16 +127,24 @@ def match_aggregate(df: DataFrame, *, order_by: str, pattern: str | None = None,
         spark.catalog.dropTempView(view)  # the result's plan holds the DataFrame's (_frame)
 
 
-def _frame(spark: Any, sql: str, view: str, df: DataFrame) -> DataFrame:
+def _frame(spark: Any, sql: str, view: str, df: DataFrame, operators: tuple[OperatorExplanation, ...],
+           document: ArgumentDocument) -> DataFrame:
     """``spark.sql(sql)``, whose plan holds ``df``'s wherever ``sql`` reads ``view``. A
     classic session analyses the statement now, with the view; a Spark Connect session
     only when the result is used, after the view is dropped, so there ``df`` travels with
     the statement as a DataFrame argument (``spark.sql(text, name=df)``: the view's name
-    replaced by a placeholder, the other braces doubled)."""
+    replaced by a placeholder, the other braces doubled). An error raised while the job
+    runs points at the argument holding the DEFINE condition (:func:`with_origins`; on
+    Connect, the places are those in the text the server parses, where ``df`` has the name
+    ``spark.sql`` gives it — one as long)."""
     if not is_connect_session(spark):
-        return spark.sql(sql)
-    text = re.sub(f"`?{re.escape(view)}`?", "{source}", sql.replace("{", "{{").replace("}", "}}"))
-    return spark.sql(text, source=df)
+        return spark.sql(with_origins(spark, sql, operators, document.text, document.origin))
+    from pyspark.sql.connect.sql_formatter import SQLStringFormatter
+
+    name = re.compile(f"`?{re.escape(view)}`?")
+    text = name.sub("{source}", sql.replace("{", "{{").replace("}", "}}"))
+    parsed = name.sub(SQLStringFormatter(spark).format("{source}", source=df), sql)
+    return spark.sql(origins_comment(parsed, operators, document.text, document.origin) + text, source=df)
 
 
 def _run(spark: Any, statement: OperatorStatement, view: str, hierarchies: HierarchyResolver | None,
@@ -149,10 +157,9 @@ def _run(spark: Any, statement: OperatorStatement, view: str, hierarchies: Hiera
                                       replace=PathReplacer(spark, live.replacer(spark, document.text)))
     except SqlRewriteError as exc:
         raise document.relocate(exc, view) from None
-    expect_origins(spark, sql, operators, document.text, document.origin)  # a job's errors point at define[...]
     try:
         with quiet_query_context_logger():
-            return _frame(spark, sql, view, df)
+            return _frame(spark, sql, view, df, operators, document)  # a job's errors point at define[...]
     except PySparkException as exc:
         if not is_spark_error(exc):
             raise

@@ -12,7 +12,9 @@ prints the plan that runs. An E-Cube does the same with its cuboids
 (:func:`decide_cube`, :func:`sql_rewrites.cube_paths.sized_cube_paths`: for the big keys
 each cuboid runs on its own path). A workload's sharing group instead decides per
 member from one statistics job (``GROUP BY keys HAVING COUNT(*) > T``, :func:`decide_group`,
-:mod:`sql_rewrites.workload_paths`): its run caches and plans from the data anyway. This
+:mod:`sql_rewrites.workload_paths`), when the estimate leaves room for such a key — also
+when ``sparkseq.workload`` is called, before rows are asked for: which members share the
+group's pass fixes the SQL of each statement (:func:`group_statistics_reason`). This
 module reads the estimates, registers the functions a path calls and asks Spark where
 its hash partitioning sends a chunk; the SQL it runs or hands to the rewriter is built
 by :mod:`sql_rewrites.path_queries`. Session settings:
@@ -111,10 +113,25 @@ def ansi_mode(spark: SparkSession) -> bool:
     return str(spark.conf.get(ANSI_CONF, "true")).strip().lower() == "true"
 
 
-def thresholds(spark: SparkSession) -> tuple[int, int, int]:
-    """(split rows, chunk rows, stream rows) from the session settings."""
+def thresholds(spark: SparkSession, streaming: bool = True) -> tuple[int, int, int]:
+    """(split rows, chunk rows, stream rows) from the session settings; without ``streaming``
+    no key is big enough for the streaming path (:data:`NO_STREAMING`)."""
     return (_positive(spark, SPLIT_ROWS_CONF, SPLIT_ROWS), _positive(spark, CHUNK_ROWS_CONF, CHUNK_ROWS),
-            _positive(spark, STREAM_ROWS_CONF, STREAM_ROWS))
+            _positive(spark, STREAM_ROWS_CONF, STREAM_ROWS) if streaming else NO_STREAMING)
+
+
+#: The stream threshold of a statement that must not run on the streaming path: more rows
+#: than any key has. A persistent view's query (created or read) is such a statement: the
+#: streaming path calls a table function, which Spark resolves by name inside a view, and
+#: sparkseq's are temporary functions (a view's big keys run time-split or grouped).
+NO_STREAMING = 2**62
+
+
+def _no_forced_streaming(forced: Path | None, streaming: bool) -> None:
+    if forced is Path.STREAMING and not streaming:
+        raise ValueError(f"{PATH_CONF}=streaming cannot apply to the query of a persistent view: the streaming path "
+                         "calls a table function, which Spark resolves by name inside a view, and sparkseq's are "
+                         "temporary functions; run the query itself for the streaming path")
 
 
 def _positive(spark: SparkSession, key: str, default: int) -> int:
@@ -128,17 +145,20 @@ def _positive(spark: SparkSession, key: str, default: int) -> int:
     return value
 
 
-def decide(spark: SparkSession | None, query: MatchAggregateQuery) -> PathChoice | CubePaths:
+def decide(spark: SparkSession | None, query: MatchAggregateQuery, *, streaming: bool = True
+           ) -> PathChoice | CubePaths:
     """The path of ``query`` (module docstring; an E-Cube's: :func:`decide_cube`), from
     the session's settings and Spark's size estimate of the source: no job. Without a
-    session, the path as far as the plan fixes it."""
+    session, the path as far as the plan fixes it. Without ``streaming``, never the
+    streaming path (:data:`NO_STREAMING`)."""
     if query.cube is not None:
-        return decide_cube(spark, query)
+        return decide_cube(spark, query, streaming=streaming)
     plan = query.single_plan
     if spark is None:
         return planned_path(plan)
     forced, ansi = forced_path(spark), ansi_mode(spark)
-    split_rows, chunk_rows, stream_rows = thresholds(spark)
+    _no_forced_streaming(forced, streaming)
+    split_rows, chunk_rows, stream_rows = thresholds(spark, streaming)
     threshold = big_key_threshold(plan, split_rows, stream_rows)
     if forced is not None or threshold is None or native_reason(plan, ansi) is None:
         return planned_path(plan, forced, split_rows, chunk_rows, stream_rows, ansi=ansi)
@@ -152,14 +172,15 @@ def decide(spark: SparkSession | None, query: MatchAggregateQuery) -> PathChoice
     return sized_path(plan, split_rows, chunk_rows, stream_rows, room)
 
 
-def decide_cube(spark: SparkSession | None, query: MatchAggregateQuery) -> CubePaths:
+def decide_cube(spark: SparkSession | None, query: MatchAggregateQuery, *, streaming: bool = True) -> CubePaths:
     """The path of an E-Cube ``query`` (:mod:`sql_rewrites.cube_paths`): as :func:`decide`,
     with the thresholds of the lowest cuboid; no job."""
     texts, plans = cuboid_plans(query)
     if spark is None:
         return planned_cube_paths(texts, plans)
     forced, ansi = forced_path(spark), ansi_mode(spark)
-    split_rows, chunk_rows, stream_rows = thresholds(spark)
+    _no_forced_streaming(forced, streaming)
+    split_rows, chunk_rows, stream_rows = thresholds(spark, streaming)
     threshold = big_keys_threshold(plans, split_rows, stream_rows)
     if forced is not None or threshold is None:
         return planned_cube_paths(texts, plans, forced, split_rows, chunk_rows, stream_rows, ansi=ansi)
@@ -204,6 +225,22 @@ def group_statistics(spark: SparkSession, query: MatchAggregateQuery, plans: Seq
         return big_keys(spark, query, threshold), None
     except Exception as exc:  # as in decide: the statement runs, only unmeasured
         return None, type(exc).__name__
+
+
+def group_statistics_reason(spark: SparkSession, query: MatchAggregateQuery, plans: Sequence[Plan]) -> str | None:
+    """Why :func:`decide_group` runs its statistics job for ``plans`` (a workload group's
+    members, ``query`` any of them): Spark's size estimate of the source leaves room for a
+    key that would change a member's path (no job); None when it runs none."""
+    if forced_path(spark) is not None:
+        return None
+    split_rows, _, stream_rows = thresholds(spark)
+    threshold = group_threshold(plans, split_rows, stream_rows)
+    if threshold is None:
+        return None
+    size, rows = source_size(spark, query)
+    if not any(statistics_needed(p, size, split_rows, stream_rows, rows) for p in plans):
+        return None
+    return key_room(spark, query, threshold)
 
 
 def source_size(spark: SparkSession, query: MatchAggregateQuery) -> tuple[int | None, int | None]:
@@ -289,10 +326,11 @@ def planned_replacer(spark: SparkSession | None, then: Replacement | None = None
 class PathReplacer:
     """The ``replace`` hook (:data:`sql_rewrites.rewriter.Replacement`) that runs each
     statement on its path (native, time-split, streaming, or those by key size; grouped is
-    the rewriter's default); ``choices`` records each operator's :class:`PathChoice` by ordinal."""
+    the rewriter's default); ``choices`` records each operator's :class:`PathChoice` by ordinal.
+    Without ``streaming`` (a persistent view's query), never the streaming path."""
 
-    def __init__(self, spark: SparkSession, then: Replacement | None = None) -> None:
-        self.spark, self.then = spark, then
+    def __init__(self, spark: SparkSession, then: Replacement | None = None, *, streaming: bool = True) -> None:
+        self.spark, self.then, self.streaming = spark, then, streaming
         self.choices: dict[int, PathChoice | CubePaths] = {}
 
     def __call__(self, ordinal: int, query: MatchAggregateQuery) -> Replaced | None:
@@ -302,7 +340,7 @@ class PathReplacer:
                 return earlier
         choice = self.choices.get(ordinal)
         if choice is None:  # decided once per operator (sparkseq.scripts.run_checked may ask twice)
-            choice = self.choices[ordinal] = decide(self.spark, query)
+            choice = self.choices[ordinal] = decide(self.spark, query, streaming=self.streaming)
         return path_replacement(self.spark, query, choice)
 
 
@@ -379,6 +417,7 @@ __all__ = [
     "decide_cube",
     "decide_group",
     "group_statistics",
+    "group_statistics_reason",
     "forced_path",
     "key_room",
     "key_types",

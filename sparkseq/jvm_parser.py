@@ -38,11 +38,13 @@ saying why; :func:`sparkseq.sql` and the ``seq_*`` functions work regardless.
 from __future__ import annotations
 
 import argparse
+import base64
 import collections
 import functools
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -52,14 +54,16 @@ import weakref
 import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pyspark
 from py4j.protocol import Py4JError
 from pyspark.sql import SparkSession
 
 from sparkseq.gateway import jvm
-from sql_rewrites.rewriter import OperatorExplanation, StatementExplanation
+from sql_rewrites.logical import MatchAggregateQuery
+from sql_rewrites.rewriter import StatementExplanation, split_statements
+from sql_rewrites.statement_effects import view_query_span
 from sql_rewrites.user_text import condition_origins
 from udafs.errors import SparkSeqError
 
@@ -75,6 +79,9 @@ JAVA_RELEASE = "17"  # Spark 4 runs on Java 17 and later
 ERROR_PREFIX = "\x00sparkseq-error:"
 #: Must equal ``SparkSeqExtension.ORIGINS_PREFIX``: a rewritten statement with its :func:`origins_spec`.
 ORIGINS_PREFIX = "\x00sparkseq-origins:"
+#: Must equal ``SparkSeqExtension.ORIGINS_COMMENT``: a statement text opening with its own
+#: :func:`origins_spec` (:func:`with_origins`, for Spark Connect sessions).
+ORIGINS_COMMENT = "/*sparkseq-origins:"
 JAVAC_TIMEOUT_S = 180  # javac takes 2-3 s here; a loaded 2-core machine can take far longer
 #: Sessions other than the installing one (Spark Connect clients, ``newSession()``) whose
 #: Python wrappers the rewriter keeps; a wrapper keeps its JVM session alive.
@@ -234,6 +241,11 @@ class Rewriter:
     functions and resolves ``HIERARCHY`` with ``home``'s concept hierarchies; without
     it, it gets sparkseq's functions and keeps its own hierarchies.
 
+    A persistent view's stored query (:meth:`rewriteView`) is compiled in a session of
+    its own per catalog and namespace (:meth:`view_session`): names resolve where the view
+    was created, and no temporary view of the reader stands in for a table, as Spark
+    resolves the view's text; the functions it calls are then registered in the reader.
+
     The methods never raise: an exception escaping a py4j callback reaches the client
     as a Python traceback.
     """
@@ -244,10 +256,15 @@ class Rewriter:
         self._sessions: collections.OrderedDict[str, SparkSession] = collections.OrderedDict()
         self._explained: collections.OrderedDict[tuple[str, str], StatementExplanation] = collections.OrderedDict()
         self._lock = threading.Lock()
+        self._views: dict[tuple[str, ...], SparkSession] = {}
+        self._view_uuids: set[str] = set()
+        self._views_lock = threading.Lock()  # never held while a callback may need self._lock
 
     def prepare(self, jsession: object) -> None:
         """Set up a session before its first statement or table name (called from the JVM)."""
         try:
+            if jsession.sessionUUID() in self._view_uuids:  # type: ignore[attr-defined]
+                return  # set up by view_session
             spark = self.session_for(jsession, keep=False)  # e.g. a streaming query's clone: not kept alive
             if spark is self.home:
                 return
@@ -278,12 +295,73 @@ class Rewriter:
             if explained.rewritten == text:
                 return text
             self._remember(jsession, text, explained)
-            return f"{ORIGINS_PREFIX}{safe_origins_spec(explained.rewritten, explained.operators, text)}\x00" \
-                   f"{explained.rewritten}"
+            spec = safe_origins_spec(explained.rewritten, explained.operators, text)
+            span = view_query_span(split_statements(text)[0])
+            if span is not None:  # a persistent view: the extension stores this query, as written
+                spec = json.dumps({**json.loads(spec), "view_query": list(span)})
+            return f"{ORIGINS_PREFIX}{spec}\x00{explained.rewritten}"
         except SparkSeqError as exc:
             return f"{ERROR_PREFIX}{type(exc).__name__}: {exc}"
         except Exception as exc:  # noqa: BLE001 - a bug must reach the client as a message
             return f"{ERROR_PREFIX}sparkseq could not rewrite the statement: {type(exc).__name__}: {exc}"
+
+    def rewriteView(self, jsession: object, text: str, view: str) -> str:  # noqa: N802 - the Java interface's name
+        """Rewrite the stored query ``text`` of a persistent view that ``jsession`` reads (called
+        from the JVM), as :meth:`rewrite` does a statement; ``view`` (JSON) names the view and
+        the catalog and namespace it was created in. The query is compiled in that namespace
+        (:meth:`view_session`), never on the streaming path (a table function, which Spark
+        resolves by name in a view), and the functions it calls are registered in the reader."""
+        from sparkseq.registration import copy_named
+        from sparkseq.sql_api import rewrite_explained
+
+        name = ""
+        try:
+            context = json.loads(view or "{}")
+            name = str(context.get("view") or "")
+            reader = self.session_for(jsession)
+            namespace = tuple(str(part) for part in context.get("namespace") or ())
+            compiling = self.view_session(reader, namespace) if namespace else reader
+            statements = rewrite_explained(compiling, text, function_hierarchies=compiling is self.home,
+                                           streaming=False)
+            if len(statements) != 1:
+                return f"{ERROR_PREFIX}the view {name} holds {len(statements)} statements, not one query"
+            explained = statements[0]
+            if compiling is not reader:
+                copy_named(compiling, reader, re.findall(r"\bsparkseq_[A-Za-z0-9_]+", explained.rewritten))
+            if explained.rewritten == text:
+                return text
+            return f"{ORIGINS_PREFIX}{safe_origins_spec(explained.rewritten, explained.operators, text)}\x00" \
+                   f"{explained.rewritten}"
+        except SparkSeqError as exc:
+            return f"{ERROR_PREFIX}{type(exc).__name__}: in the query of view {name}: {exc}"
+        except Exception as exc:  # noqa: BLE001 - a bug must reach the client as a message
+            return f"{ERROR_PREFIX}sparkseq could not compile the query of view {name}: {type(exc).__name__}: {exc}"
+
+    def view_session(self, reader: SparkSession, namespace: tuple[str, ...]) -> SparkSession:
+        """The session a view created in ``namespace`` (catalog, then namespace parts) is
+        compiled in: one per namespace, a new session of ``home`` (no temporary views, its own
+        current namespace) with sparkseq's functions, taking ``reader``'s sparkseq settings
+        (:data:`VIEW_SETTINGS`) before each compile."""
+        from sparkseq.registration import register
+
+        with self._views_lock:
+            spark = self._views.get(namespace)
+            if spark is None:
+                spark = self.home.newSession()
+                self._view_uuids.add(spark._jsparkSession.sessionUUID())
+                register(spark)
+                catalog, *parts = namespace
+                spark.catalog.setCurrentCatalog(catalog)
+                if parts:
+                    spark._jsparkSession.sql("USE " + ".".join(_quoted(p) for p in namespace))
+                self._views[namespace] = spark
+        for key in VIEW_SETTINGS:  # a setting races with another reader's: it chooses a path, never the rows
+            value = reader.conf.get(key, None)
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+        return spark
 
     def place(self, jsession: object, text: str, error: Any) -> str | None:  # error: a py4j JavaObject
         """Spark's analysis ``error`` on the statement ``text`` rewrote to, placed in ``text``
@@ -336,13 +414,49 @@ class Rewriter:
         implements = [REWRITER_INTERFACE]
 
 
+#: The reader's settings a view's query is compiled with (they choose its execution path).
+VIEW_SETTINGS = ("sparkseq.path", "sparkseq.streaming.rows", "sparkseq.timeSplit.splitRows",
+                 "sparkseq.timeSplit.chunkRows")
+
+
+def _quoted(part: str) -> str:
+    return "`" + part.replace("`", "``") + "`"
+
+
+def view_extension_missing(spark: Any) -> str | None:
+    """Why ``spark.sql`` of ``spark`` does not go through sparkseq's parser extension with its
+    rewriter, which a persistent view over MATCH_AGGREGATE or ``seq_*`` is created through;
+    None when it does. A Spark Connect session asks its server's settings."""
+    from sparkseq.session import is_connect_session
+
+    if is_connect_session(spark):
+        extensions = spark.conf.get("spark.sql.extensions", "") or ""
+        return None if CLASS_NAME in extensions else \
+            "the Spark Connect server was started without it (python -m sparkseq connect-server starts one with it)"
+    extension = _extension_class(spark)
+    if extension is None or not extension.isInjected():
+        return "this session's JVM was started without it (sparkseq.session() loads it)"
+    if _installed is None:
+        return "its rewriter is not installed (sparkseq.jvm_parser.install(spark))"
+    return None
+
+
+class HasQuery(Protocol):
+    """What the places of DEFINE conditions are found from: an operator of a statement
+    (:class:`~sql_rewrites.rewriter.OperatorExplanation`), or a member of a workload's
+    sharing group (:class:`~sql_rewrites.shared.Member`)."""
+
+    @property
+    def query(self) -> MatchAggregateQuery: ...
+
+
 #: Where a span of the text a statement was compiled from lies in what the user wrote:
 #: ``(start, stop) -> (text, start, stop, label)``, the label naming the text when it is
 #: not a statement (a DataFrame API argument, ``define['A']``), else ``""``.
 Place = Callable[[int, int], tuple[str, int, int, str]]
 
 
-def origins_spec(rewritten: str, operators: Sequence[OperatorExplanation], text: str,
+def origins_spec(rewritten: str, operators: Sequence[HasQuery], text: str,
                  place: Place | None = None) -> str:
     """Where the user's DEFINE conditions stand in ``rewritten`` — the SQL ``operators`` of a
     statement of ``text`` became — as the extension reads it (``SparkSeqExtension.Origins``,
@@ -365,7 +479,7 @@ def origins_spec(rewritten: str, operators: Sequence[OperatorExplanation], text:
     return json.dumps({"texts": shown, "spans": spans})
 
 
-def safe_origins_spec(rewritten: str, operators: Sequence[OperatorExplanation], text: str,
+def safe_origins_spec(rewritten: str, operators: Sequence[HasQuery], text: str,
                       place: Place | None = None) -> str:
     """:func:`origins_spec`, or no places at all should finding them fail: the statement still
     runs, and its errors quote no generated SQL."""
@@ -375,13 +489,51 @@ def safe_origins_spec(rewritten: str, operators: Sequence[OperatorExplanation], 
         return json.dumps({"texts": [], "spans": []})
 
 
-def expect_origins(spark: SparkSession, sql: str, operators: Sequence[OperatorExplanation], text: str,
+def with_origins(spark: Any, sql: str, operators: Sequence[HasQuery], text: str,
+                 place: Place | None = None) -> str:
+    """The text to hand to ``spark.sql`` to run ``sql`` — what ``operators`` of a statement of
+    ``text`` became, rewritten in this process — so that an error Spark raises while the job
+    runs points at the DEFINE condition the user wrote (see :func:`origins_spec`): on a
+    classic session ``sql`` itself, announced to the extension (:func:`expect_origins`); on a
+    Spark Connect session, whose server this process cannot call, ``sql`` behind a comment
+    holding the places (:data:`ORIGINS_COMMENT`, the spec in URL-safe base64), which the
+    server's extension reads and removes (a server without it reads a comment).
+
+    >>> from sql_rewrites.rewriter import explain_statement, split_statements
+    >>> text = "SELECT * FROM t MATCH_AGGREGATE (ORDER BY ts PATTERN SEQ(A) DEFINE A AS x = 1) m"
+    >>> explained = explain_statement(split_statements(text)[0], text, {"t": {"ts": "int", "x": "int"}},
+    ...                               lambda plan: "f")
+    >>> sent = with_origins(None, explained.rewritten, explained.operators, text)  # neither: unchanged
+    >>> sent == explained.rewritten
+    True
+    """
+    if not operators:
+        return sql
+    if getattr(spark, "_jsparkSession", None) is not None:
+        expect_origins(spark, sql, operators, text, place)
+        return sql
+    from sparkseq.session import is_connect_session
+
+    if not is_connect_session(spark):
+        return sql
+    return origins_comment(sql, operators, text, place) + sql
+
+
+def origins_comment(sql: str, operators: Sequence[HasQuery], text: str, place: Place | None = None) -> str:
+    """The comment that, put before ``sql``, tells a Spark Connect server's extension where the
+    DEFINE conditions of ``operators`` stand in it (:func:`with_origins`)."""
+    spec = base64.urlsafe_b64encode(safe_origins_spec(sql, operators, text, place).encode()).decode()
+    return f"{ORIGINS_COMMENT}{spec}*/"
+
+
+def expect_origins(spark: SparkSession, sql: str, operators: Sequence[HasQuery], text: str,
                    place: Place | None = None) -> None:
     """Tell the extension that the next ``spark.sql(sql)`` runs what ``operators`` of a
     statement of ``text`` became (rewritten in this process: :func:`sparkseq.sql`, the
     DataFrame API), so that an error Spark raises while the job runs points at the DEFINE
     condition the user wrote (see :func:`origins_spec`). Nothing happens without the
-    extension (a Spark Connect session, a JVM started without it).
+    extension (a JVM started without it) or without a JVM in this process (a Spark Connect
+    session: :func:`with_origins` sends the places with the statement).
     """
     if not operators or getattr(spark, "_jsparkSession", None) is None:
         return
@@ -518,8 +670,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 __all__ = ["CLASS_NAME", "JAR", "JvmParserUnavailable", "Rewriter", "build", "build_info", "check_jar", "compile_jar",
-           "copy_session", "expect_origins", "extension_conf", "install", "origins_spec", "Place", "source_digest",
-           "try_install", "uninstall"]
+           "copy_session", "expect_origins", "extension_conf", "HasQuery", "install", "origins_comment", "origins_spec",
+           "Place", "source_digest", "try_install", "uninstall", "VIEW_SETTINGS", "view_extension_missing",
+           "with_origins"]
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -246,6 +246,16 @@ def copy_functions(source: SparkSession, target: SparkSession) -> None:
         _register(target, name, registered)
 
 
+def copy_named(source: SparkSession, target: SparkSession, names: Sequence[str]) -> None:
+    """Register in ``target`` the functions of ``names`` that sparkseq registered in ``source``
+    and not yet in ``target`` (the engine functions a view's query, compiled in another
+    session, calls: :meth:`sparkseq.jvm_parser.Rewriter.rewriteView`)."""
+    known, have = _registered.get(source, {}), _registered.get(target, {})
+    for name in dict.fromkeys(names):
+        if name in known and name not in have:
+            _register(target, name, known[name])
+
+
 def _once(spark: SparkSession, name: str, make: Callable[[], UserDefinedFunctionLike | UserDefinedTableFunction]
           ) -> None:
     if name not in _registered.get(spark, {}):

@@ -70,7 +70,7 @@ from sparkseq import hierarchies as registry
 from sparkseq import live
 from sparkseq.catalog import PendingRelation, SessionSchemas
 from sparkseq.gateway import jvm
-from sparkseq.jvm_parser import Place, expect_origins
+from sparkseq.jvm_parser import Place, view_extension_missing, with_origins
 from sparkseq.probes import locate
 from sparkseq.registration import PYTHON_AGGREGATES, engine_function, engine_function_name, stand_in_function
 from sparkseq.scratch import analyse, analyse_together, class_name, parse_plan, scratch_session
@@ -86,6 +86,7 @@ from sparkseq.spark_errors import (
 )
 from sql_rewrites.errors import (
     HierarchyError,
+    PersistentViewError,
     SqlRewriteError,
     UnknownHierarchyError,
     UnknownTableError,
@@ -111,9 +112,11 @@ from sql_rewrites.seq_functions import check_statement_calls
 from sql_rewrites.statement_effects import (
     changed_relations,
     created_relations,
+    creates_permanent_function,
     effects_unknown,
     has_parameter_markers,
     spelled_names,
+    view_query_span,
 )
 
 #: Parsed statements that change only the session running them (executed in the scratch copy).
@@ -240,10 +243,22 @@ def run_checked_sql(spark: SparkSession, text: str, statement: Statement, explan
     """``spark.sql`` of a statement of ``text`` (as rewritten in ``explanation``, if any), with
     Spark's parse and analysis errors placed in ``text`` (:func:`spark_error`), and errors
     raised while its job runs at the DEFINE condition in what the user wrote (``place``:
-    :func:`sparkseq.jvm_parser.expect_origins`)."""
+    :func:`sparkseq.jvm_parser.with_origins`).
+
+    A persistent view over MATCH_AGGREGATE or ``seq_*`` is created from the statement as
+    written: the session's parser extension compiles it and stores the user's query
+    (:mod:`sparkseq.jvm_parser`), which a new session compiles again when it reads the view."""
     sql = explanation.rewritten if explanation is not None else statement.text
-    if explanation is not None:
-        expect_origins(spark, sql, explanation.operators, text, place)
+    if creates_sparkseq_view(statement, explanation):
+        why_not = view_extension_missing(spark)
+        if why_not is not None:
+            raise PersistentViewError(
+                f"a persistent view over MATCH_AGGREGATE or seq_* functions is created through sparkseq's parser "
+                f"extension, which keeps the query as written for the sessions that read the view, and {why_not}; "
+                "create a temporary view (CREATE TEMP VIEW) instead", first_token_position(text, statement))
+        sql = statement.text
+    elif explanation is not None:
+        sql = with_origins(spark, sql, explanation.operators, text, place)
     try:
         with quiet_query_context_logger():
             return spark.sql(sql, args=args) if args is not None else spark.sql(sql)
@@ -251,6 +266,15 @@ def run_checked_sql(spark: SparkSession, text: str, statement: Statement, explan
         if not is_spark_error(exc):
             raise
         raise spark_error(scratch_session(spark), exc, text, statement, explanation) from None
+
+
+def creates_sparkseq_view(statement: Statement, explanation: StatementExplanation | None) -> bool:
+    """Whether ``statement`` creates or replaces a persistent view whose query uses
+    MATCH_AGGREGATE or calls sparkseq's functions."""
+    if view_query_span(statement) is None:
+        return False
+    changed = explanation is not None and explanation.rewritten != statement.text
+    return changed or statement.has_match_aggregate or statement.calls(PYTHON_AGGREGATES)
 
 
 def spark_error(session: SparkSession | None, exc: PySparkException, text: str, statement: Statement,
@@ -515,10 +539,34 @@ def compile_statement(text: str, statement: Statement, schemas: SchemaProvider, 
     """:func:`~sql_rewrites.rewriter.explain_statement`, with a friendlier message for relations
     Spark does not know and the literal arguments of ``seq_*`` calls checked (with
     ``check_hierarchies``, the ``HIERARCHY`` names of their patterns too); SELECTs mixing
-    ``seq_*`` calls with Spark's aggregates are split (:data:`PYTHON_AGGREGATES`)."""
+    ``seq_*`` calls with Spark's aggregates are split (:data:`PYTHON_AGGREGATES`).
+
+    A persistent view (``CREATE VIEW``, ``ALTER VIEW ... AS``) may use no concept hierarchy:
+    hierarchies live in the session that registered them, a view is read by any session
+    (:class:`~sql_rewrites.errors.PersistentViewError`, placed at the ``HIERARCHY`` name)."""
+    if statement.has_match_aggregate and creates_permanent_function(statement):
+        raise PersistentViewError(
+            "a permanent SQL function cannot hold MATCH_AGGREGATE: Spark would store its body as the SQL it "
+            "compiles to, which calls functions registered in this session only; create a persistent view of the "
+            "query (CREATE VIEW name AS ...) and select from it in the function, or create a TEMPORARY FUNCTION",
+            first_token_position(text, statement))
+    asked: list[str] = []
+    if view_query_span(statement) is not None:
+        hierarchies, check_hierarchies = (lambda name: asked.append(name)), True  # knows none; notes the names
     try:
         explained = explain_statement(statement, text, schemas, name_for, hierarchies=hierarchies, pretty=pretty,
                                       replace=replace, python_aggregates=PYTHON_AGGREGATES)
+        # the calls as the user wrote them (the rewrite moves, never changes, their literal arguments)
+        check_function_calls(statement.text, hierarchies, check_hierarchies=check_hierarchies,
+                             written=(text, statement.start))
+    except UnknownHierarchyError as exc:
+        if not asked:
+            raise
+        raise PersistentViewError(
+            f"a persistent view cannot use concept hierarchy {asked[-1]}: hierarchies are registered per session "
+            "(CREATE CONCEPT HIERARCHY, sparkseq.register_hierarchy), and a view is read by other sessions and "
+            "processes; create a temporary view (CREATE TEMP VIEW), or name the hierarchy's values in the pattern's "
+            "DEFINE conditions (A AS action IN ('view', 'browse'))", exc.position) from None
     except UnknownTableError as exc:
         if not isinstance(schemas, SessionSchemas) or not schemas.missing:
             raise
@@ -527,9 +575,6 @@ def compile_statement(text: str, statement: Statement, schemas: SchemaProvider, 
         hint = f"; tables and views: {', '.join(known)}" if known else "; the session has no tables or views"
         raise UnknownTableError(f"relation '{name}' is not a table or view of this Spark session{hint}",
                                 exc.position) from None
-    # the calls as the user wrote them (the rewrite moves, never changes, their literal arguments)
-    check_function_calls(statement.text, hierarchies, check_hierarchies=check_hierarchies,
-                         written=(text, statement.start))
     return explained
 
 

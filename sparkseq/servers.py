@@ -24,6 +24,18 @@ from typing import Protocol, TypeVar
 
 from pyspark.sql import SparkSession
 
+from sparkseq.warehouse import (
+    CATALOG_IMPLEMENTATION,
+    CONNECTION_URL,
+    DEFAULT_DIRECTORY,
+    METASTORE_URIS,
+    WAREHOUSE_DIR,
+    CatalogError,
+    CatalogInUseError,
+    add_catalog_arguments,
+    conf_settings,
+    local_path,
+)
 from udafs.errors import SparkSeqError
 
 DEFAULT_HOST = "127.0.0.1"
@@ -106,35 +118,67 @@ def relation_names(spark: SparkSession) -> list[str]:
 def add_arguments(parser: argparse.ArgumentParser, default_port: int) -> None:
     """Declare the options every server command takes."""
     parser.add_argument("--host", default=DEFAULT_HOST,
-                        help=f"address to listen on (default {DEFAULT_HOST}: this machine only; the server has "
-                             "no authentication)")
+                        help=f"address to listen on (default {DEFAULT_HOST}: this machine only; any other address "
+                             "needs authentication, or --no-auth)")
     parser.add_argument("--port", type=int, default=default_port, help=f"TCP port (default {default_port})")
     parser.add_argument("--init-file", "-i", type=Path, metavar="FILE",
                         help="SQL statements (';'-separated; MATCH_AGGREGATE allowed) run before serving, "
                              "e.g. CREATE TEMP VIEW ...; every statement is checked first")
     parser.add_argument("--master", help="Spark master URL (default: $SPARKSEQ_MASTER or local[2])")
+    add_catalog_arguments(parser, default=DEFAULT_DIRECTORY)
+    parser.add_argument("--in-memory-catalog", action="store_true",
+                        help="keep the catalog in memory instead: tables, databases and views created while serving "
+                             "vanish when the server stops")
+
+
+def catalog_options(args: argparse.Namespace) -> tuple[str | None, dict[str, str]]:
+    """A server command's ``warehouse=`` for :func:`sparkseq.session` (None: in memory) and its ``--conf`` settings."""
+    return (None if args.in_memory_catalog else args.warehouse), conf_settings(args.conf)
+
+
+def catalog_description(spark: SparkSession) -> str:
+    """Where the session's catalog lives, for a server's banner."""
+    conf = spark.sparkContext.getConf()
+    if conf.get(CATALOG_IMPLEMENTATION, "in-memory") != "hive":
+        return "in memory: tables and views created while serving vanish when the server stops"
+    location = conf.get(WAREHOUSE_DIR, "?")
+    tables = str(local_path(location) or location)  # Spark qualifies it: file:/...
+    uris, url = conf.get(METASTORE_URIS, None), conf.get(CONNECTION_URL, None)
+    if uris:
+        return f"Hive metastore {uris}; new databases in {tables}"
+    if url and url.startswith("jdbc:derby:;databaseName="):
+        folder = Path(url.removeprefix("jdbc:derby:;databaseName=").split(";")[0]).parent
+        if tables == str(folder / "warehouse"):
+            return f"{folder} (Hive metastore in Derby); persists across restarts"
+        return f"{folder} (Hive metastore in Derby; tables in {tables}); persists across restarts"
+    return f"Hive metastore {url or '(hive-site.xml)'}; new databases in {tables}"
 
 
 def run(args: argparse.Namespace, *, session: Callable[[], SparkSession], start: Callable[[SparkSession], S],
         announce: Callable[[S], None]) -> int:
     """Serve until SIGTERM or Ctrl-C; the process exit code.
 
-    Exit codes: 0 after a clean shutdown, 1 for a bad init file or a server that does
-    not start, 2 for a busy port or a bad address (found before Spark starts).
+    Exit codes: 0 after a clean shutdown, 1 for a bad init file, a catalog that cannot be
+    opened or a server that does not start, 2 for a busy port, a bad address or a catalog
+    another process has open (found before Spark starts).
     """
     from sparkseq import initfile
 
     try:
         check_port(args.host, args.port)
+        conf_settings(args.conf)
         init = initfile.read(args.init_file) if args.init_file is not None else None
-    except ServerError as exc:  # a busy port, a bad host
+    except (ServerError, ValueError) as exc:  # a busy port, a bad host, a --conf without '='
         return fail(exc, 2)
     except initfile.InitFileError as exc:
         return fail(exc, 1)
-    if not is_loopback(args.host):
-        print(f"warning: listening on {args.host}: anyone who can reach it can run SQL (and read files) as this "
-              "user; the server has no authentication", file=sys.stderr)
-    spark = session()
+    # a non-loopback address without authentication is refused before this (sparkseq.server_auth.preflight)
+    try:
+        spark = session()
+    except CatalogInUseError as exc:  # found before Spark starts, like a busy port
+        return fail(exc, 2)
+    except CatalogError as exc:
+        return fail(exc, 1)
     try:
         if init is not None:
             initfile.run(spark, init)  # checks every statement before the first runs
@@ -169,12 +213,13 @@ def shutdown(server: Server, spark: SparkSession) -> None:
 
 
 def stop_spark(spark: SparkSession) -> None:
-    """``spark.stop()``, quietly when the JVM is already gone."""
+    """``spark.stop()``, quietly when the JVM is already gone (py4j then raises its own
+    error, or ``ConnectionRefusedError`` when it tries to reconnect)."""
     from py4j.protocol import Py4JError
 
     try:
         spark.stop()
-    except Py4JError:
+    except (Py4JError, ConnectionError):
         pass
 
 
@@ -197,5 +242,6 @@ def fail(exc: Exception, code: int) -> int:
     return code
 
 
-__all__ = ["DEFAULT_HOST", "PortInUseError", "Server", "ServerError", "add_arguments", "check_port", "fail",
-           "is_loopback", "relation_names", "run", "shutdown", "stop_on_signals", "stop_spark", "wait_listening"]
+__all__ = ["DEFAULT_HOST", "PortInUseError", "Server", "ServerError", "add_arguments", "catalog_description",
+           "catalog_options", "check_port", "fail", "is_loopback", "relation_names", "run", "shutdown",
+           "stop_on_signals", "stop_spark", "wait_listening"]

@@ -11,10 +11,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TypeGuard
 
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 from sparkseq import cluster
 from sparkseq import progress as progress_display
+from sparkseq import warehouse as warehouses
 from sparkseq.registration import register
 
 DEFAULT_MASTER = "local[2]"
@@ -23,7 +25,8 @@ _ROOT = _PACKAGE.parent  # the source checkout (or site-packages when installed)
 
 
 def session(master: str | None = None, *, app_name: str = "sparkseq", conf: Mapping[str, object] | None = None,
-            parser_extension: bool = True, check_workers: bool = True, progress: bool | None = None) -> SparkSession:
+            parser_extension: bool = True, check_workers: bool = True, progress: bool | None = None,
+            warehouse: str | os.PathLike[str] | None = None) -> SparkSession:
     """Start (or reuse) a SparkSession, register sparkseq's functions in it and let its
     ``spark.sql`` accept MATCH_AGGREGATE.
 
@@ -62,6 +65,18 @@ def session(master: str | None = None, *, app_name: str = "sparkseq", conf: Mapp
         ``auto``), else on exactly in interactive use (stderr a terminal, or a notebook):
         never under pytest, in CI (``CI`` set) or with stderr to a file or a pipe.
         Decided when the session's JVM starts; ignored for a Connect session.
+    warehouse : str or path, optional
+        Keep Spark's catalog — databases, tables, views — in this directory, so that it
+        outlives the process: Spark's Hive catalog with its metastore in
+        ``<warehouse>/metastore_db`` (embedded Derby: one process at a time) and managed
+        tables' files in ``<warehouse>/warehouse`` (:mod:`sparkseq.warehouse`). Settings in
+        ``conf`` (or Spark's configuration directory) that name an external metastore
+        (``spark.hadoop.hive.metastore.uris``, ``spark.hadoop.javax.jdo.option.ConnectionURL``)
+        replace the Derby database. Raises :class:`sparkseq.warehouse.CatalogInUseError`
+        when another process has the metastore open, and
+        :class:`sparkseq.warehouse.CatalogError` when a session with another catalog already
+        runs in this process. ``None`` (default): Spark's in-memory catalog, whose tables
+        vanish with the process (their files too).
 
     Examples
     --------
@@ -74,12 +89,26 @@ def session(master: str | None = None, *, app_name: str = "sparkseq", conf: Mapp
     """
     master = master or os.environ.get("SPARKSEQ_MASTER") or DEFAULT_MASTER
     if master.startswith("sc://"):
+        if warehouse is not None:
+            raise ValueError("warehouse= sets up the catalog of a driver started here; a Spark Connect server keeps "
+                             "its own (python -m sparkseq connect-server --warehouse DIR)")
         return _connect_session(master, app_name, conf)
     where = cluster.classify(master)
     display = progress_display.choose(progress)
+    user = {key: str(value) for key, value in (conf or {}).items()}
+    store = warehouses.resolve(warehouse, user) if warehouse is not None else None
+    running = SparkContext._active_spark_context
+    if store is not None and running is not None:  # before getOrCreate changes the running session's settings
+        warehouses.check_same_catalog(running.getConf(), store)
     _process_environment(where)
-    settings = {**default_conf(where.url), **progress_conf(display),
-                **{key: str(value) for key, value in (conf or {}).items()}}
+    settings = {**default_conf(where.url, derby_log=None if store is None else store.derby_log),
+                **progress_conf(display), **({} if store is None else store.conf(user)), **user}
+    memory_tables = store is None and in_memory_tables(settings)
+    if running is None:
+        if store is not None:
+            warehouses.claim(store)  # CatalogInUseError before a JVM starts
+        elif memory_tables:
+            warehouses.reset_memory_catalog_tables(scratch_dir())
     cluster.worker_python_conf(settings)
     unavailable = None
     if parser_extension:
@@ -89,6 +118,13 @@ def session(master: str | None = None, *, app_name: str = "sparkseq", conf: Mapp
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    if store is not None:
+        try:
+            warehouses.open_catalog(spark, store)
+        except warehouses.CatalogError:
+            if running is None:
+                spark.stop()
+            raise
     if display is progress_display.Display.STAGE_LINES:
         progress_display.show_stage_lines(spark.sparkContext)
     if where.ships:  # before any function is built: each captures the zip then
@@ -104,6 +140,21 @@ def session(master: str | None = None, *, app_name: str = "sparkseq", conf: Mapp
         warnings.warn(f"spark.sql does not accept MATCH_AGGREGATE in this session: {unavailable}",
                       ParserExtensionWarning, stacklevel=2)
     return spark
+
+
+def in_memory_tables(settings: dict[str, str]) -> bool:
+    """Whether a session without ``warehouse=`` started with ``settings`` keeps its managed
+    tables' files where they are removed with the process
+    (:func:`sparkseq.warehouse.memory_catalog_tables`): with Spark's in-memory catalog. Hive
+    support asked for by hand (``spark.sql.catalogImplementation=hive`` in ``conf`` or
+    ``spark-defaults.conf``) keeps its tables, so their files go to the scratch directory's
+    ``warehouse/`` instead (``settings`` is changed so)."""
+    if settings.get(warehouses.WAREHOUSE_DIR) != str(warehouses.memory_catalog_tables(scratch_dir())):
+        return False  # a warehouse of the caller's
+    if warehouses.catalog_implementation(settings) == "hive":
+        settings[warehouses.WAREHOUSE_DIR] = str(scratch_dir() / "warehouse")
+        return False
+    return True
 
 
 def progress_conf(display: progress_display.Display) -> dict[str, str]:
@@ -218,19 +269,26 @@ ROCKSDB_STATE_STORE = "org.apache.spark.sql.execution.streaming.state.RocksDBSta
 WORKER_DAEMON = "udafs.worker_daemon"
 
 
-def default_conf(master: str) -> dict[str, str]:
-    """sparkseq's Spark settings for ``master``: quiet, small, scratch files in one place."""
+def default_conf(master: str, *, derby_log: Path | None = None) -> dict[str, str]:
+    """sparkseq's Spark settings for ``master``: quiet, small, scratch files in one place.
+
+    Managed tables of the (in-memory) catalog go to a directory of this process
+    (:func:`sparkseq.warehouse.memory_catalog_tables`); Derby's log to ``derby_log``,
+    else to the scratch directory.
+    """
     scratch = scratch_dir()
     conf = {
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         ARROW_BATCH_ROWS: str(ARROW_BATCH_ROWS_DEFAULT),
         "spark.ui.showConsoleProgress": "false",
-        "spark.sql.warehouse.dir": str(scratch / "warehouse"),
-        # derby.log goes to the scratch directory. (Not via derby.system.home: with it set,
-        # the Thrift server's throw-away Derby metastore fails to open on every client
-        # disconnect and Hive retries for ~20 s before the disconnect completes.)
+        "spark.sql.warehouse.dir": str(warehouses.memory_catalog_tables(scratch)),
+        # derby.log goes to the scratch directory, or beside a persistent catalog's metastore.
+        # (Not via derby.system.home: with it set, the Thrift server's throw-away Derby
+        # metastore fails to open on every client disconnect and Hive retries for ~20 s
+        # before the disconnect completes.)
         "spark.driver.extraJavaOptions": (f"-Dlog4j2.configurationFile={(_PACKAGE / 'log4j2.properties').as_uri()}"
-                                          f" -Dderby.stream.error.file={scratch / 'derby.log'} {JIT_HUGE_METHODS}"),
+                                          f" -Dderby.stream.error.file={derby_log or scratch / 'derby.log'}"
+                                          f" {JIT_HUGE_METHODS}"),
         "spark.executor.extraJavaOptions": JIT_HUGE_METHODS,
         # A workload's shared pass is cached (sparkseq.workloads), and Spark plans a query
         # it caches without adaptive coalescing unless this is on: on a cluster, with the

@@ -39,8 +39,16 @@ ENGINE_FUNCTION = re.compile(r"`?sparkseq_agg_[0-9a-f]+`?")
 
 
 def message_of(exc: BaseException) -> str:
-    """Spark's message, first line only, without the SQLSTATE and ``; line N pos M`` suffixes."""
+    """Spark's message, first line only, without the SQLSTATE and ``; line N pos M`` suffixes
+    (of a JVM error py4j reports, the JVM's message, not py4j's ``An error occurred while
+    calling o42.sql``)."""
     text = str(exc).strip()
+    java = getattr(exc, "java_exception", None)
+    if java is not None:
+        try:
+            text = str(java.getMessage() or java.toString()).strip()
+        except Exception:  # noqa: BLE001 - the JVM is gone: py4j's text
+            pass
     message = text.splitlines()[0] if text else type(exc).__name__
     for marker in (" SQLSTATE:", "; line "):
         message = message.split(marker)[0]

@@ -68,7 +68,7 @@ from sql_rewrites.hierarchy import HierarchyResolver
 from sql_rewrites.hierarchy_statements import CreateHierarchy, parse_hierarchy_statement
 from sql_rewrites.rewriter import StatementExplanation, split_statements
 from sql_rewrites.schema import Catalog, ColumnTypes, SchemaProvider
-from sql_rewrites.statement_effects import created_relations
+from sql_rewrites.statement_effects import created_relations, view_query_span
 
 Source = Union[SparkSession, SchemaProvider, None]
 
@@ -173,13 +173,17 @@ def rewrite(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver | 
 
 
 def rewrite_explained(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver | None = None,
-                      function_hierarchies: bool = True) -> list[StatementExplanation]:
-    """:func:`rewrite`, each statement with what it became (its operators, analysed)."""
+                      function_hierarchies: bool = True, streaming: bool = True) -> list[StatementExplanation]:
+    """:func:`rewrite`, each statement with what it became (its operators, analysed). The
+    query of a persistent view (``CREATE VIEW``), and any statement without ``streaming``
+    (a view's stored query), never takes the streaming path: it calls a table function,
+    which Spark resolves by name inside a view, and sparkseq's are temporary functions."""
     check_literal_setting(spark)
     schemas = SessionSchemas(spark)
     resolver = registry.resolver(spark, hierarchies)
     return [compile_statement(text, s, schemas, resolver, functools.partial(engine_function, spark),
-                              replace=PathReplacer(spark), check_hierarchies=function_hierarchies)
+                              replace=PathReplacer(spark, streaming=streaming and view_query_span(s) is None),
+                              check_hierarchies=function_hierarchies)
             for s in split_statements(text)]
 
 

@@ -16,7 +16,13 @@ same statistics query, the same optimised plan of the source (Spark's canonical
 Sources over no files (in-memory data, ranges, JDBC) and sources Spark calls
 nondeterministic are never reused. Statistics only choose among plans that all give the
 exact answer (which members share a timeline), so even statistics that no longer
-describe the data could only make a run slower, never change a result.
+describe the data could only make a run slower, never change a result. :func:`recent`
+gives the kept statistics without running anything (``sparkseq.workload``, whose
+DataFrames are read later, runs no job before its rows are asked for).
+
+The job evaluates every DEFINE condition of the group: an error it raises (a malformed
+value cast under ANSI mode) points at the condition in the script as written
+(:func:`sparkseq.jvm_parser.with_origins`).
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from collections import OrderedDict
 from pyspark.sql import SparkSession
 
 from sparkseq.execution_paths import source_size
+from sparkseq.jvm_parser import with_origins
 from sql_rewrites.shared import SharedGroup, statistics_sql, symbol_keys
 from sql_rewrites.symbol_statistics import SymbolStatistics, sample_every
 
@@ -38,19 +45,17 @@ _recent: OrderedDict[tuple, SymbolStatistics] = OrderedDict()
 _recent_lock = threading.Lock()
 
 
-def collect(spark: SparkSession, group: SharedGroup, *, reuse: bool = True) -> SymbolStatistics:
+def collect(spark: SparkSession, group: SharedGroup, *, reuse: bool = True, text: str | None = None
+            ) -> SymbolStatistics:
     """Rows per symbol and partitions of the group's source (one job, or none when an
-    earlier job's are reused; ``reuse=False`` always runs it; module docstring)."""
-    every = sample_every(*source_size(spark, group.members[0].query))
-    sql = statistics_sql(group, sample_every=every)
-    key = _source_key(spark, group, sql) if reuse else None
+    earlier job's are reused; ``reuse=False`` always runs it; module docstring). ``text``:
+    the script the members were compiled from, where an error of the job is placed."""
+    sql, every, key = _query(spark, group, reuse)
     if key is not None:
-        with _recent_lock:
-            kept = _recent.get(key)
-            if kept is not None:
-                _recent.move_to_end(key)
-                return dataclasses.replace(kept, reused=True)
-    row = spark.sql(sql).first()
+        kept = _kept(key)
+        if kept is not None:
+            return kept
+    row = spark.sql(with_origins(spark, sql, group.members, text) if text is not None else sql).first()
     assert row is not None  # an aggregate without GROUP BY has one row
     counts = {key: int(row[f"c{k}"] or 0) for k, key in enumerate(symbol_keys(group))}
     statistics = SymbolStatistics.from_sample(counts, int(row["partitions"] or 0), every)
@@ -60,6 +65,30 @@ def collect(spark: SparkSession, group: SharedGroup, *, reuse: bool = True) -> S
             while len(_recent) > RECENT_SOURCES:
                 _recent.popitem(last=False)
     return statistics
+
+
+def recent(spark: SparkSession, group: SharedGroup) -> SymbolStatistics | None:
+    """The statistics :func:`collect` keeps for the group's source as it is now, or None;
+    no job (module docstring)."""
+    *_, key = _query(spark, group, True)
+    return None if key is None else _kept(key)
+
+
+def _query(spark: SparkSession, group: SharedGroup, reuse: bool) -> tuple[str, int, tuple | None]:
+    """The statistics query of the group, its sampling (one row in how many), and the key
+    of its result (None: not reused)."""
+    every = sample_every(*source_size(spark, group.members[0].query))
+    sql = statistics_sql(group, sample_every=every)
+    return sql, every, _source_key(spark, group, sql) if reuse else None
+
+
+def _kept(key: tuple) -> SymbolStatistics | None:
+    with _recent_lock:
+        kept = _recent.get(key)
+        if kept is None:
+            return None
+        _recent.move_to_end(key)
+        return dataclasses.replace(kept, reused=True)
 
 
 def _source_key(spark: SparkSession, group: SharedGroup, sql: str) -> tuple | None:
@@ -79,4 +108,4 @@ def _source_key(spark: SparkSession, group: SharedGroup, sql: str) -> tuple | No
         return None
 
 
-__all__ = ["RECENT_SOURCES", "collect"]
+__all__ = ["RECENT_SOURCES", "collect", "recent"]

@@ -20,7 +20,8 @@ Facts this rests on (pyspark 4.x): ``HiveThriftServer2.startWithContext`` runs t
 server inside the driver JVM; with ``spark.sql.hive.thriftServer.singleSession`` every
 connection shares the driver's session — its temporary views, Python UDFs and settings
 (a ``SET`` by one client is seen by all); without it each connection gets a fresh
-session and sees none of them. No Hive support or metastore is needed. Two quirks of
+session and sees none of them. Any catalog serves: the command keeps a persistent one
+(Spark's Hive catalog, :mod:`sparkseq.warehouse`) unless ``--in-memory-catalog``. Two quirks of
 that mode (Spark 4.x ``SparkSQLSessionManager``): each client disconnect uncaches every
 temporary view of the session — cache global temporary views instead — and re-parses
 their names unquoted, so :func:`start` refuses views whose names need backticks.
@@ -29,13 +30,15 @@ their names unquoted, so :func:`start` refuses views whose names need backticks.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from pyspark.sql import SparkSession
 
-from sparkseq import jvm_parser, servers
+from sparkseq import jvm_parser, server_auth, servers
 from sparkseq.gateway import jvm
 from sparkseq.registration import FUNCTIONS
 from sparkseq.servers import (
@@ -79,12 +82,15 @@ class ThriftServer:
     _jserver: object = field(repr=False)
     _restore: dict[str, str | None] = field(default_factory=dict, repr=False)
     _stopped: bool = field(default=False, repr=False)
+    #: Authentication and TLS (:mod:`sparkseq.server_auth`).
+    security: server_auth.Security = field(default_factory=server_auth.Security)
 
     @property
     def url(self) -> str:
-        """The JDBC URL of the server, e.g. ``jdbc:hive2://127.0.0.1:10000/default``."""
+        """The JDBC URL of the server, e.g. ``jdbc:hive2://127.0.0.1:10000/default``
+        (``;ssl=true`` added with TLS)."""
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"jdbc:hive2://{host}:{self.port}/default"
+        return f"jdbc:hive2://{host}:{self.port}/default" + (";ssl=true" if self.security.tls is not None else "")
 
     def stop(self) -> None:
         """Stop the server (no new connections). The SparkSession stays up, its
@@ -106,8 +112,13 @@ class ThriftServer:
         self.stop()
 
 
-def start(spark: SparkSession, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> ThriftServer:
+def start(spark: SparkSession, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
+          security: server_auth.Security | None = None) -> ThriftServer:
     """Serve ``spark`` over JDBC/ODBC at ``host:port`` until :meth:`ThriftServer.stop`.
+
+    ``security``: authentication (LDAP, a password file) and TLS
+    (:class:`sparkseq.server_auth.Security`); without it, no authentication, which only
+    a loopback ``host`` gets unless ``security`` is :data:`sparkseq.server_auth.NO_AUTH`.
 
     ``spark`` should have sparkseq's functions registered (:func:`sparkseq.session`).
     It is switched to single-session mode, so every connection shares it.
@@ -120,23 +131,45 @@ def start(spark: SparkSession, *, host: str = DEFAULT_HOST, port: int = DEFAULT_
         When ``host:port`` is taken.
     ThriftServerError
         When the server does not start listening.
+    ServerSecurityError
+        A non-loopback ``host`` without authentication; a keystore that cannot be opened.
     """
+    server_auth.preflight(host, security, "thrift", warn=False)
     check_port(host, port)
     _check_view_names(spark)
     _share_session(spark)
     _configure(spark, host, port)
+    server_auth.configure_thrift(spark, security)
     _quiet_logs(spark)
     unavailable = jvm_parser.try_install(spark)
     restore = {key: spark.conf.get(key) for key in CONNECTION_SETTINGS}
     thrift_servers = jvm(spark).org.apache.spark.sql.hive.thriftserver.HiveThriftServer2
+    _detach_hive_state(spark)
     started = thrift_servers.startWithContext(spark._jsparkSession.sqlContext())
-    server = ThriftServer(spark, host, port, unavailable, started, restore)
+    server_auth.forget_thrift_secrets(spark)
+    server = ThriftServer(spark, host, port, unavailable, started, restore, security=security or server_auth.Security())
     try:
         wait_listening(host, port, "Thrift server")
     except ServerError:
         server.stop()
         raise
     return server
+
+
+def _detach_hive_state(spark: SparkSession) -> None:
+    """Let the server build its Hive settings from the Hadoop configuration as it is now.
+
+    With Spark's Hive catalog (a persistent catalog, :mod:`sparkseq.warehouse`), every
+    metastore call leaves the catalog client's Hive ``SessionState`` in the calling JVM
+    thread, and ``HiveThriftServer2.startWithContext`` — called from that same thread —
+    reuses it as the server's configuration (Spark's ``HiveClientImpl`` takes
+    ``SessionState.get`` when there is one): the Hive settings of the moment the catalog
+    opened, without the address, port, scratch directories and authentication set
+    above; the server then listened on 0.0.0.0:10000. Detached, the server's client
+    starts a state of its own from the current settings, as without a Hive catalog; the
+    catalog's client sets its own again at its next call.
+    """
+    jvm(spark).org.apache.hadoop.hive.ql.session.SessionState.detachSession()
 
 
 def _check_view_names(spark: SparkSession) -> None:
@@ -170,8 +203,11 @@ def _share_session(spark: SparkSession) -> None:
 def _configure(spark: SparkSession, host: str, port: int) -> None:
     """Address and scratch directories (HiveServer2 writes into /tmp by default)."""
     base = scratch_dir() / "thrift"
+    # operation logs: one folder per process, because HiveServer2 deletes the whole folder when it
+    # stops (and when its JVM exits), which would break every other Thrift server using it
     dirs = {"hive.downloaded.resources.dir": base / "resources", "hive.exec.local.scratchdir": base / "local",
-            "hive.exec.scratchdir": base / "scratch", "hive.server2.logging.operation.log.location": base / "oplogs"}
+            "hive.exec.scratchdir": base / "scratch",
+            "hive.server2.logging.operation.log.location": base / "oplogs" / str(os.getpid())}
     hadoop = spark.sparkContext._jsc.hadoopConfiguration()
     for key, path in dirs.items():
         path.mkdir(parents=True, exist_ok=True)
@@ -193,24 +229,36 @@ def _quiet_logs(spark: SparkSession) -> None:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare ``python -m sparkseq thriftserver``'s options."""
     servers.add_arguments(parser, DEFAULT_PORT)
+    server_auth.add_arguments(parser, "thrift")
 
 
 def main(args: argparse.Namespace) -> int:
-    """Run the server until SIGTERM or Ctrl-C; the process exit code (see :func:`sparkseq.servers.run`)."""
-    return servers.run(args, session=lambda: _server_session(args.master),
-                       start=lambda spark: start(spark, host=args.host, port=args.port),
+    """Run the server until SIGTERM or Ctrl-C; the process exit code (see :func:`sparkseq.servers.run`;
+    2 also for authentication or TLS options that cannot work, before Spark starts)."""
+    try:
+        security = server_auth.from_args(args, "thrift")
+        server_auth.preflight(args.host, security, "thrift")
+    except ServerError as exc:
+        return servers.fail(exc, 2)
+    return servers.run(args, session=lambda: _server_session(args.master, security, *servers.catalog_options(args)),
+                       start=lambda spark: start(spark, host=args.host, port=args.port, security=security),
                        announce=_announce)
 
 
-def _server_session(master: str | None) -> SparkSession:
+def _server_session(master: str | None, security: server_auth.Security | None = None, warehouse: str | None = None,
+                    settings: Mapping[str, str] | None = None) -> SparkSession:
     """A sparkseq session for serving (with the parser extension when it can be loaded:
-    the banner says whether)."""
+    the banner says whether), its catalog in ``warehouse`` (None: in memory), with the
+    ``--conf`` ``settings``."""
     import sparkseq
     from sparkseq.session import ParserExtensionWarning
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ParserExtensionWarning)
-        return sparkseq.session(master, app_name="sparkseq-thriftserver", conf={SINGLE_SESSION: "true"},
+        conf = {**(settings or {}), SINGLE_SESSION: "true"}
+        if server_auth.needs_jar(security, "thrift"):  # the password file's class, on the JVM's class path
+            conf = server_auth.jvm_conf(conf)
+        return sparkseq.session(master, app_name="sparkseq-thriftserver", conf=conf, warehouse=warehouse,
                                 progress=False)  # clients' jobs: no progress bar on the server's console
 
 
@@ -221,6 +269,8 @@ def _announce(server: ThriftServer) -> None:
     sql_text = "yes" if unavailable is None else f"no — {unavailable.splitlines()[0]}"
     print(f"sparkseq Thrift server listening on {server.host}:{server.port}\n"
           f"  JDBC URL   {server.url}\n"
+          f"  security   {server.security.describe()}\n"
+          f"  catalog    {servers.catalog_description(server.spark)}\n"
           f"  views      {views}\n"
           f"  functions  {functions}\n"
           f"  MATCH_AGGREGATE text from clients: {sql_text}\n"

@@ -18,20 +18,35 @@
 Operators reading the same table or view with the same PARTITION BY and ORDER BY
 (:func:`sql_rewrites.shared.sharing_key`) are computed together: their group's query
 (:mod:`sql_rewrites.shared`) is cached once as ``__sparkseq_shared_<digest>`` — one
-scan, one shuffle, engine calls over whole partitions for all of them — right before the
-first statement that needs it, and every member's operator reads its own rows from
-it. Inside the pass, which members are counted together on one timeline is decided
-once, before it runs, from one statistics job over the source (rows per symbol;
-:mod:`sql_rewrites.timeline_plan`), and the engine runs that decision as given. Each
-statement keeps its own result (the returned DataFrames, or the views it creates).
-Statements run in order, as :func:`sparkseq.sql` runs them; every statement is checked
-first, so a mistake in any of them raises before any job starts.
+scan, one shuffle, engine calls over whole partitions for all of them — and every
+member's operator reads its own rows from it. Inside the pass, which members are
+counted together on one timeline is decided once, before it runs, from one statistics
+job over the source (rows per symbol; :mod:`sql_rewrites.timeline_plan`), and the
+engine runs that decision as given. Each statement keeps its own result (the returned
+DataFrames, or the views it creates). Statements run in order, as :func:`sparkseq.sql`
+runs them; every statement is checked first, so a mistake in any of them raises before
+any job starts.
+
+No job before rows are asked for: :func:`workload` without ``output`` returns
+DataFrames read later, so it caches each group lazily (``CACHE LAZY TABLE``: the first
+job reading a member fills the cache) and runs no statistics job for the timelines —
+each engine call decides them from its own rows by the same cost model, unless an
+earlier job's statistics of the unchanged source are kept (:func:`sparkseq.statistics.recent`).
+:func:`collect_workload` and ``workload(output=...)``, which ask for the rows, run the
+statistics job and the pass as part of delivering them.
 
 A source with a key too big for one worker changes that: the group's members take the
 path a statement alone takes, from one statistics job for the group
 (:func:`sparkseq.execution_paths.decide_group`, :mod:`sql_rewrites.workload_paths`);
 members whose path is time split or streaming leave the shared pass and run on their
 own, the others still share it. :func:`explain_workload` prints each member's path.
+That job runs only when Spark's size estimate of the source leaves room for such a key,
+and then also when :func:`workload` is called: which members share a pass fixes the SQL
+of every statement, so it is decided before the DataFrames exist (EXPLAIN says so).
+
+Errors Spark raises while the pass or the statistics job evaluates a DEFINE condition
+(a malformed value cast under ANSI mode) point at that condition in the script as
+written (:func:`sparkseq.jvm_parser.with_origins`), as they do for a statement alone.
 
 Not shared: E-Cube operators (already one pass), operators over subqueries, CTEs or
 other operators, operators with joins attached, operators whose source the script
@@ -68,7 +83,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from sparkseq import live
-from sparkseq.execution_paths import PathReplacer, decide_group, path_replacement
+from sparkseq.execution_paths import PathReplacer, decide_group, group_statistics_reason, path_replacement
+from sparkseq.jvm_parser import with_origins
 from sparkseq.scripts import SESSION_KEYWORDS, Checked, check_script, run_checked
 from sparkseq.session import is_connect_session
 from sparkseq.spark_errors import condition_of
@@ -391,19 +407,21 @@ def _run_plan(spark: SparkSession, text: str, plan: WorkloadPlan, hierarchies: H
     streams = live.replacer(spark, text)  # operators over streaming sources run as live operators alone
 
     def prepare(group: int, index: int) -> GroupRun:
-        """The group's run (its statistics job, when its first member is reached) and, when
-        member ``index`` stays in the pass, the pass: a view read once by the job delivering
-        the results when routed, else cached."""
+        """The group's run (its statistics jobs, when its first member is reached; without
+        ``routing`` — DataFrames read later — only the one for big keys) and, when member
+        ``index`` stays in the pass, the pass: a view read once by the job delivering the
+        results when routed, else cached (lazily without ``routing``: by the first job
+        reading it)."""
         if group not in runs:
-            runs[group] = group_run(spark, plan.groups[group])
+            runs[group] = group_run(spark, plan.groups[group], text=text, lazy=routing is None)
         run = runs[group]
         if run.shared is not None and run.paths.is_shared(index) and group not in prepared:
             table = plan.table(group)
             if routing is not None and routing.routable(run.shared):
-                _pass_view(spark, run.shared, table, table)
+                _pass_view(spark, run.shared, table, table, text)
                 routing.add(group, run.shared, table)
             else:
-                _cache_group(spark, run.shared, table)
+                _cache_group(spark, run.shared, table, text, lazy=routing is None)
             prepared.add(group)
         return run
 
@@ -461,11 +479,12 @@ def _drop_cached(spark: SparkSession, name: str) -> bool:
 def explain_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver | None = None) -> str:
     """What :func:`workload` would do with ``text``: the sharing groups, and for each its
     members with their execution paths (the statistics job for big keys, when Spark's
-    estimate of the source leaves room for one), shared symbols, the shared timelines the
-    pass executes (the decision the pass is given, from the same statistics job the run
-    makes, :func:`group_run`), how :func:`collect_workload` and ``workload(output=...)``
-    deliver its results (routed from one read of the pass, or cached), and the group's
-    Spark SQL. Nothing else runs."""
+    estimate of the source leaves room for one, run here too), shared symbols, the shared
+    timelines the pass executes (the decision the pass is given, from the same statistics
+    job :func:`collect_workload` and ``workload(output=...)`` make, :func:`group_run`; run
+    here too; :func:`workload`'s DataFrames decide in each engine call instead), how
+    :func:`collect_workload` and ``workload(output=...)`` deliver its results (routed from
+    one read of the pass, or cached), and the group's Spark SQL. Nothing else runs."""
     plan = plan_workload(spark, text, hierarchies=hierarchies)
     routing = _Routing(spark, plan)
     lines = [f"-- workload of {len(plan.statements)} statements, {len(plan.groups)} sharing group(s)"]
@@ -480,7 +499,12 @@ def explain_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyRe
         lines += ["", f"group {g + 1}: {len(group.members)} operators over {first.node.this.sql(dialect=SparkSeq)}, "
                       f"PARTITION BY {keys}, ORDER BY {first.order.name}; cached as {plan.table(g)}"]
         clock = first.order.kind.takes_intervals
-        run = group_run(spark, group)
+        run = group_run(spark, group, text=text)
+        keys_job = group_statistics_reason(spark, first, [m.query.single_plan for m in group.members])
+        if keys_job is not None:
+            lines.append(f"  paths from one job counting the source's keys, run by every way of running the workload "
+                         f"— workload() too, when called, before any rows are asked for: {keys_job}, and which "
+                         "members share the pass fixes every statement's SQL")
         for i, member in enumerate(group.members):
             p = member.query.plan
             window = "" if p.within is None else f" WITHIN {describe_length(p.within, clock)}" + (
@@ -502,8 +526,13 @@ def explain_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyRe
                         "paths (above)" if leaving else "all members"))
         basis = ("no statistics needed: no two members could share a timeline" if run.statistics is None else
                  describe_statistics(run.statistics))
-        lines.append(f"  in the engine call, as executed (udafs.timelines cost model; {basis}):")
+        lines.append(f"  in the engine call, as collect_workload and workload(output=...) execute it (udafs.timelines "
+                     f"cost model; {basis}):")
         lines += ["    " + line for line in describe_timelines(run.shared, run.statistics, run.paths.shared)]
+        if run.statistics is not None:
+            lines.append("  workload() (DataFrames read later) runs no statistics job before rows are asked for: its "
+                         "engine calls each decide from their own rows by the same model, unless the statistics of an "
+                         "earlier job over the same unchanged source are kept")
         lines.append(f"  results of collect_workload and workload(output=...): {routing.describe(run.shared)}")
         lines += ["", f"  Spark SQL of the group's input (shuffled by the partition keys into one Arrow pass, "
                       f"udafs.spark_shared, cached as {plan.table(g)} by workload()):",
@@ -526,11 +555,15 @@ class GroupRun:
     statistics: SymbolStatistics | None = None
 
 
-def group_run(spark: SparkSession, group: SharedGroup) -> GroupRun:
+def group_run(spark: SparkSession, group: SharedGroup, *, text: str | None = None, lazy: bool = False) -> GroupRun:
     """The paths of ``group``'s members from its statistics (:func:`decide_group`, at most
     one job), the shared pass of those that stay grouped, and which of them share a
     timeline in it, from the rows per symbol of one more job
-    (:func:`sparkseq.statistics.collect`; skipped when no two members could share one)."""
+    (:func:`sparkseq.statistics.collect`; skipped when no two members could share one).
+    ``lazy`` (DataFrames read later): not that job — the statistics kept from an earlier
+    one over the unchanged source, else the timelines left to each engine call, decided
+    from its own rows by the same model. ``text``: the script, where an error of the
+    statistics job is placed."""
     from sparkseq import statistics as collected
 
     paths = decide_group(spark, group.members[0].query, [m.query.single_plan for m in group.members])
@@ -541,18 +574,22 @@ def group_run(spark: SparkSession, group: SharedGroup) -> GroupRun:
         return GroupRun(paths, None)
     if not needs_statistics(shared):
         return GroupRun(paths, plan_timelines(shared, None))
-    statistics = collected.collect(spark, shared)
+    if lazy:
+        kept = collected.recent(spark, shared)
+        return GroupRun(paths, shared) if kept is None else GroupRun(paths, plan_timelines(shared, kept), kept)
+    statistics = collected.collect(spark, shared, text=text)
     return GroupRun(paths, plan_timelines(shared, statistics), statistics)
 
 
-def _cache_group(spark: SparkSession, shared: SharedGroup, table: str) -> None:
-    """Compute a group's shared result once (one job) and keep it cached as ``table``
-    (:func:`_pass_view`)."""
-    _pass_view(spark, shared, table, f"{table}_pass")
-    spark.sql(f"CACHE TABLE `{table}` AS SELECT * FROM `{table}_pass`")
+def _cache_group(spark: SparkSession, shared: SharedGroup, table: str, text: str | None = None, *,
+                 lazy: bool = False) -> None:
+    """Compute a group's shared result once (one job; with ``lazy``, by the first job that
+    reads it) and keep it cached as ``table`` (:func:`_pass_view`)."""
+    _pass_view(spark, shared, table, f"{table}_pass", text)
+    spark.sql(f"CACHE {'LAZY ' if lazy else ''}TABLE `{table}` AS SELECT * FROM `{table}_pass`")
 
 
-def _pass_view(spark: SparkSession, shared: SharedGroup, table: str, view: str) -> None:
+def _pass_view(spark: SparkSession, shared: SharedGroup, table: str, view: str, text: str | None = None) -> None:
     """A group's shared result (the group's ``table``, run before: dropped) as the
     temporary view ``view``.
 
@@ -563,9 +600,11 @@ def _pass_view(spark: SparkSession, shared: SharedGroup, table: str, view: str) 
     and sorted by keys and time within each Spark partition (``mapInArrow``: calls over
     many whole partitions, :func:`_engine_calls`); otherwise grouped by the keys
     (``applyInArrow``, one call per partition). An engine error (a count too large for
-    its type) fails the job reading the view with its message."""
+    its type) fails the job reading the view with its message; an error of a DEFINE
+    condition points at it in ``text``, the script the members were compiled from."""
     events, (ts, mask, *values) = shared.events()
-    frame = spark.sql(events.sql(dialect=SparkSeq))
+    sql = events.sql(dialect=SparkSeq)
+    frame = spark.sql(with_origins(spark, sql, shared.members, text) if text is not None else sql)
     keys = _keys(frame, ts, mask, values)
     error = "__sparkseq_error"
     types = [sql for _, sql in contract.multi_result_fields(shared.plan)] + [contract.STRING]

@@ -67,20 +67,40 @@ def name_shown(message: str, name: str, shown: str) -> str:
 _MISSING_PART = re.compile(r"Required keyword: '(\w+)' missing for <class '[\w.]*?(\w+)'>")
 
 
+#: sqlglot's printed token (``<Token token_type: TokenType.ON, text: ON, line: 1, ...>``).
+_TOKEN = re.compile(r"<Token token_type: TokenType\.(\w+), text: (.*?), line: \d+, col: \d+, start: \d+, "
+                    r"end: \d+, comments: \[.*?\]>")
+#: sqlglot's message for a missing relation name, with what it found instead.
+_NAME_EXPECTED = re.compile(r"Expected (table|database) name but got (.*)")
+#: sqlglot's name of a set operation (its Python class) in a message.
+_SET_OPERATION = re.compile(r"(for )(Union|Except|Intersect)$")
+
+
 def missing_part_message(message: str, previous: str | None) -> str:
-    """sqlglot's ``message`` in SQL words when it says a syntax node lacks a part (it names
-    a Python class), given the text of the token before the place (the operator); any
-    other message unchanged.
+    """sqlglot's ``message`` in SQL words where it names Python objects — a syntax node
+    that lacks a part (its class), a token (its Python form) — given the text of the token
+    before the place (the operator); any other message unchanged.
 
     >>> missing_part_message("Required keyword: 'expression' missing for <class 'sqlglot.expressions.core.And'>",
     ...                      "AND")
     'Expecting an expression after AND'
+    >>> missing_part_message("Expected table name but got <Token token_type: TokenType.ON, text: ON, line: 1, "
+    ...                      "col: 9, start: 8, end: 9, comments: []>", "JOIN")
+    'Expecting a table name after JOIN, found ON'
     >>> missing_part_message("Expecting )", "x")
     'Expecting )'
     """
     missing = _MISSING_PART.fullmatch(message)
     if missing is None:
-        return message
+        message = _TOKEN.sub(lambda m: "the end of the statement" if m[1] == "SENTINEL" else m[2], message)
+        message = _SET_OPERATION.sub(lambda m: m[1] + m[2].upper(), message)
+        named = _NAME_EXPECTED.fullmatch(message)
+        if named is None:
+            return message
+        what, found = named.groups()
+        after = f" after {previous}" if previous else ""
+        return f"Expecting a {what} name{after}" + (
+            "" if found in ("None", "the end of the statement") else f", found {found}")
     part, node = missing.groups()
     what = {"high": "the upper bound of BETWEEN (x BETWEEN low AND high)"}.get(part)
     what = what or ("a name" if node == "Column" else "an expression")
@@ -331,3 +351,10 @@ class AggregatePlacementError(SqlRewriteError):
     """A ``seq_*`` function (a grouped-aggregate Python UDF) stands where the compiler
     cannot place it: with DISTINCT, inside another aggregate, or beside other aggregates
     in a SELECT with GROUPING SETS / ROLLUP / CUBE or ``*`` (:mod:`sql_rewrites.aggregates`)."""
+
+
+class PersistentViewError(SqlRewriteError):
+    """A persistent view (``CREATE VIEW``, ``ALTER VIEW ... AS``) over MATCH_AGGREGATE or
+    ``seq_*`` that cannot be stored so that other sessions read it: it uses what lives only
+    in one session (a concept hierarchy), or the session that creates it has no parser
+    extension to keep the query as written."""

@@ -48,6 +48,9 @@ MARKER_OFFSET = "sparkseq_marker_offset"
 ClauseParser = t.Callable[["SparkSeqParser"], tuple[str, t.Any]]
 #: Tokens after a clause keyword that make it a name (a column or symbol called ``pattern``).
 NAME_FOLLOWERS = frozenset({TokenType.COMMA, TokenType.R_PAREN, TokenType.ALIAS, TokenType.DOT})
+#: One-word clause keywords whose clause opens with a parenthesis (``CUBE (...)``): there, a
+#: parenthesis after the keyword starts the clause rather than a call of a function so named.
+PARENTHESISED_CLAUSES = frozenset({"PATTERNS", "CUBE"})
 
 
 class SparkSeqParser(SparkParser):
@@ -73,6 +76,15 @@ class SparkSeqParser(SparkParser):
         "STRATEGY": lambda self: ("strategy", self._parse_match_strategy()),
         "UNCERTAIN": lambda self: ("uncertain", self._parse_match_uncertain()),
     }
+
+    #: Tokens that may follow a column in an expression: after one of them a one-word clause
+    #: keyword inside the operator is a column (``pattern = 1``), not the next clause.
+    COLUMN_FOLLOWERS: t.ClassVar[frozenset[TokenType]] = frozenset().union(
+        SparkParser.EQUALITY, SparkParser.COMPARISON, SparkParser.BITWISE, SparkParser.TERM, SparkParser.FACTOR,
+        SparkParser.EXPONENT, SparkParser.CONJUNCTION, SparkParser.DISJUNCTION, SparkParser.RANGE_PARSERS,
+        SparkParser.COLUMN_OPERATORS, NAME_FOLLOWERS,
+        {TokenType.NOT, TokenType.L_BRACKET, TokenType.R_BRACKET, TokenType.THEN, TokenType.ELSE, TokenType.END,
+         TokenType.WHEN, TokenType.FROM, TokenType.SEMICOLON})
 
     TABLE_OPERATOR_PARSERS: t.ClassVar[dict[str, t.Callable[..., exp.Expr]]] = {
         MATCH_AGGREGATE: lambda self, this: self._parse_match_aggregate(this),
@@ -175,18 +187,25 @@ class SparkSeqParser(SparkParser):
 
     # --- MATCH_AGGREGATE ----------------------------------------------------------------
 
+    #: True while parsing MATCH_AGGREGATE's clauses, where a clause keyword ends an expression
+    _in_match_clauses = False
+
     def _parse_match_aggregate(self, this: exp.Expr) -> MatchAggregate:
         start = self._curr
         self._advance()  # MATCH_AGGREGATE, checked by _table_operator_ahead
         self._match_l_paren()
         args: dict[str, t.Any] = {"this": this}
-        while not self._match(TokenType.R_PAREN):
-            if not self._curr:
-                self.raise_error("Expecting ) to close MATCH_AGGREGATE (", start)
-                break
-            arg, value = self._parse_match_aggregate_clause(args)
-            if arg:
-                args[arg] = value
+        outer, self._in_match_clauses = self._in_match_clauses, True
+        try:
+            while not self._match(TokenType.R_PAREN):
+                if not self._curr:
+                    self.raise_error("Expecting ) to close MATCH_AGGREGATE (", start)
+                    break
+                arg, value = self._parse_match_aggregate_clause(args)
+                if arg:
+                    args[arg] = value
+        finally:
+            self._in_match_clauses = outer
         if not args.get("order"):
             self.raise_error("MATCH_AGGREGATE needs ORDER BY", start)
         if args.get("pattern") and args.get("patterns"):
@@ -316,6 +335,38 @@ class SparkSeqParser(SparkParser):
         index = self._index
         self._advance()
         named = self._curr is None or self._curr.token_type in NAME_FOLLOWERS or self._at_match_clause_keyword()
+        self._retreat(index)
+        return not named
+
+    def _parse_column(self) -> exp.Expr | None:
+        # an operand of an expression inside the operator: the next clause's keyword is no
+        # column (``x = 1 AND MEASURES COUNT(*)`` lacks the operand after AND)
+        if self._in_match_clauses and self._at_clause_in_expression():
+            return None
+        return super()._parse_column()
+
+    def _at_clause_in_expression(self) -> bool:
+        """Where an operand of an expression may stand: at the keyword of a clause rather than
+        at a column of that name. A two-word keyword (``TYPE BY``, ``COUNT TYPE``) always
+        starts a clause; a one-word keyword is a column when what follows it can follow a
+        column in an expression (an operator, ``)``, ``,``, ``AS``, ``.``, a function's ``(``,
+        the end) or another clause's keyword: ``pattern = 1`` reads column ``pattern``,
+        ``MEASURES COUNT(*)`` starts MEASURES."""
+        if self._curr is None or not self._at_match_clause_keyword():
+            return False
+        keyword = self._curr.text.upper()
+        if keyword not in self.MATCH_AGGREGATE_CLAUSE_PARSERS:  # ORDER BY, TYPE BY, COUNT TYPE, ...
+            return True
+        following = self._next
+        if following is None:
+            return False
+        if following.token_type == TokenType.L_PAREN:
+            return keyword in PARENTHESISED_CLAUSES
+        if following.token_type in self.COLUMN_FOLLOWERS:
+            return False
+        index = self._index
+        self._advance()
+        named = self._at_match_clause_keyword()  # ``B AS slide MEASURES ...``: the condition is column slide
         self._retreat(index)
         return not named
 

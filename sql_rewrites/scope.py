@@ -15,10 +15,13 @@ from sqlglot import exp
 from sql_rewrites.dialect import SparkSeq
 from sql_rewrites.errors import NonLocalDefineError, UnknownColumnError
 from sql_rewrites.expressions import MatchAggregate
+from sql_rewrites.parser import SparkSeqParser
 from sql_rewrites.schema import ColumnSchema, RelationSchema
 from sql_rewrites.symbols import node_position
 
 NOT_LOCAL = (exp.AggFunc, exp.Window, exp.Subquery, exp.Query)
+#: MATCH_AGGREGATE's one-word clause keywords, which a column may be named like.
+CLAUSE_KEYWORDS = frozenset(k for k in SparkSeqParser.MATCH_AGGREGATE_CLAUSE_PARSERS if " " not in k)
 
 
 class ColumnScope:
@@ -47,16 +50,21 @@ class ColumnScope:
             )
         found = self.source.find(column.name)
         if found is None:
-            raise UnknownColumnError(self._unknown_message(column.name, context), node_position(column, self.sql))
+            keyword = not qualifier and not column.this.quoted and column.name.upper() in CLAUSE_KEYWORDS
+            raise UnknownColumnError(self._unknown_message(column.name, context, keyword),
+                                     node_position(column, self.sql))
         return found
 
-    def _unknown_message(self, name: str, context: str) -> str:
+    def _unknown_message(self, name: str, context: str, keyword: bool = False) -> str:
         names = self.source.names
         close = difflib.get_close_matches(name, names, n=1) or difflib.get_close_matches(
             name.casefold(), [n.casefold() for n in names], n=1
         )
         hint = f"; did you mean '{close[0]}'?" if close else ""
-        return f"unknown column '{name}' in {context}{hint} (columns of {self.source.name}: {', '.join(names)})"
+        clause = (f"; {name} is read as a column here: if it begins the {name.upper()} clause, the expression "
+                  "before it is incomplete" if keyword else "")
+        return (f"unknown column '{name}' in {context}{hint} (columns of {self.source.name}: {', '.join(names)})"
+                f"{clause}")
 
     def _source_names(self) -> str:
         return ", ".join(sorted(self.qualifiers)) or "unnamed"

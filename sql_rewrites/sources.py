@@ -22,7 +22,7 @@ from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema
 
 from sql_rewrites.dialect import SparkSeq
-from sql_rewrites.errors import UnknownTableError, UnresolvedSourceError
+from sql_rewrites.errors import UnknownTableError, UnresolvedSourceError, position_of
 from sql_rewrites.expressions import MatchAggregate
 from sql_rewrites.schema import Catalog, ColumnSchema, RelationSchema, table_name
 from sql_rewrites.sql_types import type_spark_functions, type_text
@@ -51,10 +51,17 @@ class SourceResolver:
         if isinstance(source, exp.Subquery):
             name = source.alias or "subquery"
             return self.derive(name, source.this, visible_ctes(node))
+        where, written = node_position(source, self.sql), source.sql(dialect=SparkSeq)
+        start, keyword = node.meta.get("source_start"), node.meta.get("start")
+        if self.sql is not None and start is not None and keyword is not None and self.sql[start:keyword].strip():
+            written = self.sql[start:keyword].strip()  # as the user wrote it
+            where = position_of(self.sql, start, start + len(written) - 1)
+        kind = ("a VALUES list" if isinstance(source, exp.Values) else "a table-valued function"
+                if isinstance(source, exp.Table) else "a LATERAL subquery" if isinstance(source, exp.Lateral)
+                else "this source")
         raise UnresolvedSourceError(
-            f"MATCH_AGGREGATE cannot read from {source.key.upper()} '{source.sql(dialect=SparkSeq)[:60]}'; "
-            "use a table, view, CTE or subquery"
-        )
+            f"MATCH_AGGREGATE cannot read from {kind} ({written[:60]}); use a table, view, CTE or subquery "
+            "(SELECT * FROM ... AS s)", where)
 
     def relation(self, table: exp.Table, ctes: dict[str, exp.CTE]) -> RelationSchema:
         """A named relation: a visible CTE first, then the schema provider."""

@@ -73,6 +73,64 @@ def effects_unknown(statement: Statement) -> bool:
     return statement.keyword in CREATING | {"DROP", "ALTER"} and _parsed(statement) is None
 
 
+def view_query_span(statement: Statement) -> tuple[int, int] | None:
+    """Where the query of a persistent view statement lies in the whole text (start and stop
+    offsets, inclusive): ``CREATE [OR REPLACE] VIEW name ... AS query`` or ``ALTER VIEW name
+    AS query``; None for any other statement, a temporary view's too.
+
+    The query starts after the first ``AS`` outside parentheses (a column list, TBLPROPERTIES)
+    and ends with the statement's last token, as the text Spark stores for a view does.
+
+    >>> from sql_rewrites.rewriter import split_statements
+    >>> text = "CREATE OR REPLACE VIEW v (a COMMENT 'as') AS SELECT 1 AS a -- note"
+    >>> start, stop = view_query_span(split_statements(text)[0])
+    >>> text[start:stop + 1]
+    'SELECT 1 AS a'
+    >>> view_query_span(split_statements("CREATE TEMP VIEW v AS SELECT 1")[0]) is None
+    True
+    """
+    tokens = statement.tokens
+    words = [t.text.upper() if t.token_type != TokenType.STRING else "" for t in tokens]
+    if statement.prefix or not words:
+        return None
+    if words[0] == "CREATE":
+        head = 1
+        while head < len(words) and words[head] in ("OR", "REPLACE"):
+            head += 1
+    elif words[0] == "ALTER":
+        head = 1
+    else:
+        return None
+    if head >= len(words) or words[head] != "VIEW":
+        return None  # a temporary view (TEMP, TEMPORARY, GLOBAL), a table, ...
+    depth = 0
+    for i in range(head + 1, len(tokens) - 1):
+        kind = tokens[i].token_type
+        if kind == TokenType.L_PAREN:
+            depth += 1
+        elif kind == TokenType.R_PAREN:
+            depth -= 1
+        elif depth == 0 and kind == TokenType.ALIAS:
+            return tokens[i + 1].start, tokens[-1].end
+    return None
+
+
+def creates_permanent_function(statement: Statement) -> bool:
+    """Whether ``statement`` is ``CREATE [OR REPLACE] FUNCTION`` (not TEMPORARY): a function
+    Spark keeps in the catalog, a SQL function's body as text.
+
+    >>> from sql_rewrites.rewriter import split_statements
+    >>> [creates_permanent_function(s) for s in split_statements(
+    ...     "CREATE FUNCTION f() RETURNS INT RETURN 1; CREATE TEMPORARY FUNCTION g() RETURNS INT RETURN 1")]
+    [True, False]
+    """
+    words = [t.text.upper() for t in statement.tokens[:4] if t.token_type != TokenType.STRING]
+    if statement.prefix or not words or words[0] != "CREATE":
+        return False
+    rest = words[3:] if words[1:3] == ["OR", "REPLACE"] else words[1:]
+    return bool(rest) and rest[0] == "FUNCTION"
+
+
 def _parsed(statement: Statement) -> exp.Expr | None:
     try:
         return parse_statement(statement.text)  # SparkSeq: a view may hold a MATCH_AGGREGATE
@@ -86,4 +144,4 @@ def _is_global_temp(create: exp.Create) -> bool:
 
 
 __all__ = ["CREATING", "changed_relations", "created_relations", "effects_unknown", "has_parameter_markers",
-           "spelled_names"]
+           "spelled_names", "creates_permanent_function", "view_query_span"]

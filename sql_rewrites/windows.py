@@ -88,9 +88,9 @@ def window_length(value: exp.Expr, clause: str, order_column: str, kind: OrderKi
     if amount <= 0:
         raise NonPositiveWindowError(f"{clause} must be positive, got {value.sql(dialect=SparkSeq)}", where)
     if amount != amount.to_integral_value():
-        unit = "microsecond" if is_interval else f"unit of {order_column}"
+        unit = "microseconds" if is_interval else f"units of {order_column}"
         raise BadIntervalError(
-            f"{clause} {value.sql(dialect=SparkSeq)} is not a whole number of {unit}s", where
+            f"{clause} {value.sql(dialect=SparkSeq)} is not a whole number of {unit}", where
         )
     if amount > INT64_MAX:
         raise BadIntervalError(f"{clause} {value.sql(dialect=SparkSeq)} does not fit a 64-bit integer", where)

@@ -148,13 +148,36 @@ def errors_client(url: str) -> dict[str, object]:
     from pyspark.sql import SparkSession
 
     spark = SparkSession.builder.remote(url).getOrCreate()
+    return _errors(lambda text, args: spark.sql(text, args=args) if args is not None else spark.sql(text))
+
+
+def sparkseq_errors_client(url: str) -> dict[str, object]:
+    """:func:`errors_client` through ``sparkseq.sql`` (the statement rewritten in this client),
+    and through the DataFrame API for entries ``[id, text, args, {table, **arguments}]``
+    (as ``<id>#dataframe``): ``{id: the error as the user reads it (a sparkseq error with its
+    class), or "ok"}``."""
+    import sparkseq
+
+    spark = sparkseq.session(url)
+
+    def run(text: str, args: object, frame: dict | None = None) -> object:
+        if frame is None:
+            return sparkseq.sql(spark, text, args=args)  # type: ignore[arg-type]
+        arguments = dict(frame)
+        return sparkseq.match_aggregate(spark.table(arguments.pop("table")), **arguments)
+
+    return _errors(run)
+
+
+def _errors(run: Callable[..., object]) -> dict[str, object]:
     seen: dict[str, object] = {}
-    for name, text, args in json.loads(sys.stdin.read()):
+    for name, *given in json.loads(sys.stdin.read()):
         try:
-            (spark.sql(text, args=args) if args is not None else spark.sql(text)).collect()
+            run(*given).collect()  # type: ignore[attr-defined]
             seen[name] = "ok"
         except Exception as exc:  # noqa: BLE001 - the test asserts on the message
-            seen[name] = str(exc)
+            module = type(exc).__module__
+            seen[name] = f"{type(exc).__name__}: {exc}" if module.startswith(("sql_rewrites", "sparkseq")) else str(exc)
     return seen
 
 
@@ -182,7 +205,7 @@ def plain_server(port: str) -> None:
 
 SCENARIOS: dict[str, Callable[[str], object]] = {
     "plain": plain_client, "sparkseq": sparkseq_client, "fallback": fallback_client, "plain-server": plain_server,
-    "errors": errors_client, "api": api_client,
+    "errors": errors_client, "sparkseq-errors": sparkseq_errors_client, "api": api_client,
 }
 
 if __name__ == "__main__":

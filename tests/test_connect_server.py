@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -59,7 +60,7 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, 
     folder = tmp_path_factory.mktemp("connect")
     (folder / "clicks.csv").write_text(CLICKS)
     (folder / "views.sql").write_text(INIT.format(csv=folder / "clicks.csv"))
-    ours = _spawn(folder, "ours", [sys.executable, "-m", "sparkseq", "connect-server",
+    ours = _spawn(folder, "ours", [sys.executable, "-m", "sparkseq", "connect-server", "--in-memory-catalog",
                                    "--init-file", str(folder / "views.sql")], stdin=None)
     plain = _spawn(folder, "plain", [sys.executable, "-m", "tests.connect_clients", "plain-server"],
                    stdin=subprocess.PIPE)
@@ -160,8 +161,10 @@ def test_the_python_api_on_connect_answers_as_on_a_local_session(servers: tuple[
     hierarchies, a live stream — gives on a Connect session what it gives on a local one."""
     from tests import api_cases
 
-    remote = client("api", servers[0].url, timeout=3 * CLIENT_TIMEOUT_S)
-    local = api_cases.answers(spark)
+    with ThreadPoolExecutor(1) as pool:  # the Connect client runs while the local session answers
+        remote_run = pool.submit(client, "api", servers[0].url, timeout=3 * CLIENT_TIMEOUT_S)
+        local = api_cases.answers(spark)
+        remote = remote_run.result()
     assert [name for name, value in local.items() if str(value).startswith("error: ")] == []
     assert remote.keys() == local.keys()
     for name, value in local.items():

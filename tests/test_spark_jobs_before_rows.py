@@ -1,5 +1,7 @@
 """No Spark job before the caller asks for rows: a statement is analysed completely, and
-its path chosen, without running anything (:mod:`sparkseq.execution_paths`).
+its path chosen, without running anything (:mod:`sparkseq.execution_paths`); a workload's
+DataFrames likewise (:mod:`sparkseq.workloads`), but for the one job that counts the keys of
+a source that may hold a key too big for the shared pass, which EXPLAIN names.
 
 The source is a ``createDataFrame`` of a Python list, whose size Spark cannot estimate:
 such a statement counts its keys as it runs (``sql_rewrites.path_queries.by_key_size``).
@@ -19,7 +21,7 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 import sparkseq
-from sparkseq.execution_paths import PATH_CONF, SPLIT_ROWS_CONF, STREAM_ROWS_CONF
+from sparkseq.execution_paths import PATH_CONF, SPLIT_ROWS_CONF, STREAM_ROWS_CONF, big_keys
 from sql_rewrites.dialect import SparkSeq, parse_statement
 from tests.test_spark_cube_paths import ROLLUP, SECTORS, ordered
 from tests.test_spark_timesplit import assert_same_rows
@@ -166,6 +168,70 @@ def test_positional_markers_keep_the_statement_grouped(spark: SparkSession, even
     assert_same_rows(grouped_rows(spark, WITHIN), frame.collect())
     assert CHUNK not in frame._jdf.queryExecution().analyzed().toString()
     assert "its positional parameter markers (?) would be read twice" in sparkseq.explain(spark, text)
+
+
+SHARED = ("SELECT k, n FROM {source} MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERN {pattern} "
+          "DEFINE A AS kind = 'A', N AS kind = 'N', B AS kind = 'B' MEASURES COUNT(*) AS n) AS m")
+
+
+def rows_of(frame: DataFrame) -> list[tuple]:
+    """The frame's rows as tuples, in an order that NULL keys do not upset."""
+    return sorted(map(tuple, frame.collect()), key=repr)
+
+
+def shared_script(source: str) -> str:
+    """Two COUNT(*) statements over ``source`` without a window: one sharing group, whose
+    members could share a timeline (what the statistics job decides)."""
+    return ";\n".join(SHARED.format(source=source, pattern=p) for p in ("SEQ(A, N, B)", "SEQ(N, A, B)"))
+
+
+def test_a_workload_runs_no_job_until_rows_are_asked(spark: SparkSession, events: str) -> None:
+    """Over a source whose size Spark knows (so no key can be too big for the shared pass):
+    ``sparkseq.workload`` neither collects the statistics of its timelines nor fills its
+    cache; the rows are each statement's own."""
+    spark.range(400).selectExpr("CAST(id % 3 AS STRING) AS k", "id * 7 % 400 AS ts",  # sized, unlike a list
+                                "element_at(array('A', 'N', 'B'), CAST(id * 13 % 7 % 3 AS INT) + 1) AS kind"
+                                ).createOrReplaceTempView("jobs_known")
+    script = shared_script("jobs_known")
+    want = [rows_of(sparkseq.sql(spark, text)) for text in script.split(";\n")]
+    try:
+        frames, jobs = jobs_during(spark, lambda: sparkseq.workload(spark, script))
+        assert jobs == 0 and len(sparkseq.plan_workload(spark, script).groups) == 1
+        got, jobs = jobs_during(spark, lambda: [rows_of(frame) for frame in frames])
+        assert jobs > 0 and got == want and sum(n for rows in got for _, n in rows) > 0
+        explained = sparkseq.workloads.explain_workload(spark, script)
+        assert "workload() (DataFrames read later) runs no statistics job before rows are asked for" in explained
+        assert "paths from one job counting the source's keys" not in explained
+    finally:
+        sparkseq.release_workload(spark, script)
+        spark.catalog.dropTempView("jobs_known")
+
+
+def test_a_workload_over_a_source_of_unknown_size_counts_its_keys_when_called(spark: SparkSession, events: str,
+                                                                             small_thresholds: None) -> None:
+    """Which members share the pass fixes every statement's SQL, so over a source Spark
+    cannot size the workload counts its keys when it is called (one job, no other) — and
+    EXPLAIN says so. The big key (over 100 rows: streamed) takes each member out of the pass;
+    the rows are right."""
+    script = shared_script(events)
+    spark.conf.set(PATH_CONF, "grouped")
+    try:
+        want = [rows_of(sparkseq.sql(spark, text)) for text in script.split(";\n")]
+    finally:
+        spark.conf.unset(PATH_CONF)
+    explained = sparkseq.workloads.explain_workload(spark, script)
+    assert ("paths from one job counting the source's keys, run by every way of running the workload — workload() "
+            "too, when called, before any rows are asked for: Spark's size estimate of the source (unknown) leaves "
+            "room for a key over 100 rows") in explained
+    query = sparkseq.plan_workload(spark, script).groups[0].members[0].query
+    _, counting = jobs_during(spark, lambda: big_keys(spark, query, 100))  # its query's stages: jobs of their own
+    try:
+        frames, jobs = jobs_during(spark, lambda: sparkseq.workload(spark, script))
+        assert jobs == counting
+        got = [rows_of(frame) for frame in frames]
+        assert got == want
+    finally:
+        sparkseq.release_workload(spark, script)
 
 
 def test_explain_prints_the_statement_that_runs(spark: SparkSession, events: str, small_thresholds: None) -> None:

@@ -66,7 +66,8 @@ def test_sql_share_runs_a_workload_and_explain_share_shows_the_plan(spark, capsy
     assert cli.main(["explain", "--share", "--file", str(script), "--table", f"clicks={clicks}"]) == 0
     out = capsys.readouterr().out
     assert "1 sharing group(s)" in out and "member 1: statement 2, SEQ(view, view, buy)" in out
-    assert "in the engine call, as executed" in out and "Spark SQL of the group's input" in out
+    assert "in the engine call, as collect_workload and workload(output=...) execute it" in out
+    assert "Spark SQL of the group's input" in out
 
 
 # --- the command as a SQL shell, in subprocesses (started together: each starts its own Spark) --------

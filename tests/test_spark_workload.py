@@ -94,8 +94,10 @@ def explained_script(spark) -> str:  # noqa: ANN001
 
 def test_explain_names_the_prefixes_and_suffixes_the_engine_shares(spark) -> None:  # noqa: ANN001
     text = explain_workload(spark, explained_script(spark))
-    assert "in the engine call, as executed (udafs.timelines cost model; rows per symbol from the statistics " \
-           "job (all rows), 6 partitions)" in text
+    assert "in the engine call, as collect_workload and workload(output=...) execute it (udafs.timelines cost " \
+           "model; rows per symbol from the statistics job (all rows), 6 partitions)" in text
+    assert "workload() (DataFrames read later) runs no statistics job before rows are asked for: its engine calls " \
+           "each decide from their own rows by the same model" in text
     assert "timeline 1: members 0, 1, 2, 4, 5, 6, 7 on one timeline; estimated" in text
     assert "prefix counted once: SEQ(A, B, ...) for members 0, 1" in text
     assert "suffix counted once: SEQ(..., A, B, C, D) for members 5, 6" in text  # Chop-Connect after element 1
@@ -125,7 +127,7 @@ def test_explain_prints_the_timelines_the_engine_runs(spark, monkeypatch) -> Non
     given: list[str] = []
     real = workloads.sorted_pass
     monkeypatch.setattr(workloads, "sorted_pass", lambda plan, *args: (given.append(plan), real(plan, *args))[1])
-    sparkseq.workload(spark, script)  # the group's pass runs (and is cached) with its first statement
+    sparkseq.collect_workload(spark, script)  # the group's pass runs, as its results are delivered
     assert len(given) == 1
     ran_plan = MultiPlan.from_json(given[0])
     assert ran_plan.timelines  # a decision, not left to each partition
@@ -354,6 +356,7 @@ def test_the_results_of_all_statements_are_one_job(spark) -> None:  # noqa: ANN0
     script = ";\n".join([pair("A", "B"), pair("A", "C"), pair("B", "C"), "SELECT g, g, ts FROM cases WHERE ts = 2"])
     try:
         ran = [frame for _, frame in sparkseq.workloads.run_workload(spark, script)]  # the group's pass, cached
+        spark.table(sparkseq.plan_workload(spark, script).table(0)).count()  # lazily: by its first reader
         before = jobs_started(spark)
         tables = collect_results(list(enumerate(ran)))
         assert jobs_started(spark) == before + 1

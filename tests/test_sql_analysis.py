@@ -231,6 +231,15 @@ def test_unresolved_source_star_over_unknown_relation() -> None:
            "cannot expand *", "'s'")
 
 
+@pytest.mark.parametrize(("source", "kind"), [("range(10)", "a table-valued function"),
+                                              ("VALUES (1, 'v') AS v(ts, action)", "a VALUES list")])
+def test_a_source_that_is_no_relation_is_named_as_written(source: str, kind: str) -> None:
+    error = expect(E.UnresolvedSourceError, clause("ORDER BY ts PATTERN SEQ(A) TYPE BY action", source),
+                   f"MATCH_AGGREGATE cannot read from {kind} ({source}); use a table, view, CTE or subquery")
+    assert error.position is not None and error.position.column == len("SELECT * FROM ") + 1
+    assert error.position.excerpt.splitlines()[1].count("^") == len(source)
+
+
 def test_unresolved_source_type() -> None:
     error = expect(E.UnresolvedSourceError,
                    clause("ORDER BY t PATTERN SEQ(A) TYPE BY action",
@@ -247,6 +256,19 @@ def test_unknown_column_suggests_and_points_at_it() -> None:
     source_line, carets = error.position.excerpt.splitlines()
     start = carets.index("^")
     assert source_line[start : start + carets.count("^")] == "actoin"
+
+
+def test_an_unknown_column_named_like_a_clause_says_the_expression_before_it_may_be_incomplete() -> None:
+    """``x = 1 AND UNCERTAIN BETWEEN lo AND hi`` is a valid expression over a column named
+    uncertain: the parser cannot tell, the error says what it read."""
+    error = expect(E.UnknownColumnError, clause("ORDER BY ts PATTERN SEQ(A) DEFINE A AS action = 'v' AND "
+                                                "UNCERTAIN BETWEEN ts AND ts"),
+                   "unknown column 'UNCERTAIN' in DEFINE of A",
+                   "UNCERTAIN is read as a column here: if it begins the UNCERTAIN clause, the expression before "
+                   "it is incomplete")
+    assert error.position is not None and error.position.excerpt.splitlines()[1].count("^") == len("UNCERTAIN")
+    other = expect(E.UnknownColumnError, clause("ORDER BY ts PATTERN SEQ(A) DEFINE A AS actoin = 'v'"), "actoin")
+    assert "is read as a column here" not in str(other)
 
 
 @pytest.mark.parametrize(
@@ -337,7 +359,7 @@ def test_bad_interval(window: str, phrase: str) -> None:
 
 def test_bad_number_window() -> None:
     expect(E.BadIntervalError, clause("ORDER BY seq_no PATTERN SEQ(A) TYPE BY action WITHIN 1.5"),
-           "not a whole number of unit of seq_no")
+           "WITHIN 1.5 is not a whole number of units of seq_no at line")
     expect(E.BadIntervalError, clause("ORDER BY seq_no PATTERN SEQ(A) TYPE BY action WITHIN qty"),
            "takes a number literal")
 

@@ -158,6 +158,19 @@ def test_columns_and_symbols_named_like_clauses_are_names() -> None:
     assert [m.alias for m in node.args["measures"]] == ["n", "s"]
 
 
+def test_columns_named_like_clauses_stay_columns_inside_conditions() -> None:
+    """In an expression, a one-word clause keyword followed by what may follow a column (an
+    operator, ``)``, ``,``, a function's ``(``) is that column; followed by anything else it
+    starts the next clause (and the expression before it lacks an operand)."""
+    node = parse_statement("SELECT * FROM t MATCH_AGGREGATE (ORDER BY ts PATTERN SEQ(A, B) "
+                           "DEFINE A AS x = 1 AND measures = 2 OR within(pattern) IS NULL, B AS slide "
+                           "MEASURES COUNT(*) AS n) m").find(MatchAggregate)
+    assert node is not None
+    assert [d.this.sql() for d in node.args["define"]] == ["x = 1 AND measures = 2 OR WITHIN(pattern) IS NULL",
+                                                           "slide"]
+    assert [m.alias for m in node.args["measures"]] == ["n"]
+
+
 def test_pretty_output_reparses() -> None:
     pretty = parse_statement(FULL).sql(dialect=SparkSeq, pretty=True)
     assert "\nMATCH_AGGREGATE (\n  PARTITION BY customer_id" in pretty
@@ -217,6 +230,25 @@ def test_node_prints_with_sparkseq_by_default() -> None:
         pytest.param("SELECT * FROM t MATCH_AGGREGATE (ORDER BY ts PATTERN SEQ(A) DEFINE MEASURES COUNT(*))",
                      "Expecting a symbol definition (name AS condition) after DEFINE", 1, 68, "MEASURES",
                      id="define-empty"),
+        pytest.param("SELECT * FROM t MATCH_AGGREGATE (ORDER BY ts PATTERN SEQ(A) DEFINE A AS x = 1 AND "
+                     "MEASURES COUNT(*) AS n)", "Expecting an expression after AND", 1, 83, "MEASURES",
+                     id="define-ends-in-and-before-measures"),
+        pytest.param("SELECT * FROM t MATCH_AGGREGATE (ORDER BY ts PATTERN SEQ(A) DEFINE A AS x = 1 OR\n"
+                     "  WITHIN 10)", "Expecting an expression after OR", 2, 3, "WITHIN",
+                     id="define-ends-in-or-before-within"),
+        pytest.param("SELECT * FROM t MATCH_AGGREGATE (ORDER BY ts PATTERN SEQ(A) DEFINE A AS NOT "
+                     "HIERARCHY h)", "Expecting an expression after NOT", 1, 77, "HIERARCHY",
+                     id="define-ends-in-not-before-hierarchy"),
+        pytest.param("SELECT * FROM t MATCH_AGGREGATE (ORDER BY ts PATTERN SEQ(A) DEFINE A AS x = 1 AND "
+                     "TYPE BY x)", "Expecting an expression after AND", 1, 83, "TYPE",
+                     id="define-ends-in-and-before-type-by"),
+        pytest.param("SELECT * FROM t MATCH_AGGREGATE (ORDER BY ts PATTERN SEQ(A) WHERE A.x > 1 AND "
+                     "STRATEGY SKIP TILL NEXT MATCH)", "Expecting an expression after AND", 1, 79, "STRATEGY",
+                     id="where-ends-in-and-before-strategy"),
+        pytest.param("SELECT * FROM t MATCH_AGGREGATE (ORDER BY ts PATTERN SEQ(A)) AS m JOIN ON",
+                     "Expecting a table name after JOIN, found ON", 1, 72, "ON", id="join-without-relation"),
+        pytest.param("SELECT * FROM t MATCH_AGGREGATE (ORDER BY ts PATTERN SEQ(A)) AS m JOIN",
+                     "Expecting a table name after JOIN", 1, 67, "JOIN", id="join-at-the-end"),
         pytest.param("SELECT * FROM t MATCH_AGGREGATE (PARTITION BY k, ORDER BY ts PATTERN SEQ(A))",
                      "Expecting an expression after ',' in PARTITION BY", 1, 48, ",",
                      id="partition-by-trailing-comma"),
@@ -234,6 +266,7 @@ def test_parse_errors_name_line_column_and_underline(sql: str, message: str, lin
         parse_statement(sql)
     error = info.value
     assert message in error.description
+    assert "Token" not in error.description and "<" not in error.description  # no Python object printed
     assert (error.line, error.col) == (line, col)
     source_line, carets = error.excerpt.splitlines()
     assert source_line.endswith(sql.splitlines()[line - 1])

@@ -27,7 +27,7 @@ import pyspark
 import pytest
 
 from sparkseq import initfile, thrift
-from tests.conftest import drop_unservable_views
+from tests.conftest import SUBPROCESS_JVM_OPTIONS, drop_unservable_views
 
 JARS = Path(pyspark.__file__).resolve().parent / "jars"
 ROOT = Path(__file__).resolve().parent.parent
@@ -139,8 +139,10 @@ def command(request: pytest.FixtureRequest, init_path: Path, tmp_path_factory: p
         yield None
         return
     port = free_port()
-    with (tmp_path_factory.mktemp("command") / "server.err").open("w+") as stderr:
-        process = subprocess.Popen(sparkseq_command("--port", str(port), "--init-file", str(init_path)), cwd=ROOT,
+    folder = tmp_path_factory.mktemp("command")
+    with (folder / "server.err").open("w+") as stderr:
+        process = subprocess.Popen(sparkseq_command("--port", str(port), "--init-file", str(init_path),
+                                                    "--warehouse", str(folder / "catalog")), cwd=ROOT,
                                    stdout=subprocess.PIPE, stderr=stderr, text=True)
         yield Command(process, port, stderr)
         if process.poll() is None:
@@ -169,7 +171,8 @@ def query(connection: object, sql: str) -> list[tuple]:
 
 def beeline(port: int, sql: str) -> subprocess.CompletedProcess[str]:
     java = str(Path(os.environ["JAVA_HOME"]) / "bin" / "java") if os.environ.get("JAVA_HOME") else shutil.which("java")
-    command = [java or "java", "-cp", str(JARS / "*"), "org.apache.hive.beeline.BeeLine",
+    # a client JVM of a few seconds: C1 only, as the tests' other short JVMs (tests/conftest.py)
+    command = [java or "java", SUBPROCESS_JVM_OPTIONS, "-cp", str(JARS / "*"), "org.apache.hive.beeline.BeeLine",
                "-u", f"jdbc:hive2://127.0.0.1:{port}/default", "-n", "test",
                "--outputformat=csv2", "--silent=true", "-e", sql]
     return subprocess.run(command, capture_output=True, text=True, timeout=180)
