@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -10,22 +11,36 @@ import pytest
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+#: JVM options of the Spark drivers the tests start in subprocesses (``python -m sparkseq``
+#: commands and servers, Connect and local-cluster drivers, progress children, the installed
+#: wheel's run), through ``SPARK_SUBMIT_OPTS``, which spark-submit passes to the driver's JVM:
+#: C1 only. Each of those JVMs lives for seconds to a few minutes, mostly starting up, and
+#: C2 compiling Spark's start-up code was a third of its CPU time (20 -> 13 CPU-s for a session
+#: and its first query). The suite's own session (``spark`` below) starts with the user's
+#: ``SPARK_SUBMIT_OPTS`` only: it runs for the whole suite, where C2's code pays (docs/sharing.md).
+SUBPROCESS_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
+_USER_SUBMIT_OPTS = os.environ.get("SPARK_SUBMIT_OPTS")
+os.environ["SPARK_SUBMIT_OPTS"] = " ".join(filter(None, [_USER_SUBMIT_OPTS, SUBPROCESS_JVM_OPTIONS]))
+
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
     """A local[2] session with sparkseq's functions registered; two shuffle partitions
     (batch queries too, before adaptive coalescing) keep each small test query at a few tasks."""
-    import os
-
     import sparkseq
     from sparkseq.session import INITIAL_PARTITIONS, scratch_dir
     from udafs.worker_faults import KILL_WORKER_ONCE
 
     # Armed only by creating the file (tests/test_spark_local_cluster.py): a worker kills itself once.
     kill_file = scratch_dir() / f"kill-worker-once-{os.getpid()}"
-    session = sparkseq.session("local[2]", app_name="sparkseq-tests", conf={
-        "spark.sql.shuffle.partitions": "2", INITIAL_PARTITIONS: "2",
-        f"spark.executorEnv.{KILL_WORKER_ONCE}": str(kill_file)})
+    with pytest.MonkeyPatch.context() as patch:  # the JVM starts with the user's options only
+        if _USER_SUBMIT_OPTS is None:
+            patch.delenv("SPARK_SUBMIT_OPTS")
+        else:
+            patch.setenv("SPARK_SUBMIT_OPTS", _USER_SUBMIT_OPTS)
+        session = sparkseq.session("local[2]", app_name="sparkseq-tests", conf={
+            "spark.sql.shuffle.partitions": "2", INITIAL_PARTITIONS: "2",
+            f"spark.executorEnv.{KILL_WORKER_ONCE}": str(kill_file)})
     yield session
     session.stop()
 

@@ -18,8 +18,10 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from argparse import Namespace
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -85,31 +87,46 @@ def sorted_rows(spark, path: Path) -> list[tuple]:
     return sorted(tuple(r) for r in spark.read.parquet(str(path)).collect())
 
 
+def kill_after_two_commits(child: subprocess.Popen[bytes], checkpoint: Path, stop: threading.Event) -> int:
+    """SIGKILL to ``child``'s process group (the driver: Python and its JVM) once its stream has
+    committed two micro-batches (or ``stop`` is set); the micro-batches it committed."""
+    try:
+        deadline = time.monotonic() + 600
+        while commits(checkpoint) < 2 and child.poll() is None and time.monotonic() < deadline and not stop.is_set():
+            time.sleep(0.2)
+    finally:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+    return commits(checkpoint)
+
+
 def test_kill_and_restart_loses_and_doubles_nothing(spark, tmp_path: Path) -> None:
     write_json_files(tmp_path / "src", files=6, keys=12, seconds_per_file=15)
     text = FUNNEL.format(source="events")
-    ref = stream_args(tmp_path, "ref")
-    query = live_cli.start(spark, text, ref)
-    query.awaitTermination()
-    want = sorted_rows(spark, ref.output)
-    assert len(want) > 50
-    # the stream's rows are the batch rows of every window the watermark passed, zero-count ones included
-    spark.read.schema(SCHEMA).json(str(tmp_path / "src")).createOrReplaceTempView("clicks_rest")
-    final = query.lastProgress["eventTime"]["watermark"]
-    batch = sparkseq.sql(spark, FUNNEL.format(source="clicks_rest")).where(f"window_end <= to_timestamp('{final}')")
-    assert want == sorted(tuple(r) for r in batch.collect()) and any(r[3] == 0 for r in want)
-
+    # the stream to kill runs in its own process while this one computes the uninterrupted run's rows
     killed = stream_args(tmp_path, "killed", available_now=False)
     log = open(tmp_path / "first.log", "w")
     child = subprocess.Popen(cli_command(killed, text), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 600
-        while commits(killed.checkpoint) < 2 and child.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.2)
-    finally:
-        os.killpg(child.pid, signal.SIGKILL)  # the driver's whole process group: Python and its JVM
-        child.wait()
-    done = commits(killed.checkpoint)
+    stop = threading.Event()
+    with ThreadPoolExecutor(1) as pool:
+        killing = pool.submit(kill_after_two_commits, child, killed.checkpoint, stop)
+        try:
+            ref = stream_args(tmp_path, "ref")
+            query = live_cli.start(spark, text, ref)
+            query.awaitTermination()
+            want = sorted_rows(spark, ref.output)
+            # the stream's rows are the batch rows of every window the watermark passed
+            spark.read.schema(SCHEMA).json(str(tmp_path / "src")).createOrReplaceTempView("clicks_rest")
+            final = query.lastProgress["eventTime"]["watermark"]
+            batch = sparkseq.sql(spark, FUNNEL.format(source="clicks_rest")).where(
+                f"window_end <= to_timestamp('{final}')")
+            batch_rows = sorted(tuple(r) for r in batch.collect())
+        except BaseException:
+            stop.set()  # kill the child now
+            raise
+        done = killing.result()
+    assert len(want) > 50
+    assert want == batch_rows and any(r[3] == 0 for r in want)  # zero-count windows included
     assert 2 <= done < 6, (done, (tmp_path / "first.log").read_text()[-3000:])
 
     restarted = subprocess.run(cli_command(stream_args(tmp_path, "killed"), text), capture_output=True, text=True,

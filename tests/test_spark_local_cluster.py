@@ -39,8 +39,10 @@ def _venv(path: Path, site_packages: str | None) -> str:
 
 
 @pytest.fixture(scope="module")
-def cluster_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """What :mod:`tests.local_cluster_driver` reports (see the module docstring)."""
+def cluster_and_local(tmp_path_factory: pytest.TempPathFactory, spark) -> tuple[dict, dict]:  # noqa: ANN001
+    """(what :mod:`tests.local_cluster_driver` reports (see the module docstring), the local
+    session's answers to the same cases): the local answers are worked out while the cluster
+    starts and runs."""
     base = tmp_path_factory.mktemp("local_cluster")
     workers = _venv(base / "workers", sysconfig.get_paths()["purelib"])
     bare = _venv(base / "bare", None)
@@ -50,17 +52,31 @@ def cluster_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
     probe = subprocess.run([workers, "-c", "import sparkseq"], cwd=base, env=env, capture_output=True, text=True)
     assert "No module named 'sparkseq'" in probe.stderr  # the workers' Python cannot import it by itself
     out = base / "report.json"
-    done = subprocess.run([sys.executable, "-m", "tests.local_cluster_driver", str(out), str(base / "kill"), bare],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=DRIVER_TIMEOUT_S)
-    assert done.returncode == 0, done.stderr[-4000:]
+    with (base / "driver.log").open("w+") as log:
+        driver = subprocess.Popen([sys.executable, "-m", "tests.local_cluster_driver", str(out), str(base / "kill"),
+                                   bare], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
+        try:
+            local = cluster_cases.run_all(spark)
+            returncode = driver.wait(timeout=DRIVER_TIMEOUT_S)
+        finally:
+            if driver.poll() is None:
+                driver.kill()
+                driver.wait()
+        log.seek(0)
+        assert returncode == 0, log.read()[-4000:]
     report = json.loads(out.read_text())
     report["workers_python"] = workers
-    return report
+    return report, local
 
 
 @pytest.fixture(scope="module")
-def local_answers(spark) -> dict[str, list[list[str]]]:  # noqa: ANN001
-    return cluster_cases.run_all(spark)
+def cluster_run(cluster_and_local: tuple[dict, dict]) -> dict:
+    return cluster_and_local[0]
+
+
+@pytest.fixture(scope="module")
+def local_answers(cluster_and_local: tuple[dict, dict]) -> dict[str, list[list[str]]]:
+    return cluster_and_local[1]
 
 
 def test_workers_import_sparkseq_from_the_shipped_zip(cluster_run: dict) -> None:

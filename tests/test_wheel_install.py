@@ -11,7 +11,8 @@ test asserts that every module came from the new environment. To start one JVM o
 process runs ``python -m sparkseq demo`` (through ``runpy``, as ``-m`` does) and then, in
 a new session, one MATCH_AGGREGATE statement through plain ``spark.sql``, which needs the
 parser extension's jar from the wheel. Both answers are compared with what the
-checkout's demo prints.
+checkout's demo prints. Every subprocess (build, install, runs) gets the tests' environment
+without what points into the checkout or the tests' Spark (:func:`clean_env`).
 """
 
 from __future__ import annotations
@@ -22,21 +23,32 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-# Failed in a fresh clone under .ci/run (the new venv had no sparkseq; the wheel held none of it)
-# while passing alone in the working checkout: not diagnosed yet, so not run in CI.
-pytestmark = pytest.mark.skipif(os.environ.get("CI") == "true", reason="wheel build fails in a fresh clone: "
-                                "under diagnosis (see the closing note)")
+from tests.conftest import SUBPROCESS_JVM_OPTIONS
+
+#: One worker under pytest-xdist (``--dist loadgroup``): the module's wheel is built once.
+pytestmark = pytest.mark.xdist_group("wheel")
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Not copied for the build: version control, caches, environments and earlier build output.
 NOT_SOURCES = shutil.ignore_patterns(".git", ".venv", ".hypothesis", ".ruff_cache", ".mypy_cache", ".sparkseq-tmp",
-                                     "__pycache__", "build", "dist", "*.egg-info", "spark-warehouse", "metastore_db")
-#: Environment variables that would let the checkout or its settings into the new environment.
-LEAKY_ENV = ("PYTHONPATH", "PYTHONHOME", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "SPARKSEQ_MASTER", "VIRTUAL_ENV")
+                                     "__pycache__", "build", "dist", "*.egg-info", "spark-warehouse", "metastore_db",
+                                     "sparkseq-warehouse")
+#: Environment variables (by prefix) that would let the tests' process into the new environment:
+#: its checkout, its interpreter, its Spark and its settings. ``sparkseq.session()`` puts the
+#: checkout on ``PYTHONPATH`` (for local workers) once any Spark test has run; that checkout holds
+#: ``sparkseq.egg-info``, so pip, run for the new venv with it on the path, took sparkseq 0.1.0 for
+#: installed ("already installed with the same version") and left the venv without it.
+LEAKY_ENV_PREFIXES = ("PYTHON", "PYSPARK_", "SPARK_", "SPARKSEQ_", "PYTEST_", "VIRTUAL_ENV", "CONDA_PREFIX",
+                      "__PYVENV_LAUNCHER__", "MALLOC_")
+#: pip settings that would install somewhere else or not build the wheel in isolation; the others
+#: (where packages come from: index, find-links, certificates) are kept.
+LEAKY_PIP_ENV = ("PIP_TARGET", "PIP_PREFIX", "PIP_ROOT", "PIP_USER", "PIP_PYTHON", "PIP_REQUIRE_VIRTUALENV",
+                 "PIP_NO_BUILD_ISOLATION", "PIP_IGNORE_INSTALLED", "PIP_EDITABLE")
 
 #: What the checkout's ``python -m sparkseq demo`` prints (the sample clicks are deterministic).
 DEMO_LINES = (
@@ -86,17 +98,20 @@ def build_wheel(source: Path, work: Path) -> Path:
     copy, dist = work.resolve() / "source", work.resolve() / "dist"
     shutil.copytree(source, copy, ignore=NOT_SOURCES)
     subprocess.run([sys.executable, "-m", "pip", "wheel", str(copy), "--no-deps", "--quiet",
-                    "--disable-pip-version-check", "-w", str(dist)], cwd=copy, check=True, timeout=600)
+                    "--disable-pip-version-check", "-w", str(dist)], cwd=copy, env=clean_env(), check=True,
+                   timeout=600)
     [wheel] = dist.glob("sparkseq-*.whl")
     return wheel
 
 
 def install(wheel: Path, venv: Path) -> Path:
     """A new virtual environment holding ``wheel`` (no dependencies); returns its Python."""
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=300)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], cwd=venv.parent, env=clean_env(),
+                   check=True, timeout=300)
     python = venv / "bin" / "python"
     subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--quiet",
-                    "--disable-pip-version-check", str(wheel)], check=True, timeout=600)
+                    "--disable-pip-version-check", str(wheel)], cwd=venv.parent, env=clean_env(), check=True,
+                   timeout=600)
     return python
 
 
@@ -108,14 +123,19 @@ def see_installed_dependencies(python: Path) -> None:
     of the checkout (``__editable__*.pth``) does not run there.
     """
     site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                          capture_output=True, text=True, check=True, timeout=60).stdout.strip()
+                          env=clean_env(), capture_output=True, text=True, check=True, timeout=60).stdout.strip()
     (Path(site) / "installed-dependencies.pth").write_text(sysconfig.get_path("purelib") + "\n")
 
 
-def clean_env(scratch: Path) -> dict[str, str]:
-    """The tests' environment without what points into the checkout; Spark scratch in ``scratch``."""
-    env = {k: v for k, v in os.environ.items() if k not in LEAKY_ENV}
-    env["SPARKSEQ_SCRATCH"] = str(scratch)
+def clean_env(scratch: Path | None = None) -> dict[str, str]:
+    """The tests' environment without what points into the checkout or the tests' Spark (for every
+    subprocess here: the build, the install and the runs); Spark scratch in ``scratch``."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(LEAKY_ENV_PREFIXES) and k not in LEAKY_PIP_ENV}
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    env["SPARK_SUBMIT_OPTS"] = SUBPROCESS_JVM_OPTIONS  # the tests' JVM options only (tests/conftest.py)
+    if scratch is not None:
+        env["SPARKSEQ_SCRATCH"] = str(scratch)
     return env
 
 
@@ -136,14 +156,45 @@ def first_row(output: str, title: str) -> list[str]:
     return lines[2].split()  # the rest of the title line, the column names, then the first row
 
 
+#: Top-level entries of the checkout that other tests write (Spark scratch, hypothesis's examples).
+SCRATCH_ENTRIES = {".sparkseq-tmp", ".hypothesis", ".pytest_cache", "__pycache__"}
+
+
+def checkout_entries() -> set[str]:
+    """The checkout's top-level files and folders, but for other tests' scratch."""
+    return {entry.name for entry in ROOT.iterdir()} - SCRATCH_ENTRIES
+
+
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """(the new environment's Python, a working directory outside the repository)."""
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
+    """(the new environment's Python, a working directory outside the repository).
+
+    Built, installed and run in the environment a Spark test leaves behind whatever ran
+    before: the checkout on ``PYTHONPATH``, as ``sparkseq.session()`` puts it there for its
+    local workers (alone, the module saw none of it and passed; after Spark tests pip
+    skipped the install). Nothing may appear in the checkout meanwhile."""
     work = tmp_path_factory.mktemp("wheel")
     assert not work.resolve().is_relative_to(ROOT)
-    python = install(build_wheel(ROOT, work), work / "venv")
-    see_installed_dependencies(python)
-    return python, work
+    before = checkout_entries()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+        patch.setenv("PYSPARK_PYTHON", sys.executable)
+        python = install(build_wheel(ROOT, work), work / "venv")
+        see_installed_dependencies(python)
+        yield python, work
+    assert checkout_entries() == before, "the wheel's build, install or runs wrote into the checkout"
+
+
+def test_subprocesses_get_none_of_the_tests_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key, value in {"PYTHONPATH": str(ROOT), "PYSPARK_GATEWAY_PORT": "1", "PYSPARK_GATEWAY_SECRET": "x",
+                       "SPARK_HOME": "/spark", "SPARKSEQ_MASTER": "local[1]", "VIRTUAL_ENV": str(ROOT / ".venv"),
+                       "PIP_TARGET": "/elsewhere", "PIP_FIND_LINKS": "/wheels"}.items():
+        monkeypatch.setenv(key, value)
+    env = clean_env(Path("/scratch"))
+    assert not {"PYTHONPATH", "PYSPARK_GATEWAY_PORT", "PYSPARK_GATEWAY_SECRET", "SPARK_HOME", "SPARKSEQ_MASTER",
+                "VIRTUAL_ENV", "PIP_TARGET"} & env.keys()
+    assert env["SPARKSEQ_SCRATCH"] == "/scratch" and env["PIP_FIND_LINKS"] == "/wheels"
+    assert env["SPARK_SUBMIT_OPTS"] == SUBPROCESS_JVM_OPTIONS
 
 
 def test_the_wheel_holds_the_demo_and_the_parser_extension(installed: tuple[Path, Path]) -> None:
