@@ -263,10 +263,18 @@ def start_connect_first(request: pytest.FixtureRequest) -> None:
 
 
 @pytest.fixture(scope="module")
-def connect_errors(connect_server: tuple[subprocess.Popen[str], int, IO[str]]) -> dict[str, str]:
-    """Every case run once by one Connect client: ``{case id: the error text}``."""
+def connect_port(connect_server: tuple[subprocess.Popen[str], int, IO[str]]) -> int:
+    """The Connect server's port once it serves: its banner is read here, once (a second
+    reader would wait for a banner the server never prints again)."""
     process, port, stderr = connect_server
     read_banner(process, stderr, timeout=START_TIMEOUT_S)
+    return port
+
+
+@pytest.fixture(scope="module")
+def connect_errors(connect_port: int) -> dict[str, str]:
+    """Every case run once by one Connect client: ``{case id: the error text}``."""
+    port = connect_port
     statements = [[case.id, case.sql, case.args] for case in CASES if case.on("connect")]
     done = subprocess.run([sys.executable, "-m", "tests.connect_clients", "errors", f"sc://127.0.0.1:{port}"],
                           input=json.dumps(statements), cwd=ROOT, capture_output=True, text=True,
@@ -276,12 +284,11 @@ def connect_errors(connect_server: tuple[subprocess.Popen[str], int, IO[str]]) -
 
 
 @pytest.fixture(scope="module")
-def connect_sparkseq_errors(connect_server: tuple[subprocess.Popen[str], int, IO[str]]) -> dict[str, str]:
+def connect_sparkseq_errors(connect_port: int) -> dict[str, str]:
     """Every case run once through ``sparkseq.sql`` (and, where it can be written so, through
     the DataFrame API: ``<id>#dataframe``) by one Connect client with sparkseq:
     ``{case id: the error text}``."""
-    process, port, stderr = connect_server
-    read_banner(process, stderr, timeout=START_TIMEOUT_S)
+    port = connect_port
     statements = [[case.id, case.sql, case.args] for case in CASES if case.on("connect-sparkseq")]
     statements += [[f"{case.id}#dataframe", None, None, {"table": VIEW, **frame_arguments(case)}]
                    for case in CASES if case.on("connect-dataframe")]
