@@ -50,9 +50,8 @@ from sparkseq import live
 from sparkseq.catalog import SessionSchemas
 from sparkseq.execution_paths import PathReplacer
 from sparkseq.jvm_parser import origins_comment, with_origins
-from sparkseq.probes import locate
+from sparkseq.probes import locate, probe_session
 from sparkseq.registration import engine_function
-from sparkseq.scratch import scratch_session
 from sparkseq.scripts import check_literal_setting
 from sparkseq.session import is_connect_session
 from sparkseq.spark_errors import as_error, is_spark_error, message_of, quiet_query_context_logger
@@ -154,7 +153,8 @@ def _run(spark: Any, statement: OperatorStatement, view: str, hierarchies: Hiera
     try:
         sql, operators = rewrite_tree(tree, document.text, SessionSchemas(spark),
                                       lambda plan: engine_function(spark, plan), hierarchies=resolver,
-                                      replace=PathReplacer(spark, live.replacer(spark, document.text)))
+                                      replace=PathReplacer(spark, live.replacer(spark, document.text,
+                                                                                  place=document.origin)))
     except SqlRewriteError as exc:
         raise document.relocate(exc, view) from None
     try:
@@ -168,9 +168,9 @@ def _run(spark: Any, statement: OperatorStatement, view: str, hierarchies: Hiera
 
 def _spark_error(spark: Any, exc: PySparkException, document: ArgumentDocument,
                  operators: tuple[OperatorExplanation, ...], view: str) -> SqlRewriteError:
-    session = scratch_session(spark)
     source = quoted_identifier(view)
-    located = locate(session, exc, document.text, operators, None, lambda _: source) if session else None
+    with probe_session(spark) as session:
+        located = locate(session, exc, document.text, operators, None, lambda _: source) if session else None
     if located is None:
         return as_error(exc, None, f"{message_of(exc)} (in the Spark SQL the MATCH_AGGREGATE became)")
     message = message_of(located.error)

@@ -31,6 +31,7 @@ Spark and counted in ``numRowsDroppedByWatermark`` of the query's progress
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import Any
 
 from pyspark.errors import AnalysisException
@@ -40,6 +41,7 @@ from pyspark.sql import types as T
 from pyspark.sql.streaming.state import GroupStateTimeout
 
 from sparkseq.explaining import LIVE_VIEW_PREFIX
+from sparkseq.jvm_parser import Place, with_origins
 from sql_rewrites.dialect import SparkSeq
 from sql_rewrites.errors import StreamingError
 from sql_rewrites.live import LiveQuery, live_query
@@ -61,10 +63,17 @@ _AS_TEXT = (T.BooleanType, T.ByteType, T.ShortType, T.IntegerType, T.LongType, T
             T.TimestampNTZType, *_FLOATING)
 
 
-def replacer(spark: SparkSession, sql: str, *, register: bool = True, batch: set[str] | None = None) -> Replacement:
+def replacer(spark: SparkSession, sql: str, *, register: bool = True, batch: set[str] | None = None,
+             place: Place | None = None) -> Replacement:
     """The ``replace`` hook of :func:`sql_rewrites.rewriter.explain_statement` that turns
     operators over streaming sources into live operators (module docstring). With
     ``register=False`` it only checks them (nothing is registered in the session).
+
+    The live operator's events carry where the user's DEFINE conditions stand in ``sql``
+    (:func:`sparkseq.jvm_parser.with_origins`; ``place`` maps a span of ``sql`` into what
+    the user wrote, as for a batch statement): an error one raises while the stream runs
+    (ANSI division by zero, a malformed cast) points at the DEFINE as written, never at
+    the generated SQL.
 
     ``batch``, when given, remembers the sources (as :meth:`MatchAggregateQuery.scoped_sql`
     prints them) found not to be streaming, so that each is analysed once while it holds:
@@ -81,7 +90,7 @@ def replacer(spark: SparkSession, sql: str, *, register: bool = True, batch: set
             return None
         live = live_query(query, sql)
         check_watermark(live, source, sql)
-        events = spark.sql(query.scoped_sql(live.events))
+        events = spark.sql(with_origins(spark, query.scoped_sql(live.events), [live], sql, place))
         check_keys(live, events, sql)
         view = view_name(live)
         if register:
@@ -248,6 +257,45 @@ def check_checkpoint(spark: SparkSession, checkpoint: str, plans: list[str]) -> 
                 "must be the same statement (and bucket count) — start a changed query with a new checkpoint location")
 
 
+#: One of Spark's errors in a text: ``[CONDITION] message SQLSTATE: code``, then the place of
+#: the text it is about, when it has one (``== SQL (line L, position P) ==``, the excerpt, the
+#: underline). The message holds no other condition (a wrapper's message quotes its cause's).
+_SPARK_ERROR = re.compile(r"\[(?P<condition>[A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\] "
+                          r"(?P<message>(?:(?!\[[A-Z][A-Z0-9_.]*\] )[^\n])*?) SQLSTATE: \w+"
+                          r"(?P<place>\n== SQL[^\n]*==\n[^\n]*\n *\^+)?")
+#: Spark's conditions that wrap the error a streaming query stopped with.
+_WRAPPERS = frozenset({"STREAM_FAILED", "FOREACH_BATCH_USER_FUNCTION_ERROR"})
+#: Where Spark's text of a failed streaming query starts describing the query (its plan, in
+#: the names of the SQL a statement became).
+_QUERY_DESCRIPTION = "\n=== Streaming Query ==="
+
+
+def failure_message(text: str) -> str:
+    r"""The error a live query stopped with, as the user reads it, from Spark's text of the
+    failure (``str()`` of what ``awaitTermination()`` / ``processAllAvailable()`` raise):
+    the error it stopped with — a DEFINE's run-time error with the place of the condition in
+    the user's statement (:func:`replacer`) — without Spark's wrapping (``STREAM_FAILED``, a
+    ``foreachBatch`` function's Python traceback), its description of the query (a plan in
+    generated names) or the JVM stack trace.
+
+    >>> print(failure_message("[STREAM_FAILED] Query [id = 1, runId = 2] terminated with exception: "
+    ...                       "[DIVIDE_BY_ZERO] Division by zero. SQLSTATE: 22012\n== SQL (line 1, position 13) ==\n"
+    ...                       "DEFINE A AS x / 0 > 1\n            ^^^^^^^^^\n SQLSTATE: XXKST\n"
+    ...                       "=== Streaming Query ===\n+- ~Project [__sparkseq_mask#1L]"))
+    [DIVIDE_BY_ZERO] Division by zero. SQLSTATE: 22012
+    == SQL (line 1, position 13) ==
+    DEFINE A AS x / 0 > 1
+                ^^^^^^^^^
+    """
+    text = text.split(_QUERY_DESCRIPTION)[0]
+    found = [m for m in _SPARK_ERROR.finditer(text) if m["condition"] not in _WRAPPERS]
+    chosen = next((m for m in found if m["place"]), found[-1] if found else None)
+    if chosen is not None:
+        return chosen.group(0)
+    lines = [line for line in text.splitlines() if line.strip()]
+    return lines[0] if lines else text
+
+
 def progress(last: dict | None) -> dict[str, Any] | None:
     """A micro-batch's progress (``query.lastProgress``, or an item of
     ``query.recentProgress``) in brief, summed over the stateful operators: batch, input
@@ -271,4 +319,4 @@ def progress(last: dict | None) -> dict[str, Any] | None:
 
 __all__ = ["replacer", "source_frame", "engine_value", "check_watermark", "check_keys", "frame",
            "view_name", "encode_key", "decode_key", "progress", "bucket_count", "check_checkpoint", "BUCKETS_CONF",
-           "DEFAULT_BUCKETS"]
+           "DEFAULT_BUCKETS", "failure_message"]

@@ -13,7 +13,11 @@ results go to ``--output``:
 
 One line per micro-batch reports input rows and rate, duration, watermark, rows
 emitted, late rows dropped and the state's size. ``--available-now`` processes what
-is in the directory and stops; otherwise the query runs until Ctrl-C or SIGTERM.
+is in the directory and stops; otherwise the query runs until Ctrl-C or SIGTERM. A
+query that fails (a DEFINE dividing by zero on a row, say) ends the command with
+``query failed`` and, on stderr, the error once, in the user's words
+(:func:`sparkseq.live.failure_message`: the condition's place in the statement, no
+plan, no stack trace); exit code 1.
 """
 
 from __future__ import annotations
@@ -70,6 +74,7 @@ def main(args: argparse.Namespace) -> int:
 
     text = read_text(args)
     spark = sparkseq.session(args.master, app_name="sparkseq-stream", progress=False)  # a line per micro-batch
+    _quiet_failure_logs(spark)
     printer = ProgressPrinter()
     spark.streams.addListener(printer)
     with reporting():
@@ -77,14 +82,35 @@ def main(args: argparse.Namespace) -> int:
     with Interruption(spark, query.stop) as interruption:  # Ctrl-C, SIGTERM: stop the query, end as below
         try:
             query.awaitTermination()
-        except Exception as exc:  # the query failed: its message, not a Py4J trace
-            print(f"{type(exc).__name__}: {str(exc).splitlines()[0]}", file=sys.stderr)
+        except Exception as exc:  # the query failed: its error in the user's words, not a Py4J trace
+            print(live.failure_message(str(exc)), file=sys.stderr)
         finally:
             interruption.wait(LAST_EVENT_WAIT_S)
             printer.terminated.wait(LAST_EVENT_WAIT_S)
             spark.streams.removeListener(printer)  # no callback into a Python process that is leaving
             spark.stop()
     return 0 if query.exception() is None else 1
+
+
+#: Spark's loggers that report a failed query's error once more, with stack traces (the
+#: query's end; a sink's aborted write): the command reports it itself.
+FAILURE_LOGGERS = ("org.apache.spark.sql.execution.streaming",
+                   "org.apache.spark.sql.execution.datasources.FileFormatWriter")
+
+
+def _quiet_failure_logs(spark: SparkSession) -> None:
+    """Leave reporting a failed query to the command (:data:`FAILURE_LOGGERS` off; PySpark's
+    JSON lines of SQL errors off, as the other commands do)."""
+    from sparkseq.cli import _quiet_error_loggers
+    from sparkseq.gateway import jvm
+
+    _quiet_error_loggers()
+    log4j = jvm(spark).org.apache.logging.log4j
+    try:
+        for name in FAILURE_LOGGERS:
+            log4j.core.config.Configurator.setLevel(name, log4j.Level.OFF)
+    except Exception:  # noqa: BLE001 - another logging backend: Spark's lines stay, the report is the same
+        pass
 
 
 def start(spark: SparkSession, text: str, args: argparse.Namespace) -> StreamingQuery:
@@ -154,8 +180,8 @@ class ProgressPrinter(StreamingQueryListener):
         pass
 
     def onQueryTerminated(self, event: QueryTerminatedEvent) -> None:
-        failed = getattr(event, "exception", None)
-        print(f"query stopped{': ' + failed if failed else ''}", file=sys.stderr if failed else sys.stdout, flush=True)
+        # a failure's error is printed once, by main(), in the user's words
+        print("query failed" if getattr(event, "exception", None) else "query stopped", flush=True)
         self.terminated.set()
 
 

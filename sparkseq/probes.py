@@ -19,20 +19,23 @@ indices are offsets into the user's text (plus a known prefix):
 A probe's error counts only when it is of the same kind (error class) as the error
 being placed. When no probe reproduces it, the error is placed by the name Spark gives
 (an unknown function or column of the operator), else at the operator's keyword. Probes
-are only analysed, never run, in a scratch session (:mod:`sparkseq.scratch`), and only
-after the statement failed; their text is the user's verbatim by design (see above).
+are only analysed, never run, in a scratch session (:func:`probe_session`: a scratch copy,
+:mod:`sparkseq.scratch`, or on a Spark Connect session a clone of its server session), and
+only after the statement failed; their text is the user's verbatim by design (see above).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
-from sparkseq.scratch import analyse_sql
-from sparkseq.spark_errors import parameters_of, same_condition, span_in
+from sparkseq.scratch import analyse_sql, scratch_session
+from sparkseq.spark_errors import parameters_of, quiet_query_context_logger, same_condition, span_in
 from sql_rewrites.rewriter import OperatorExplanation, Statement
 from sql_rewrites.user_text import define_conditions, keyword_span, named_reference, operator_span
 
@@ -53,6 +56,43 @@ class Located:
     end: int
     error: PySparkException
     context: str = ""
+
+
+@contextlib.contextmanager
+def probe_session(spark: Any) -> Iterator[Any | None]:
+    """Where the probes for an error of ``spark`` run: its scratch copy on a classic session
+    (:func:`~sparkseq.scratch.scratch_session`); on a Spark Connect session, a clone of its
+    server session (``cloneSession()``: temporary views, functions and settings copied, so
+    the stand-ins never touch the user's session), released on leaving; None when neither
+    can be had (the error is then placed at the statement). PySpark's logging of the
+    probes' errors is silenced meanwhile (:func:`~sparkseq.spark_errors.quiet_query_context_logger`)."""
+    if getattr(spark, "_jsparkSession", None) is not None:
+        with quiet_query_context_logger():
+            yield scratch_session(spark)
+        return
+    try:
+        clone = spark.cloneSession()
+    except Exception:  # noqa: BLE001 - a server or client that cannot clone: no probes
+        clone = None
+    if clone is None:
+        yield None
+        return
+    try:
+        with quiet_query_context_logger():
+            yield clone
+    finally:
+        with contextlib.suppress(Exception):  # releasing is best effort, as Spark's own stop()
+            clone.stop()
+
+
+def _analyse(session: Any, sql: str) -> None:
+    """Analyse ``sql`` in ``session`` without running it: in the JVM of a classic session; on
+    a Spark Connect session, ``spark.sql`` (its server analyses a query when it receives it,
+    and runs nothing until rows are asked)."""
+    if getattr(session, "_jsparkSession", None) is not None:
+        analyse_sql(session, sql)
+    else:
+        session.sql(sql)
 
 
 #: The FROM text a DEFINE probe reads (the source as written), or None to skip DEFINE probes.
@@ -118,7 +158,7 @@ def _probe(session: SparkSession, failure: PySparkException, probe: str, prefix:
     ``offset`` in the script, placed in the script. An error about an expression that
     wraps the user's text (``CASE WHEN <condition> ...`` is not boolean) covers all of it."""
     try:
-        analyse_sql(session, probe)
+        _analyse(session, probe)
     except PySparkException as exc:
         if not same_condition(exc, failure):
             return None
@@ -161,4 +201,4 @@ def _replaced(text: str, start: int, end: int, stand_ins: list[tuple[int, int, s
     return "".join(chars)
 
 
-__all__ = ["Located", "SourceText", "locate"]
+__all__ = ["Located", "SourceText", "locate", "probe_session"]

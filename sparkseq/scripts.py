@@ -71,7 +71,7 @@ from sparkseq import live
 from sparkseq.catalog import PendingRelation, SessionSchemas
 from sparkseq.gateway import jvm
 from sparkseq.jvm_parser import Place, view_extension_missing, with_origins
-from sparkseq.probes import locate
+from sparkseq.probes import locate, probe_session
 from sparkseq.registration import PYTHON_AGGREGATES, engine_function, engine_function_name, stand_in_function
 from sparkseq.scratch import analyse, analyse_together, class_name, parse_plan, scratch_session
 from sparkseq.spark_errors import (
@@ -265,7 +265,8 @@ def run_checked_sql(spark: SparkSession, text: str, statement: Statement, explan
     except PySparkException as exc:
         if not is_spark_error(exc):
             raise
-        raise spark_error(scratch_session(spark), exc, text, statement, explanation) from None
+        with probe_session(spark) as session:
+            raise spark_error(session, exc, text, statement, explanation) from None
 
 
 def creates_sparkseq_view(statement: Statement, explanation: StatementExplanation | None) -> bool:

@@ -140,9 +140,9 @@ def run_statements(spark: SparkSession, text: str, *, hierarchies: HierarchyReso
         try:
             checked = check_script(spark, formatted.text, hierarchies=hierarchies, args=args)
             keep = any(created_relations(c.statement) for c in checked)  # a view may read the DataFrames
-            streams = live.replacer(spark, formatted.text)  # operators over streaming sources (sparkseq.live)
             place = (lambda start, end: (formatted.original, *formatted.source_span(start, end), "")) \
                 if formatted.pieces else None
+            streams = live.replacer(spark, formatted.text, place=place)  # operators over streams (sparkseq.live)
             for statement, frame in run_script(spark, formatted.text, checked, hierarchies=hierarchies, args=args,
                                                replace_for=lambda number: PathReplacer(spark, streams), place=place):
                 start, end = formatted.source_span(statement.start, statement.start + len(statement.text) - 1)

@@ -5,8 +5,9 @@ a JDBC client of the Thrift server (impyla's DB-API) and a Spark Connect client 
 ``python -m sparkseq connect-server`` — errors Spark's analyser raises on the generated SQL
 and errors raised while the job runs (a DEFINE casting malformed strings under ANSI mode)
 included — and ``sparkseq.sql`` and the DataFrame API in a Connect client with sparkseq
-(there, Spark's analysis errors are placed at the statement: those cases are left out).
-No message names what sparkseq generates; a workload's shared pass places its errors too.
+(there the client rewrites the statement, and places Spark's analysis errors by probing in a
+clone of its server session). No message names what sparkseq generates; a workload's shared
+pass places its errors too.
 
 The Thrift server is the suite's one in-process server (``thrift_server``); the Connect
 server and its client run in subprocesses, the server started when this module starts
@@ -43,8 +44,10 @@ FUNNEL = "PATTERN SEQ(VK, BK) DEFINE VK AS action = 'view', BK AS action = 'buy'
 FUNNEL_ARGS: dict[str, Any] = {"pattern": "SEQ(VK, BK)", "define": {"VK": "action = 'view'", "BK": "action = 'buy'"}}
 SYMBOLS = ", ".join(f"s{i}" for i in range(64))
 SURFACES = ("sparkseq.sql", "spark.sql", "dataframe", "thrift", "connect", "connect-sparkseq", "connect-dataframe")
-#: What no message may show: generated names, Python classes and enum members.
-INTERNALS = ("__sparkseq_", "sparkseq_agg_", "<class '", "CountType.", "MeasureKind.", "COUNT_STAR")
+#: What no message may show: generated names (relations, columns, the DataFrame API's views,
+#: digest-named functions), Python classes and enum members.
+INTERNALS = ("_sparkseq_", "sparkseq_agg_", "sparkseq_check_", "sparkseq_stream_", "__mask", "__ts", "<class '",
+             "CountType.", "MeasureKind.", "COUNT_STAR")
 
 
 @dataclass(frozen=True)
@@ -65,11 +68,6 @@ class Case:
     surfaces: tuple[str, ...] = SURFACES
 
     def on(self, surface: str) -> bool:
-        # sparkseq.sql and the DataFrame API on a Spark Connect client: Spark's analysis runs on the
-        # server, where this client's rewrite is not known; such an error is placed at the
-        # statement, not inside it (sql-reference §7)
-        if surface in ("connect-sparkseq", "connect-dataframe") and self.kind == "SparkAnalysisError":
-            return False
         return surface in self.surfaces and (surface not in ("dataframe", "connect-dataframe")
                                              or self.frame is not None)
 
@@ -169,6 +167,11 @@ CASES = [
     Case("unknown-function", FROM.format("PATTERN SEQ(A) DEFINE A AS no_such_function(action)"), "SparkAnalysisError",
          r"^DEFINE of A: \[UNRESOLVED_ROUTINE\]", "no_such_function(action)",
          funnel(pattern="SEQ(A)", define={"A": "no_such_function(action)"})),
+    Case("define-type-mismatch", FROM.format("PATTERN SEQ(A) DEFINE A AS tags = 'a'"), "SparkAnalysisError",
+         r"^DEFINE of A: \[DATATYPE_MISMATCH\.BINARY_OP_DIFF_TYPES\]", "tags = 'a'",
+         funnel(pattern="SEQ(A)", define={"A": "tags = 'a'"})),
+    Case("unknown-column-around-the-operator", FROM.format(FUNNEL).replace("SELECT *", "SELECT m.nope"),
+         "SparkAnalysisError", r"^\[UNRESOLVED_COLUMN\.WITH_SUGGESTION\] .*`m`\.`nope`", "m.nope"),
     Case("malformed-value-while-running", FROM.format("PATTERN SEQ(A) DEFINE A AS action = 1"), "CAST_INVALID_INPUT",
          r"^The value 'view' of the type \"STRING\" cannot be cast to \"BIGINT\"", "action = 1",
          funnel(pattern="SEQ(A)", define={"A": "action = 1"})),
