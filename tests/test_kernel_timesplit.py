@@ -3,7 +3,10 @@ on the whole partition (random cut points, chunks shorter and longer than WITHIN
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import tracemalloc
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -23,6 +26,8 @@ from udafs.kernels.timesplit import (
     decode_chunk,
     encode_chunk,
     evaluate_chunk,
+    evaluate_chunk_in_parts,
+    evaluate_in_chunks,
 )
 from udafs.plan import (
     CountType,
@@ -159,3 +164,126 @@ def test_unsplittable_plans() -> None:
     assert splittable(Plan(**base, within=5)) is None
     with pytest.raises(PlanError):
         evaluate_chunk(Plan(**base), np.array([1]), np.array([1]), [], 0, 5)
+
+
+def same_result(got: GroupResult, want: GroupResult) -> None:
+    """Bit-identical results: window bounds, values (NaN equal to NaN), validity and dtypes."""
+    for g, w in ((got.window_start, want.window_start), (got.window_end, want.window_end)):
+        assert (g is None) == (w is None) and (g is None or g.tolist() == w.tolist())
+    for gv, wv, gok, wok in zip(got.values, want.values, got.valid, want.valid):
+        assert gv.dtype == wv.dtype and gok.tolist() == wok.tolist()
+        assert all(same_double(float(a), float(b)) if gv.dtype.kind == "f" else a == b
+                   for a, b, ok in zip(gv.tolist(), wv.tolist(), wok.tolist()) if ok)
+
+
+def counts_only(plan: Plan) -> Plan:
+    """``plan`` without value columns (the packed-key sort of :func:`evaluate_in_chunks`)."""
+    measures = tuple(m for m in plan.measures if m.column is None)
+    return dataclasses.replace(plan, measures=measures, columns=())
+
+
+@SETTINGS
+@given(data=st.data())
+def test_group_in_chunks_equals_whole_group(data: st.DataObject) -> None:
+    """A group evaluated as time chunks of a few rows gives evaluate_group's result, bit for
+    bit, and the oracle's; with and without value columns, WITHIN and SLIDE, edge and middle
+    negation; plans whose result could change (DOUBLE sums, COUNT TYPE DOUBLE) stay whole."""
+    plan = data.draw(plans(window=data.draw(st.sampled_from(["within", "slide"])),
+                           middle_negation=data.draw(st.booleans()), edges=data.draw(st.booleans())))
+    if data.draw(st.booleans()):
+        plan = counts_only(plan)
+    ev = data.draw(events(plan, max_rows=24, max_ts=60, non_finite=3))
+    ts, mask, cols = to_arrays(ev, plan.columns)
+    whole = evaluate_group(plan, ts, mask, cols)
+    got = evaluate_in_chunks(plan, ts, mask, cols, chunk_rows=data.draw(st.integers(1, 6)))
+    floats = plan.count_type is CountType.DOUBLE or any(
+        m.column is not None and plan.columns[m.column] is ValueType.FLOAT
+        and m.kind not in (MeasureKind.MIN, MeasureKind.MAX, MeasureKind.COUNT) for m in plan.measures)
+    if floats:
+        assert got is None
+        return
+    # a time-split task's chunk cut into smaller chunks: the same partials as the chunk whole
+    lo, hi = data.draw(st.sampled_from(cuts(data, list(ev.ts))))
+    full, neg = chunk_regions(plan, ts, lo, hi)
+    keep = full | neg
+    args = (ts[keep], mask[keep], [(v[keep], ok[keep]) for v, ok in cols], lo, hi)
+    parts = evaluate_chunk_in_parts(plan, *args, chunk_rows=data.draw(st.integers(1, 6)))
+    same_result(combine_chunks(plan, [decode_chunk(encode_chunk(parts))]),
+                combine_chunks(plan, [evaluate_chunk(plan, *args)]))
+    if got is None:  # too few rows, or too dense to cut (test_big_group_in_chunks asserts that big ones are cut)
+        return
+    same_result(got, whole)
+    if oracle.cheap(plan, ev) and len(ev.ts) <= 12:
+        assert_same(plan, got, oracle.evaluate(ev, plan))
+
+
+@SETTINGS
+@given(data=st.data())
+def test_group_in_chunks_with_predicates_and_next_match(data: st.DataObject) -> None:
+    strategy = data.draw(st.sampled_from([Strategy.SKIP_TILL_ANY_MATCH, Strategy.SKIP_TILL_NEXT_MATCH]))
+    plan = data.draw(ext_plans(window=data.draw(st.sampled_from(["within", "slide"])), strategy=strategy,
+                               n_pred=1, middle_negation=data.draw(st.booleans()), edges=data.draw(st.booleans())))
+    ev = data.draw(ext_events(plan, max_rows=16, max_ts=40, non_finite=3))
+    ts, mask, cols = ext_arrays(ev)
+    got = evaluate_in_chunks(plan, ts, mask, cols, chunk_rows=data.draw(st.integers(1, 5)))
+    if got is not None:
+        same_result(got, evaluate_group(plan, ts, mask, cols))
+
+
+def big_group(n: int, seed: int = 3) -> tuple[np.ndarray, np.ndarray, list]:
+    """``n`` events over three symbols, ~100 in a window of 600 (random times, ties)."""
+    rng = np.random.default_rng(seed)
+    ts = rng.integers(-n * 3, n * 3, n)
+    mask = (1 << rng.integers(0, 3, n)).astype(np.int64)
+    vals = rng.integers(-1000, 1000, n)
+    ok = rng.random(n) > 0.1
+    return ts, mask, [(vals, ok), (vals * 0.5, ok)]
+
+
+@pytest.mark.parametrize("negations", [(0, 0, 0, 0), (4, 2, 0, 1), (0, 0, 1, 2)])
+def test_big_group_in_chunks(negations: tuple[int, ...]) -> None:
+    """20,000 rows in chunks of 1,000: evaluate_group's counts, INT sums, MIN/MAX of a
+    DOUBLE; negative times; the packed-key and the argsort order both."""
+    ts, mask, cols = big_group(20_000)
+    plan = Plan(symbols=("A", "B", "C"), elements=(Element(0), Element(1), Element(2)), negations=negations,
+                within=600, columns=(ValueType.INT, ValueType.FLOAT),
+                measures=(Measure(MeasureKind.COUNT_STAR, name="n"), Measure(MeasureKind.SUM, 1, 0, "s"),
+                          Measure(MeasureKind.COUNT, 2, 0, "c"), Measure(MeasureKind.MAX, 0, 1, "x"),
+                          Measure(MeasureKind.AVG, 2, 0, "a")))
+    for p, c in ((plan, cols), (counts_only(plan), [])):
+        got = evaluate_in_chunks(p, ts, mask, c, chunk_rows=1_000)
+        assert got is not None
+        whole = evaluate_group(p, ts, mask, c)
+        assert int(whole.values[0][0]) > 0
+        same_result(got, whole)
+    float_sum = dataclasses.replace(plan, measures=(Measure(MeasureKind.SUM, 1, 1, "s"),))
+    assert evaluate_in_chunks(float_sum, ts, mask, cols, chunk_rows=1_000) is None
+    assert evaluate_in_chunks(dataclasses.replace(plan, count_type=CountType.DOUBLE), ts, mask, cols, 1_000) is None
+    assert evaluate_in_chunks(plan, ts, mask, cols, chunk_rows=20_000) is None  # small enough: whole
+
+
+def test_group_in_chunks_too_dense_stays_whole() -> None:
+    """Every row within 2 * WITHIN: no chunk boundary can be placed; the group stays whole."""
+    ts, mask, _ = big_group(5_000)
+    plan = Plan(symbols=("A", "B"), elements=(Element(0), Element(1)), negations=(0, 0, 0), within=10**6)
+    assert evaluate_in_chunks(plan, ts, mask, [], chunk_rows=100) is None
+
+
+def test_group_in_chunks_holds_a_chunks_memory() -> None:
+    """The point of chunking: the kernel's peak allocation is a chunk's, not the group's
+    (tracemalloc sees numpy's buffers)."""
+    ts, mask, _ = big_group(300_000)
+    plan = Plan(symbols=("A", "B", "C"), elements=(Element(0), Element(1), Element(2)), negations=(0,) * 4,
+                within=600)
+
+    def peak(f: Callable[[], object]) -> int:
+        tracemalloc.start()
+        try:
+            f()
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    whole = peak(lambda: evaluate_group(plan, ts, mask))
+    chunked = peak(lambda: evaluate_in_chunks(plan, ts, mask, [], chunk_rows=30_000))
+    assert chunked < whole / 3, (chunked, whole)

@@ -37,7 +37,7 @@ from udafs.kernels.many import evaluate_many
 from udafs.kernels.partitions import evaluate_partitions, laid_end_to_end
 from udafs.multiplan import MultiPlan
 from udafs.spark_udfs import arrow_type, column_arrays, multi_result_arrays, out_of_memory, parse_multi_plan
-from udafs.worker_faults import kill_if_armed
+from udafs.worker_faults import with_worker_fault
 
 Column = tuple[np.ndarray, np.ndarray]
 
@@ -67,7 +67,6 @@ def sorted_pass(multi_json: str, keys: Sequence[str], ts: str, mask: str, values
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         mp = parse_multi_plan(multi_json)
         for table, starts in whole_partitions(batches, keys, ROWS_PER_CALL):
-            kill_if_armed()
             yield from _evaluated(mp, table, starts, keys, ts, mask, values, names).to_batches()
 
     return run
@@ -78,7 +77,6 @@ def grouped_pass(multi_json: str, keys: Sequence[str], ts: str, mask: str, value
     """The ``groupBy(keys).applyInArrow`` function of a MultiPlan (one partition per call);
     parameters as :func:`sorted_pass`."""
     def run(key: tuple, table: pa.Table) -> pa.Table:
-        kill_if_armed()
         mp = parse_multi_plan(multi_json)
         return _evaluated(mp, table, np.zeros(1, dtype=np.int64), keys, ts, mask, values, names)
 
@@ -138,6 +136,7 @@ def _differ(a: pa.Array, b: pa.Array) -> np.ndarray:
     return pc.if_else(either, pc.xor(a_null, b_null), differ).to_numpy(zero_copy_only=False)
 
 
+@with_worker_fault  # the worker's version, found by name when the closures above are unpickled
 def _evaluated(mp: MultiPlan, table: pa.Table, starts: np.ndarray, keys: Sequence[str], ts: str, mask: str,
                values: Sequence[str], names: Sequence[str]) -> pa.Table:
     """The output rows of the partitions of ``table`` starting at rows ``starts``."""

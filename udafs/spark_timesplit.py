@@ -1,7 +1,7 @@
 """The two grouped-aggregate Arrow UDF bodies of a time-split statement.
 
 ``chunk(ts, mask, v0, ..., lo, hi)`` evaluates one time chunk of one key
-(:func:`udafs.kernels.timesplit.evaluate_chunk`; ``lo`` NULL: the whole key) and returns
+(:func:`udafs.kernels.timesplit.evaluate_chunk_in_parts`; ``lo`` NULL: the whole key) and returns
 its partials as bytes; ``combine(state)`` adds a key's chunk partials up and returns
 the engine contract's ``array<struct<window_start, window_end, m0, ..., error>>``, like
 :func:`udafs.spark_udfs.plan_aggregate`, so the generated SQL checks errors the same
@@ -11,7 +11,7 @@ message on in its state; ``combine`` reports it with the partition slot.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import pyarrow as pa
 
@@ -21,8 +21,9 @@ from udafs.kernels.timesplit import (
     chunk_of_state,
     combine_chunks,
     encode_chunk,
-    evaluate_chunk,
+    evaluate_chunk_in_parts,
 )
+from udafs.plan import Plan
 from udafs.spark_udfs import (
     PARTITION_SLOT,
     Verbatim,
@@ -34,7 +35,7 @@ from udafs.spark_udfs import (
     result_arrays,
     result_fields,
 )
-from udafs.worker_faults import kill_if_armed
+from udafs.worker_faults import with_worker_fault
 
 STATE_DDL = "binary"
 
@@ -42,20 +43,24 @@ STATE_DDL = "binary"
 def chunk_aggregate(plan_json: str) -> Callable[..., pa.Scalar]:
     """The body of the chunk function of one plan: ``f(ts, mask, v0, ..., lo, hi)``."""
     def chunk(ts: pa.Array, mask: pa.Array, *rest: pa.Array) -> pa.Scalar:
-        p = parse_plan(plan_json)
-        kill_if_armed()
-        *values, lo, hi = rest
-        bound = lo[0].as_py() if len(lo) else None
-        end = hi[0].as_py() if len(hi) else None
-        try:
-            ts_, mask_, cols = group_arrays(p, ts, mask, values)
-            return pa.scalar(encode_chunk(evaluate_chunk(p, ts_, mask_, cols, bound, end)), pa.binary())
-        except CountOverflowError as exc:
-            return _error_state(str(exc.with_partition(Verbatim(PARTITION_SLOT))))
-        except MemoryError:
-            return _error_state(out_of_memory(PARTITION_SLOT, len(ts)) + f" (time chunk from {bound})")
+        return chunk_state(parse_plan(plan_json), ts, mask, rest)
 
     return chunk
+
+
+@with_worker_fault  # the worker's version, found by name when the closure above is unpickled
+def chunk_state(p: Plan, ts: pa.Array, mask: pa.Array, rest: Sequence[pa.Array]) -> pa.Scalar:
+    """One chunk's partial state as bytes: ``rest`` is the value columns, then ``lo`` and ``hi``."""
+    *values, lo, hi = rest
+    bound = lo[0].as_py() if len(lo) else None
+    end = hi[0].as_py() if len(hi) else None
+    try:
+        ts_, mask_, cols = group_arrays(p, ts, mask, values)
+        return pa.scalar(encode_chunk(evaluate_chunk_in_parts(p, ts_, mask_, cols, bound, end)), pa.binary())
+    except CountOverflowError as exc:
+        return _error_state(str(exc.with_partition(Verbatim(PARTITION_SLOT))))
+    except MemoryError:
+        return _error_state(out_of_memory(PARTITION_SLOT, len(ts)) + f" (time chunk from {bound})")
 
 
 def combine_aggregate(plan_json: str) -> Callable[[pa.Array], pa.Scalar]:

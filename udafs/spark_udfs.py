@@ -30,12 +30,14 @@ from udafs import contract
 from udafs.errors import CountOverflowError, PlanError, UncertainTimeError
 from udafs.kernels import GroupResult, evaluate_group
 from udafs.kernels.many import evaluate_many
+from udafs.kernels.timesplit import evaluate_in_chunks
 from udafs.multiplan import MultiPlan
 from udafs.plan import Measure, MeasureKind, Plan, ValueType
-from udafs.worker_faults import kill_if_armed
+from udafs.worker_faults import with_worker_fault
 
 _ARROW = {contract.BIGINT: pa.int64(), contract.DOUBLE: pa.float64(), contract.STRING: pa.string(),
           contract.DECIMAL: pa.decimal128(38, 0)}
+_ARROW.update({contract.steps_type(ct): pa.list_(_ARROW[sql]) for ct, sql in contract.COUNT_TYPE_SQL.items()})
 _NP = {ValueType.INT: np.int64, ValueType.FLOAT: np.float64}
 MAX_INT64_DIGITS = 18  # every DECIMAL(18, s) unscaled value fits int64
 
@@ -165,6 +167,8 @@ def to_arrow(vals: np.ndarray, ok: np.ndarray, sql: str) -> pa.Array:
     """Kernel values plus validity as an Arrow array of SQL type ``sql``."""
     typ = _ARROW[sql]
     nulls = None if ok.all() else ~ok
+    if pa.types.is_list(typ):  # STEPS(*): one row of prefix counts per output row
+        return pa.array(vals.tolist(), type=typ, mask=nulls)
     if pa.types.is_decimal(typ):  # object arrays of Python ints, or int64
         return pa.array(vals.tolist(), type=typ, mask=nulls)
     return pa.array(vals, type=typ, mask=nulls)
@@ -209,6 +213,7 @@ def plan_aggregate(plan_json: str) -> Callable[..., pa.Scalar]:
     return engine
 
 
+@with_worker_fault
 def aggregate_group(p: Plan, ts: pa.Array, mask: pa.Array, values: Sequence[pa.Array],
                     seq: pa.Array | None = None, bounds: Sequence[pa.Array] | None = None) -> pa.Scalar:
     """Every measure of ``p`` for one group as the contract's ``array<struct<...>>`` value;
@@ -216,11 +221,13 @@ def aggregate_group(p: Plan, ts: pa.Array, mask: pa.Array, values: Sequence[pa.A
     the first and last possible time (imprecise timestamps only; NULL means ``ts``)."""
     fields = result_fields(p) + [(contract.ERROR, contract.STRING)]
     names = [n for n, _ in fields]
-    kill_if_armed()
     try:
         ts_, mask_, cols, seq_ = group_arrays_seq(p, ts, mask, values, seq)
         lohi = None if bounds is None else group_bounds(ts, mask, bounds)
-        res = evaluate_group(p, ts_, mask_, cols, seq=seq_, bounds=lohi)
+        # a big group in time chunks, one after the other: a chunk's kernel memory, the same result
+        res = evaluate_in_chunks(p, ts_, mask_, cols) if seq_ is None and lohi is None else None
+        if res is None:
+            res = evaluate_group(p, ts_, mask_, cols, seq=seq_, bounds=lohi)
     except (CountOverflowError, UncertainTimeError) as exc:
         return error_value(fields, str(exc.with_partition(Verbatim(PARTITION_SLOT))))
     except MemoryError:  # numpy's failed allocation; the worker itself is still alive
@@ -247,11 +254,11 @@ def parse_multi_plan(text: str) -> MultiPlan:
     return MultiPlan.from_json(text)
 
 
+@with_worker_fault
 def aggregate_many(mp: MultiPlan, ts: pa.Array, mask: pa.Array, values: Sequence[pa.Array]) -> pa.Scalar:
     """Every reported plan's measures for one group, as one ``array<struct<plan, ...>>`` value."""
     fields = contract.multi_result_fields(mp) + [(contract.ERROR, contract.STRING)]
     names = [n for n, _ in fields]
-    kill_if_armed()
     try:
         results = evaluate_many(mp, *group_arrays(mp.plans[0], ts, mask, values))
     except CountOverflowError as exc:

@@ -44,7 +44,7 @@ from udafs.errors import PlanError
 from udafs.kernels import nonfinite
 from udafs.kernels.evaluate import GroupResult, group_partials, validate
 from udafs.kernels.measures import Column, Partial, combine, finalize
-from udafs.plan import MeasureKind, Plan, splittable
+from udafs.plan import CountType, MeasureKind, Plan, ValueType, splittable
 
 
 class ChunkPartial(NamedTuple):
@@ -120,6 +120,131 @@ def evaluate_chunk(plan: Plan, ts: np.ndarray, mask: np.ndarray, columns: Sequen
     t0 = _partials(inner, ts, np.where(lead | head, neg_mask, full_mask), cols, lead | context | head)
     parts = _difference(inner, t1, t0)
     return ChunkPartial(None, parts if finite is None else nonfinite.join(finite, parts))
+
+
+#: Rows per kernel call when :func:`evaluate_in_chunks` evaluates one big group: the
+#: kernel takes ~160-170 bytes per row of its input at its peak (SEQ(A, B, C) WITHIN,
+#: COUNT(*): 1.6 GB at 10 M rows; bench/memory.py), so 1 M rows keep a call near 170 MB.
+GROUP_CHUNK_ROWS = 1_000_000
+
+
+def evaluate_in_chunks(plan: Plan, ts: np.ndarray, mask: np.ndarray, columns: Sequence[Column],
+                       chunk_rows: int = GROUP_CHUNK_ROWS) -> GroupResult | None:
+    """``evaluate_group``'s result for one big group, evaluated as time chunks of about
+    ``chunk_rows`` rows one after the other, so that the kernel's working memory is
+    that of a chunk, not of the group (:func:`_parts_in_chunks`).
+
+    None (evaluate the group whole) when the group has at most ``chunk_rows`` rows,
+    when the plan cannot be split (:func:`splittable`), when chunking could change a
+    result's last bit (a DOUBLE sum or average, ``COUNT TYPE DOUBLE``: floating-point
+    additions in another order), or when the rows are too dense in time for chunks of
+    at least ``2 * WITHIN`` to cut them.
+    """
+    parts = _parts_in_chunks(plan, ts, mask, columns, None, None, chunk_rows)
+    return None if parts is None else combine_chunks(plan, parts)
+
+
+def evaluate_chunk_in_parts(plan: Plan, ts: np.ndarray, mask: np.ndarray, columns: Sequence[Column],
+                            lo: int | None, hi: int | None, chunk_rows: int = GROUP_CHUNK_ROWS) -> ChunkPartial:
+    """:func:`evaluate_chunk`'s partials, with a chunk of more than ``chunk_rows`` rows cut
+    into smaller time chunks evaluated one after the other and merged (where
+    :func:`evaluate_in_chunks` would cut a group: the same partials, bit for bit)."""
+    parts = _parts_in_chunks(plan, ts, mask, columns, lo, hi, chunk_rows)
+    return evaluate_chunk(plan, ts, mask, columns, lo, hi) if parts is None else _merge(plan, parts)
+
+
+def _parts_in_chunks(plan: Plan, ts: np.ndarray, mask: np.ndarray, columns: Sequence[Column],
+                     lo: int | None, hi: int | None, chunk_rows: int) -> list[ChunkPartial] | None:
+    """The partials of the time chunks of about ``chunk_rows`` rows that cut ``[lo, hi)``
+    (``lo`` None: the whole group), in time order; None when they would not be exact
+    (:func:`_chunks_exactly`), or the rows are too few or too dense to cut.
+
+    The rows are sorted by time once (as one packed (time, symbols) key sorted in place
+    when no value column is needed: 8 bytes a row), and each chunk gets the slice of the
+    rows :func:`chunk_regions` says it needs.
+    """
+    if len(ts) <= chunk_rows or not _chunks_exactly(plan):
+        return None
+    ts, mask, cols = validate(plan, ts, mask, columns)
+    w = plan.within
+    assert w is not None  # splittable
+    n = len(ts)
+    first, last = int(ts.min()), int(ts.max())
+    bits = plan.pattern_symbols_mask.bit_length()
+    if not cols and not plan.extended and bits < 62 and last - first < 1 << (62 - bits):
+        key = ts - first
+        key <<= bits
+        key |= mask & plan.pattern_symbols_mask
+        key.sort()
+        del ts, mask
+
+        def time_at(i: int) -> int:
+            return (int(key[i]) >> bits) + first
+
+        def rows_from(t: int) -> int:  # the first sorted row at or after time t
+            return 0 if t <= first else n if t > last else int(np.searchsorted(key, (t - first) << bits))
+
+        def rows(a: int, b: int) -> tuple[np.ndarray, np.ndarray, list[Column]]:
+            part = key[a:b]
+            return (part >> bits) + first, part & ((1 << bits) - 1), []
+    else:
+        order = np.argsort(ts, kind="stable")
+        ts, mask, cols = ts[order], mask[order], [(v[order], ok[order]) for v, ok in cols]
+        del order
+
+        def time_at(i: int) -> int:
+            return int(ts[i])
+
+        def rows_from(t: int) -> int:
+            return 0 if t <= first else n if t > last else int(np.searchsorted(ts, t))
+
+        def rows(a: int, b: int) -> tuple[np.ndarray, np.ndarray, list[Column]]:
+            return ts[a:b], mask[a:b], [(v[a:b], ok[a:b]) for v, ok in cols]
+    if lo is None:  # SLIDE: the first chunk also owns the windows that start up to WITHIN before the first row
+        lo, hi = (first - w if plan.slide is not None else first), last + 1
+    elif hi is None or not lo < hi:
+        raise PlanError(f"a time chunk needs lo < hi, got [{lo}, {hi})")
+    own_from, own_to = rows_from(lo), rows_from(hi)
+    if own_to - own_from <= chunk_rows:
+        return None
+    # chunk starts: the time of every step-th own row, at least 2 * WITHIN apart and before hi
+    bounds = [lo]
+    step = -(-(own_to - own_from) // -(-(own_to - own_from) // chunk_rows))
+    for i in range(own_from + step, own_to, step):
+        if time_at(i) - bounds[-1] >= 2 * w and hi - time_at(i) >= 2 * w:
+            bounds.append(time_at(i))
+    if len(bounds) == 1:
+        return None
+    bounds.append(hi)
+    return [evaluate_chunk(plan, *rows(rows_from(a if plan.slide is not None else a - 2 * w), rows_from(b + w)), a, b)
+            for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def _merge(plan: Plan, chunks: Sequence[ChunkPartial]) -> ChunkPartial:
+    """One chunk's partials from those of the consecutive time chunks that cut it."""
+    if plan.slide is None:
+        total = _empty_parts(plan)
+        for chunk in chunks:
+            total = combine(plan, total, chunk.parts)
+        return ChunkPartial(None, total)
+    pieces = [c for c in chunks if c.starts is not None and len(c.starts)]
+    if not pieces:
+        return ChunkPartial(np.zeros(0, dtype=np.int64), [_cut(p, 0) for p in _empty_parts(plan)])
+    return ChunkPartial(np.concatenate([c.starts for c in pieces]),
+                        [Partial(*(_concat([c.parts[j][f] for c in pieces]) for f in range(2)))
+                         for j in range(len(plan.measures))])
+
+
+def _chunks_exactly(plan: Plan) -> bool:
+    """Whether time chunks give ``plan`` the bit-identical result of one evaluation: it
+    splits, and no measure adds floating-point values (their sum depends on the order)."""
+    if splittable(plan) is not None or plan.count_type is CountType.DOUBLE:
+        return False
+    for m in plan.measures:
+        column = plan.columns[m.column] if m.column is not None else None
+        if column is ValueType.FLOAT and m.kind not in (MeasureKind.MIN, MeasureKind.MAX, MeasureKind.COUNT):
+            return False
+    return True
 
 
 def combine_chunks(plan: Plan, chunks: Sequence[ChunkPartial]) -> GroupResult:
@@ -261,4 +386,6 @@ __all__ = [
     "decode_chunk",
     "encode_chunk",
     "evaluate_chunk",
+    "evaluate_chunk_in_parts",
+    "evaluate_in_chunks",
 ]
