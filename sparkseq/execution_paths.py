@@ -19,10 +19,14 @@ module reads the estimates, registers the functions a path calls and asks Spark 
 its hash partitioning sends a chunk; the SQL it runs or hands to the rewriter is built
 by :mod:`sql_rewrites.path_queries`. Session settings:
 
-* ``sparkseq.path``: ``auto`` (default), ``native``, ``grouped`` (the kernel path), ``time-split`` or
-  ``streaming`` (tests, benchmarks). ``auto`` runs natively (:mod:`sql_rewrites.native`)
-  what the cost rule :data:`~sql_rewrites.timesplit.NATIVE_AUTO_LENGTH` allows (today
-  nothing: it measured slower), and only with Spark's ANSI arithmetic on;
+* ``sparkseq.path``: ``auto`` (default), ``native``, ``grouped`` (the kernel path), ``time-split``,
+  ``streaming`` or ``jvm`` (tests, benchmarks). ``auto`` and ``jvm`` run on the JVM path
+  (:mod:`sql_rewrites.jvm_path`, :mod:`sparkseq.jvm_path`) what would run grouped when the
+  plan is a JVM shape; ``jvm`` on another shape is an error naming why, and where the JVM
+  path cannot run (no jar in the JVM, Spark Connect) both warn once and run in Python.
+  ``auto`` runs natively (:mod:`sql_rewrites.native`) what the cost rule
+  :data:`~sql_rewrites.timesplit.NATIVE_AUTO_LENGTH` allows (today nothing: it measured slower),
+  and only with Spark's ANSI arithmetic on;
 * ``sparkseq.streaming.rows``: keys over this many rows in a plan that cannot be split go to
   the bounded-memory streaming path (default :data:`~sql_rewrites.timesplit.STREAM_ROWS`);
 * ``sparkseq.timeSplit.splitRows`` / ``sparkseq.timeSplit.chunkRows``: the thresholds
@@ -35,6 +39,7 @@ from collections.abc import Sequence
 
 from pyspark.sql import SparkSession
 
+from sparkseq.jvm_path import jvm_function, jvm_path_missing
 from sparkseq.registration import (
     engine_function,
     engine_function_name,
@@ -50,6 +55,7 @@ from sql_rewrites.cube_paths import (
     planned_cube_paths,
     sized_cube_paths,
 )
+from sql_rewrites.jvm_path import jvm_shape
 from sql_rewrites.logical import MatchAggregateQuery
 from sql_rewrites.markers import positional_markers
 from sql_rewrites.path_queries import (
@@ -71,6 +77,7 @@ from sql_rewrites.timesplit import (
     PathChoice,
     big_key_threshold,
     choose_path,
+    jvm_choice,
     native_reason,
     planned_path,
     room_for_key,
@@ -106,6 +113,13 @@ def forced_path(spark: SparkSession) -> Path | None:
     except ValueError:
         allowed = ", ".join(["auto", *(p.value for p in Path)])
         raise ValueError(f"{PATH_CONF} must be one of {allowed}, got {value!r}") from None
+
+
+def python_forced_path(spark: SparkSession) -> Path | None:
+    """:func:`forced_path` for what only runs in Python (an E-Cube, a workload's shared
+    pass): ``sparkseq.path=jvm`` means ``auto`` there."""
+    forced = forced_path(spark)
+    return None if forced is Path.JVM else forced
 
 
 def ansi_mode(spark: SparkSession) -> bool:
@@ -150,7 +164,19 @@ def decide(spark: SparkSession | None, query: MatchAggregateQuery, *, streaming:
     """The path of ``query`` (module docstring; an E-Cube's: :func:`decide_cube`), from
     the session's settings and Spark's size estimate of the source: no job. Without a
     session, the path as far as the plan fixes it. Without ``streaming``, never the
-    streaming path (:data:`NO_STREAMING`)."""
+    streaming path (:data:`NO_STREAMING`) nor the JVM path (a persistent view's query
+    runs in Python). What would run grouped runs on the JVM path where
+    :func:`~sql_rewrites.timesplit.jvm_choice` allows it (``auto`` and ``jvm``)."""
+    choice = _python_decision(spark, query, streaming=streaming)
+    if spark is None or not streaming or isinstance(choice, CubePaths) or forced_path(spark) not in (None, Path.JVM):
+        return choice
+    if jvm_shape(query.single_plan) is not None:
+        return choice
+    return jvm_choice(query.single_plan, choice, None if jvm_function(spark) else jvm_path_missing(spark))
+
+
+def _python_decision(spark: SparkSession | None, query: MatchAggregateQuery, *, streaming: bool = True
+                     ) -> PathChoice | CubePaths:
     if query.cube is not None:
         return decide_cube(spark, query, streaming=streaming)
     plan = query.single_plan
@@ -178,7 +204,7 @@ def decide_cube(spark: SparkSession | None, query: MatchAggregateQuery, *, strea
     texts, plans = cuboid_plans(query)
     if spark is None:
         return planned_cube_paths(texts, plans)
-    forced, ansi = forced_path(spark), ansi_mode(spark)
+    forced, ansi = python_forced_path(spark), ansi_mode(spark)
     _no_forced_streaming(forced, streaming)
     split_rows, chunk_rows, stream_rows = thresholds(spark, streaming)
     threshold = big_keys_threshold(plans, split_rows, stream_rows)
@@ -231,7 +257,7 @@ def group_statistics_reason(spark: SparkSession, query: MatchAggregateQuery, pla
     """Why :func:`decide_group` runs its statistics job for ``plans`` (a workload group's
     members, ``query`` any of them): Spark's size estimate of the source leaves room for a
     key that would change a member's path (no job); None when it runs none."""
-    if forced_path(spark) is not None:
+    if python_forced_path(spark) is not None:
         return None
     split_rows, _, stream_rows = thresholds(spark)
     threshold = group_threshold(plans, split_rows, stream_rows)
@@ -394,7 +420,7 @@ def decide_group(spark: SparkSession, query: MatchAggregateQuery, plans: Sequenc
     and ORDER BY). At most one statistics job for the group (its run plans from the data
     anyway; a statement alone, :func:`decide`, runs none); ``sparkseq.path`` forces every
     member's path."""
-    forced, ansi = forced_path(spark), ansi_mode(spark)
+    forced, ansi = python_forced_path(spark), ansi_mode(spark)
     split_rows, chunk_rows, stream_rows = thresholds(spark)
     if forced is not None:
         return group_paths(plans, None, forced, split_rows, chunk_rows, stream_rows, ansi=ansi)
@@ -419,6 +445,7 @@ __all__ = [
     "group_statistics",
     "group_statistics_reason",
     "forced_path",
+    "python_forced_path",
     "key_room",
     "key_types",
     "path_functions",

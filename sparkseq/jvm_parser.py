@@ -75,6 +75,10 @@ JAR = SOURCE.with_name("sparkseq-extension.jar")
 #: Inside the jar: what it was built from (``key=value`` lines).
 BUILD_INFO = "META-INF/sparkseq-extension.properties"
 JAVA_RELEASE = "17"  # Spark 4 runs on Java 17 and later
+#: The JVM path's aggregate (:mod:`sparkseq.jvm_path`): its own source and jar, built and
+#: checked by the same commands (``--build``, ``--check``) and the same rule as the extension's.
+AGGREGATES_SOURCE = SOURCE.with_name("SparkSeqAggregates.java")
+AGGREGATES_JAR = SOURCE.with_name("sparkseq-aggregates.jar")
 #: Must equal ``SparkSeqExtension.ERROR_PREFIX``: a rewriter result that is an error message.
 ERROR_PREFIX = "\x00sparkseq-error:"
 #: Must equal ``SparkSeqExtension.ORIGINS_PREFIX``: a rewritten statement with its :func:`origins_spec`.
@@ -110,8 +114,8 @@ def build_info(jar: Path = JAR) -> dict[str, str]:
     return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
 
 
-def check_jar(jar: Path = JAR) -> Path:
-    """``jar`` when it exists and was built from the shipped source.
+def check_jar(jar: Path = JAR, source: Path = SOURCE) -> Path:
+    """``jar`` when it exists and was built from the shipped ``source``.
 
     Raises
     ------
@@ -123,8 +127,8 @@ def check_jar(jar: Path = JAR) -> Path:
     except (OSError, KeyError, zipfile.BadZipFile) as exc:
         raise JvmParserUnavailable(f"sparkseq's parser extension {jar} cannot be read ({exc}); reinstall sparkseq, "
                                    "or rebuild it: python -m sparkseq.jvm_parser --build (needs a JDK)") from None
-    if recorded != source_digest():
-        raise JvmParserUnavailable(f"{jar.name} was built from another version of {SOURCE.name}; rebuild it: "
+    if recorded != source_digest(source):
+        raise JvmParserUnavailable(f"{jar.name} was built from another version of {source.name}; rebuild it: "
                                    "python -m sparkseq.jvm_parser --build (needs a JDK)")
     return jar
 
@@ -140,6 +144,17 @@ def build(jar: Path = JAR) -> Path:
         No ``javac``, or compiling failed.
     """
     return compile_jar((SOURCE,), jar, {"source_sha256": source_digest()})
+
+
+def build_aggregates(jar: Path = AGGREGATES_JAR) -> Path:
+    """Compile the JVM path's aggregate (:data:`AGGREGATES_SOURCE`) into ``jar``, as :func:`build`.
+
+    Raises
+    ------
+    JvmParserUnavailable
+        No ``javac``, or compiling failed.
+    """
+    return compile_jar((AGGREGATES_SOURCE,), jar, {"source_sha256": source_digest(AGGREGATES_SOURCE)})
 
 
 def compile_jar(sources: tuple[Path, ...], jar: Path, info: dict[str, str] | None = None) -> Path:
@@ -228,6 +243,22 @@ def extension_conf(conf: dict[str, str] | None = None) -> dict[str, str]:
     classpath = [p for p in conf.get("spark.driver.extraClassPath", "").split(os.pathsep) if p]
     conf["spark.sql.extensions"] = ",".join(dict.fromkeys([*extensions, CLASS_NAME]))
     conf["spark.driver.extraClassPath"] = os.pathsep.join(dict.fromkeys([*classpath, jar]))
+    return conf
+
+
+def aggregates_conf(conf: dict[str, str] | None = None) -> dict[str, str]:
+    """``conf`` plus the JVM path's jar (:data:`AGGREGATES_JAR`) on the driver's and the
+    executors' class path, when it was built from the shipped source; else ``conf``
+    unchanged (the JVM path then says why, once, and statements run on the Python path:
+    :mod:`sparkseq.jvm_path`). Like :func:`extension_conf`, it must be given before the JVM starts."""
+    conf = dict(conf or {})
+    try:
+        jar = str(check_jar(AGGREGATES_JAR, AGGREGATES_SOURCE))
+    except JvmParserUnavailable:
+        return conf
+    for key in ("spark.driver.extraClassPath", "spark.executor.extraClassPath"):
+        paths = [p for p in conf.get(key, "").split(os.pathsep) if p]
+        conf[key] = os.pathsep.join(dict.fromkeys([*paths, jar]))
     return conf
 
 
@@ -653,23 +684,29 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m sparkseq.jvm_parser",
                                      description="Build or check sparkseq's Spark parser extension jar.")
     action = parser.add_mutually_exclusive_group(required=True)
-    action.add_argument("--build", action="store_true", help=f"compile {SOURCE.name} (needs a JDK) into {JAR}")
-    action.add_argument("--check", action="store_true", help="check that the jar was built from the source")
+    action.add_argument("--build", action="store_true",
+                        help=f"compile {SOURCE.name} and {AGGREGATES_SOURCE.name} (needs a JDK) into {JAR.name} "
+                             f"and {AGGREGATES_JAR.name}")
+    action.add_argument("--check", action="store_true", help="check that each jar was built from its source")
     args = parser.parse_args(argv)
     try:
         if args.build:
             build()
+            build_aggregates()
         check_jar()
+        check_jar(AGGREGATES_JAR, AGGREGATES_SOURCE)
     except JvmParserUnavailable as exc:
         print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
-    info = build_info()
-    print(f"{JAR}: built from {SOURCE.name} (sha256 {info['source_sha256'][:12]}...) by javac {info['javac']} "
-          f"--release {info['release']} against pyspark {info['pyspark']}")
+    for jar, source in ((JAR, SOURCE), (AGGREGATES_JAR, AGGREGATES_SOURCE)):
+        info = build_info(jar)
+        print(f"{jar}: built from {source.name} (sha256 {info['source_sha256'][:12]}...) by javac {info['javac']} "
+              f"--release {info['release']} against pyspark {info['pyspark']}")
     return 0
 
 
-__all__ = ["CLASS_NAME", "JAR", "JvmParserUnavailable", "Rewriter", "build", "build_info", "check_jar", "compile_jar",
+__all__ = ["aggregates_conf", "AGGREGATES_JAR", "AGGREGATES_SOURCE", "build_aggregates",
+           "CLASS_NAME", "JAR", "JvmParserUnavailable", "Rewriter", "build", "build_info", "check_jar", "compile_jar",
            "copy_session", "expect_origins", "extension_conf", "HasQuery", "install", "origins_comment", "origins_spec",
            "Place", "source_digest", "try_install", "uninstall", "VIEW_SETTINGS", "view_extension_missing",
            "with_origins"]

@@ -110,6 +110,7 @@ def session(master: str | None = None, *, app_name: str = "sparkseq", conf: Mapp
         elif memory_tables:
             warehouses.reset_memory_catalog_tables(scratch_dir())
     cluster.worker_python_conf(settings)
+    settings = _with_jvm_path(settings)
     unavailable = None
     if parser_extension:
         settings, unavailable = _with_extension(settings)
@@ -176,6 +177,13 @@ def _process_environment(where: cluster.Master) -> None:
 class ParserExtensionWarning(UserWarning):
     """``spark.sql`` of the session sparkseq returned does not accept MATCH_AGGREGATE
     (the message says why); ``sparkseq.sql(spark, text)`` does."""
+
+
+def _with_jvm_path(settings: dict[str, str]) -> dict[str, str]:
+    """``settings`` plus the JVM path's jar on the class path (:mod:`sparkseq.jvm_path`)."""
+    from sparkseq import jvm_parser
+
+    return jvm_parser.aggregates_conf(settings)
 
 
 def _with_extension(settings: dict[str, str]) -> tuple[dict[str, str], str | None]:

@@ -7,7 +7,7 @@ here from plain values — the analysed operator, a :class:`~sql_rewrites.timesp
 and the names of the registered functions (:class:`PathFunctions`):
 
 * :func:`path_output`: an engine input's typed output on a path (native, grouped,
-  time split, streaming);
+  time split, streaming, JVM);
 * :func:`operator_on_path` / :func:`cube_on_paths`: the operator's replacement, a
   statement alone or an E-Cube as the UNION ALL of its cuboids
   (:mod:`sql_rewrites.cube_paths`);
@@ -29,6 +29,7 @@ from sqlglot import exp
 
 from sql_rewrites.cube_paths import cube_branches, cube_union, cuboid_statements
 from sql_rewrites.generate import EngineInput, InternalNames, aliased, engine_input, engine_query, sanitize
+from sql_rewrites.jvm_path import JVM_FUNCTION, jvm_query
 from sql_rewrites.logical import MatchAggregateQuery
 from sql_rewrites.native import native_query
 from sql_rewrites.rewriter import Replaced
@@ -66,6 +67,8 @@ def path_output(spec: EngineInput, source: exp.Expr, choice: PathChoice,
     """
     if choice.path is Path.NATIVE:
         return native_query(spec, source), NATIVE_NAME
+    if choice.path is Path.JVM:
+        return jvm_query(spec, source), JVM_FUNCTION
     if choice.path is Path.STREAMING:
         return streaming_query(spec, _needed(functions.stream, choice), source), _needed(functions.stream, choice)
     if choice.path is Path.TIME_SPLIT:
@@ -89,6 +92,8 @@ def path_name(choice: PathChoice, functions: PathFunctions) -> str:
     """
     if choice.path is Path.NATIVE:
         return NATIVE_NAME
+    if choice.path is Path.JVM:
+        return JVM_FUNCTION
     if choice.path is Path.TIME_SPLIT:
         if functions.split is None:
             raise ValueError("the time-split path needs its chunk and combine functions")
@@ -110,9 +115,12 @@ def operator_on_path(query: MatchAggregateQuery, choice: PathChoice, functions: 
     if choice.by_key_size is None:
         output, name = path_output(spec, query.node.this.copy(), choice, functions)
         return aliased(query, output), name
-    big = replace(choice, by_key_size=None)
-    grouped = _needed(functions.engine, PathChoice(Path.GROUPED, ""))
+    big = replace(choice, by_key_size=None, small_path=Path.GROUPED)
     name = path_name(big, functions)
+    if choice.small_path is Path.JVM:  # the keys under the threshold counted in the JVM
+        return by_key_size(query, choice.by_key_size, lambda rows: jvm_query(spec, rows),
+                           lambda rows: path_output(spec, rows, big, functions)[0]), f"{JVM_FUNCTION}, {name}"
+    grouped = _needed(functions.engine, PathChoice(Path.GROUPED, ""))
     return by_key_size(query, choice.by_key_size, lambda rows: engine_query(spec, grouped, rows),
                        lambda rows: path_output(spec, rows, big, functions)[0]), f"{grouped}, {name}"
 

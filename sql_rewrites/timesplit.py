@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import NamedTuple
 
 from sqlglot import exp
@@ -52,6 +52,7 @@ from sql_rewrites.generate import (
     output_select,
     sanitize,
 )
+from sql_rewrites.jvm_path import JVM_REASON, jvm_shape
 from sql_rewrites.native import native_shape
 from sql_rewrites.sql_types import DType
 from udafs.plan import Plan, splittable, streamable
@@ -96,6 +97,7 @@ class Path(str, enum.Enum):
     GROUPED = "grouped"  # one grouped Arrow UDAF call per partition key
     TIME_SPLIT = "time-split"  # big keys cut into time chunks, partials combined
     STREAMING = "streaming"  # rows sorted by (key hash, time) through the streaming UDTF
+    JVM = "jvm"  # one Catalyst aggregate call per partition key, in the JVM (sql_rewrites.jvm_path)
 
 
 @dataclass(frozen=True)
@@ -147,6 +149,9 @@ class PathChoice:
     #: (:func:`sized_path`): the keys with more rows than this take ``path``, the others
     #: the grouped path (None: every key takes ``path``).
     by_key_size: int | None = None
+    #: With :attr:`by_key_size`, the path of the keys under it: grouped, or the JVM path
+    #: (:func:`jvm_choice`).
+    small_path: Path = Path.GROUPED
 
 
 def statistics_threshold(plan: Plan, split_rows: int = SPLIT_ROWS, stream_rows: int = STREAM_ROWS) -> int | None:
@@ -197,6 +202,11 @@ def choose_path(plan: Plan, big_keys: list[KeyStatistics] | None, forced: Path |
     statistics were collected (none needed). ``forced`` picks the path for tests and
     benchmarks; forcing a path the plan cannot take raises ValueError.
     """
+    if forced is Path.JVM:
+        shape = jvm_shape(plan)
+        if shape is not None:
+            raise ValueError(f"this statement cannot run on the JVM path: {shape}")
+        return PathChoice(forced, "forced by sparkseq.path", split_rows, chunk_rows)
     native = native_reason(plan, ansi, forced=forced is Path.NATIVE)
     if forced is Path.NATIVE:
         if native is not None:
@@ -267,6 +277,30 @@ def sized_path(plan: Plan, split_rows: int = SPLIT_ROWS, chunk_rows: int = CHUNK
     why = f": {estimate}" if estimate else ""
     return PathChoice(big.path, f"keys over {threshold:,} rows, counted when the statement runs, {big.reason}; the "
                                 f"other keys grouped{why}", split_rows, chunk_rows, by_key_size=threshold)
+
+
+def jvm_choice(plan: Plan, choice: PathChoice, missing: str | None) -> PathChoice:
+    """``choice`` with what it runs on the grouped path moved to the JVM path when ``plan``
+    is a JVM shape (:func:`sql_rewrites.jvm_path.jvm_shape`) — the cost rule: always, as
+    bench/jvm_path.py measured it faster at every size — and the path can run in the
+    session (``missing``: why it cannot, None when it can). A key over the time-split or
+    streaming threshold keeps that path (bounded memory). For ``auto`` and
+    ``sparkseq.path=jvm`` only; the latter where the JVM path cannot run falls back to grouped."""
+    if choice.path is Path.JVM:
+        if missing is None:
+            return choice
+        return replace(choice, path=Path.GROUPED,
+                       reason=f"sparkseq.path=jvm, but the JVM path is unavailable: {missing}")
+    if jvm_shape(plan) is not None or not (choice.path is Path.GROUPED or choice.by_key_size is not None):
+        return choice
+    if missing is not None:
+        return replace(choice, reason=f"{choice.reason}; not on the JVM path: {missing}")
+    if choice.by_key_size is not None:
+        grouped = "the other keys grouped"
+        reason = (choice.reason.replace(grouped, f"the other keys on the JVM path, {JVM_REASON}") if grouped in
+                  choice.reason else f"{choice.reason}; the other keys on the JVM path, {JVM_REASON}")
+        return replace(choice, small_path=Path.JVM, reason=reason)
+    return replace(choice, path=Path.JVM, reason=JVM_REASON)
 
 
 def big_key_threshold(plan: Plan, split_rows: int = SPLIT_ROWS, stream_rows: int = STREAM_ROWS) -> int | None:

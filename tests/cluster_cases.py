@@ -29,6 +29,10 @@ WORKLOAD = ";\n".join(
     f"CREATE OR REPLACE TEMP VIEW cluster_wl{i} AS SELECT k, n FROM clicks MATCH_AGGREGATE (PARTITION BY k "
     f"ORDER BY ts PATTERN {pattern} TYPE BY tp MEASURES COUNT(*) AS n WITHIN 50) AS m{i}"
     for i, pattern in enumerate(["SEQ(view, cart, buy)", "SEQ(view, buy)", "SEQ(cart, !view, buy)"]))
+#: A shape the JVM path counts (:func:`sql_rewrites.jvm_path.jvm_shape`): ``auto`` runs it there
+#: when the executors were given the jar, else on the Python path after one warning.
+JVM_SHAPED = """SELECT k, n, c FROM clicks MATCH_AGGREGATE (PARTITION BY k ORDER BY ts
+  PATTERN SEQ(view, cart, buy) TYPE BY tp MEASURES COUNT(*) AS n, COUNT(buy) AS c WITHIN 40) AS m"""
 CUBE = """SELECT * FROM clicks MATCH_AGGREGATE (PARTITION BY k ORDER BY ts
   PATTERN SEQ(DELL, QQQ, IBM) CUBE (CONCEPT ROLLUP 1, CONCEPT ROLLUP 2) TYPE BY tp HIERARCHY sectors
   MEASURES COUNT(*) AS n, SUM(QQQ.price) AS s WITHIN 60) AS m"""
@@ -74,6 +78,7 @@ def _time_split(spark: SparkSession) -> list[list[str]]:
 #: name -> how to run it (spark.sql takes MATCH_AGGREGATE through the parser extension).
 CASES: dict[str, Callable[[SparkSession], list[list[str]]]] = {
     "match_aggregate": lambda spark: _rows(spark.sql(MATCH).collect()),
+    "jvm_shaped": lambda spark: _rows(sparkseq.sql(spark, JVM_SHAPED).collect()),
     "sliding_kleene": lambda spark: _rows(spark.sql(SLIDING).collect()),
     "seq_functions_hierarchy": lambda spark: _rows(spark.sql(HIERARCHY).collect()),
     "workload": _workload,

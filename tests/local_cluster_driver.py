@@ -21,6 +21,7 @@ from pyspark.sql import SparkSession
 
 import sparkseq
 from sparkseq import cluster
+from sparkseq.jvm_path import jvm_path_missing
 from tests import cluster_cases
 from udafs.worker_faults import KILL_WORKER_ONCE
 
@@ -36,6 +37,9 @@ def main(out: Path, kill_file: Path, bare_python: str) -> None:
     started = time.perf_counter()
     report["cases"] = cluster_cases.run_all(spark)
     report["cases_s"] = time.perf_counter() - started
+    report["jvm_path_missing"] = jvm_path_missing(spark)
+    report["jvm_shaped_plan"] = sparkseq.sql(spark, cluster_cases.JVM_SHAPED)._jdf.queryExecution() \
+        .executedPlan().toString()
     kill_file.touch()
     report["after_kill"] = cluster_cases.CASES["match_aggregate"](spark)
     report["kill_consumed"] = not kill_file.exists()

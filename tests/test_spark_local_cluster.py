@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from sparkseq import worker_probe
+from sql_rewrites.jvm_path import JVM_FUNCTION
 from tests import cluster_cases
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -92,6 +93,16 @@ def test_workers_import_sparkseq_from_the_shipped_zip(cluster_run: dict) -> None
 def test_local_cluster_answers_equal_local_mode(cluster_run: dict, local_answers: dict, case: str) -> None:
     assert cluster_run["cases"][case] == local_answers[case]
     assert local_answers[case], "a case with no rows proves little"
+
+
+def test_the_jvm_path_runs_on_the_cluster(cluster_run: dict) -> None:
+    """The executors were given the JVM path's jar (:func:`sparkseq.session`): a covered shape
+    is counted there, by a Catalyst aggregate (same rows as locally: the case above). Spark's
+    size estimate of the cluster's DataFrame leaves room for a big key, so the plan also holds
+    the branch such keys would take, counted as the statement runs (none here)."""
+    assert cluster_run["jvm_path_missing"] is None
+    plan = cluster_run["jvm_shaped_plan"]
+    assert f"{JVM_FUNCTION}(" in plan and "ObjectHashAggregate" in plan, plan
 
 
 def test_a_killed_worker_is_retried_with_the_identical_answer(cluster_run: dict) -> None:

@@ -142,8 +142,8 @@ def test_count_type_is_honoured_beyond_bigint(spark, path_conf: None, big: str, 
 def test_explain_names_the_path_and_the_native_plan_has_no_python(spark, path_conf: None, big: str) -> None:
     text = BIG.format(count_type="").replace("A, A, A, A, A, A", "A, A, A")
     spark.conf.set(PATH_CONF, "auto")
-    auto = sparkseq.explain(spark, text)  # the cost rule (NATIVE_AUTO_LENGTH) keeps the kernel path
-    assert "grouped (" in auto and "native (" not in auto and "sparkseq_agg_" in auto
+    auto = sparkseq.explain(spark, text)  # the cost rule (NATIVE_AUTO_LENGTH) keeps native off: the JVM path
+    assert "jvm (" in auto and "native (" not in auto and "sparkseq_jvm_aggregate" in auto
     spark.conf.set(PATH_CONF, "native")
     explained = sparkseq.explain(spark, text)
     assert "native (forced by sparkseq.path)" in explained

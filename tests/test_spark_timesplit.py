@@ -223,3 +223,40 @@ def test_split_over_a_concept_hierarchy_equals_grouped(spark, events: str, small
     assert "_chunk" in split_plan
     assert sum(r["n"] for r in want) > 0
     assert_same_rows(want, got)
+
+
+def test_a_group_over_a_million_rows_runs_in_chunks_with_the_same_answer(spark) -> None:
+    """One key of 1.2 M rows: the grouped path's worker evaluates it in time chunks
+    (udafs.kernels.timesplit.evaluate_in_chunks, over GROUP_CHUNK_ROWS rows); its
+    answer, and the time split's whose tasks cut their chunks too, equal the kernel's
+    on the whole group, and the ones of a DOUBLE sum (never chunked) still agree."""
+    import numpy as np
+
+    from udafs.kernels.evaluate import evaluate_group
+    from udafs.kernels.timesplit import GROUP_CHUNK_ROWS
+    from udafs.plan import Element, Measure, MeasureKind, Plan, ValueType
+
+    n = 1_200_000
+    assert n > GROUP_CHUNK_ROWS
+    spark.range(n).selectExpr("0 AS k", f"pmod(xxhash64(id), {n * 6}) AS ts",
+                              "CAST(pmod(xxhash64(id, 7), 3) AS INT) AS s",
+                              "CAST(pmod(xxhash64(id, 5), 100) AS INT) AS v").createOrReplaceTempView("one_big_key")
+    text = ("SELECT * FROM one_big_key MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERN SEQ(A, B, C) "
+            "DEFINE A AS s = 0, B AS s = 1, C AS s = 2 MEASURES COUNT(*) AS n, SUM(B.v) AS sv, MAX(C.v) AS mx "
+            "WITHIN 600) AS m")
+    table = spark.table("one_big_key").toArrow()
+    ts, s, v = (table.column(c).to_numpy() for c in ("ts", "s", "v"))
+    plan = Plan(symbols=("A", "B", "C"), elements=(Element(0), Element(1), Element(2)), negations=(0,) * 4,
+                within=600, columns=(ValueType.INT,),
+                measures=(Measure(MeasureKind.COUNT_STAR, name="n"), Measure(MeasureKind.SUM, 1, 0, "sv"),
+                          Measure(MeasureKind.MAX, 2, 0, "mx")))
+    ok = np.ones(n, dtype=bool)
+    whole = evaluate_group(plan, ts, (1 << s).astype(np.int64), [(v.astype(np.int64), ok)])
+    want = [int(x[0]) for x in whole.values]
+    assert want[0] > 0
+    try:
+        for path in ("grouped", "time-split"):
+            rows, _ = run(spark, text, path)
+            assert [(r["k"], r["n"], r["sv"], r["mx"]) for r in rows] == [(0, *want)], path
+    finally:
+        spark.conf.unset(PATH_CONF)  # the session is shared with the tests after this one

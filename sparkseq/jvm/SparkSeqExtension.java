@@ -134,7 +134,7 @@ public final class SparkSeqExtension extends AbstractFunction1<SparkSessionExten
     private static final Pattern OPERATOR = Pattern.compile("(?i)\\bMATCH_AGGREGATE\\s*\\(");
     /** The operator, or a call of a grouped-aggregate Python function (one regex scan per statement). */
     private static final Pattern NEEDS_REWRITER = Pattern.compile(
-        "(?i)\\b(?:MATCH_AGGREGATE|seq_(?:count|sum|avg|min|max)(?:_windows)?|sparkseq_count(?:_windows)?)\\s*\\(");
+        "(?i)\\b(?:MATCH_AGGREGATE|seq_(?:count|sum|avg|min|max)(?:_windows)?|seq_(?:steps|max_step)|sparkseq_count(?:_windows)?)\\s*\\(");
     private static final String NO_REWRITER = "MATCH_AGGREGATE needs sparkseq's rewriter, which runs in the "
         + "Python driver, and none is installed in this Spark driver: build the session with sparkseq.session(), "
         + "or run the statement with sparkseq.sql(spark, text)";
@@ -580,7 +580,7 @@ public final class SparkSeqExtension extends AbstractFunction1<SparkSessionExten
         /** Cheap test of a text before its plan is searched. */
         static final Pattern MENTIONED = Pattern.compile("(?i)\\b(?:seq|sparkseq)_");
         private static final Pattern NAME = Pattern.compile(
-            "seq_(?:count|sum|avg|min|max)(?:_windows)?|sparkseq_[a-z0-9_]+");
+            "seq_(?:count|sum|avg|min|max)(?:_windows)?|seq_(?:steps|max_step)|sparkseq_[a-z0-9_]+");
 
         private Functions() {
         }

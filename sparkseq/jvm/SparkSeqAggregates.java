@@ -1,0 +1,695 @@
+package sparkseq.jvm;
+
+import java.io.Serializable;
+import java.math.BigInteger;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.catalyst.expressions.aggregate.ImperativeAggregate;
+import org.apache.spark.sql.catalyst.expressions.aggregate.TypedImperativeAggregate;
+import org.apache.spark.sql.catalyst.util.GenericArrayData;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.Decimal;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.unsafe.types.UTF8String;
+import scala.collection.immutable.IndexedSeq;
+import scala.collection.immutable.Seq;
+import scala.jdk.javaapi.CollectionConverters;
+import scala.runtime.AbstractFunction1;
+
+/**
+ * The JVM path: the engine function of the common pattern shapes as a Catalyst
+ * {@link TypedImperativeAggregate}, so that a key's rows never travel to a Python worker.
+ *
+ * <p>{@code sparkseq_jvm_aggregate(plan, ts, mask[, value])} is called once per PARTITION BY
+ * group, as the Python engine function is (udafs/contract.py): {@code plan} is a string
+ * literal (sql_rewrites/jvm_path.py writes it), {@code ts} and {@code mask} the BIGINT time
+ * and symbol bitmask of each row, {@code value} the one measure column (BIGINT, DOUBLE or
+ * DECIMAL, whose unscaled integers are read). It returns the contract's
+ * {@code ARRAY<STRUCT<window_start, window_end, m0 .. m{k-1}, error>>}: one row, the window
+ * bounds NULL, the measures, and {@code error} NULL unless a value does not fit its type
+ * (the message, with {@code {partition}} where the generated SQL splices the key).
+ *
+ * <p>Shapes (sql_rewrites/jvm_path.py {@code jvm_shape} decides): SEQ of positive
+ * elements (one row each), negations between two of them without WITHIN, WITHIN without
+ * negations; COUNT(*) and COUNT(X) (a factor: X's positions), and without WITHIN SUM,
+ * AVG, MIN and MAX of one column from each row's pair count (the matches binding it to X,
+ * prefix count times suffix count, udafs/kernels/measures.py); count type BIGINT or
+ * DECIMAL(38, 0). Rows with equal times never follow each other (SEMANTICS section 3).
+ * Counting runs in exact {@code long} arithmetic and again in {@link BigInteger} when an
+ * intermediate overflows (pair counts always in BigInteger); only the final values are
+ * checked against their types. DOUBLE sums add pair count times value over rows in time
+ * order, so they equal the Python path's up to rounding, as any two orders do.
+ */
+public final class SparkSeqAggregates {
+    private SparkSeqAggregates() {}
+
+    /** The SQL name the session function is registered under. */
+    public static final String FUNCTION = "sparkseq_jvm_aggregate";
+    /** Where the partition key goes in an error message (udafs/contract.py PARTITION_SLOT). */
+    static final String PARTITION_SLOT = "{partition}";
+    private static final BigInteger LONG_MIN = BigInteger.valueOf(Long.MIN_VALUE);
+    private static final BigInteger LONG_MAX = BigInteger.valueOf(Long.MAX_VALUE);
+    private static final BigInteger DECIMAL_MAX = BigInteger.TEN.pow(38).subtract(BigInteger.ONE);
+
+    /**
+     * One measure: its kind ({@code count_star}, {@code count}, {@code sum}, {@code avg},
+     * {@code min}, {@code max}), a count's factor (COUNT(X): X's positions), the elements
+     * that bind X, the two halves of its overflow message and, for AVG of a DECIMAL
+     * column, Spark's rounding (places, digits of the sum) and that sum's message.
+     */
+    static final class Measure implements Serializable {
+        final String kind;
+        final long factor;
+        final int[] positions;
+        final String before;
+        final String after;
+        final int places;
+        final int digits;
+        final String sumBefore;
+        final String sumAfter;
+
+        Measure(JsonNode m) {
+            kind = m.get("kind").asText();
+            factor = m.get("factor").asLong();
+            positions = new int[m.get("positions").size()];
+            for (int i = 0; i < positions.length; i++) positions[i] = m.get("positions").get(i).asInt();
+            before = m.get("overflow").get(0).asText();
+            after = m.get("overflow").get(1).asText();
+            places = m.get("places").asInt();
+            digits = m.get("digits").asInt();
+            sumBefore = m.get("sum_overflow").get(0).asText();
+            sumAfter = m.get("sum_overflow").get(1).asText();
+        }
+
+        boolean counts() { return kind.equals("count_star") || kind.equals("count"); }
+    }
+
+    /** The plan literal, parsed: element bits, gap negations, window, count type, measures. */
+    static final class Plan implements Serializable {
+        final long[] elements;
+        final long[] negations; // negations[i]: the gap before element i (0 < i < n)
+        final Long within;
+        final boolean decimal;
+        final Measure[] measures;
+        /** The value column's kind: 0 none, 1 BIGINT, 2 DOUBLE, 3 DECIMAL (its unscaled integers). */
+        final int column;
+
+        Plan(String text) {
+            try {
+                JsonNode root = new ObjectMapper().readTree(text);
+                elements = longs(root.get("elements"));
+                negations = longs(root.get("negations"));
+                within = root.get("within").isNull() ? null : root.get("within").asLong();
+                decimal = "decimal".equals(root.get("count_type").asText());
+                column = switch (root.get("column").asText()) {
+                    case "int" -> 1;
+                    case "float" -> 2;
+                    case "decimal" -> 3;
+                    default -> 0;
+                };
+                List<Measure> out = new ArrayList<>();
+                for (JsonNode m : root.get("measures")) out.add(new Measure(m));
+                measures = out.toArray(new Measure[0]);
+            } catch (Exception exc) {
+                throw new IllegalArgumentException("sparkseq_jvm_aggregate: malformed plan literal: " + exc, exc);
+            }
+            if (elements.length < 1 || negations.length != elements.length) {
+                throw new IllegalArgumentException("sparkseq_jvm_aggregate: a plan needs elements and one "
+                                                   + "negation mask per element");
+            }
+        }
+
+        private static long[] longs(JsonNode array) {
+            long[] out = new long[array.size()];
+            for (int i = 0; i < out.length; i++) out[i] = array.get(i).asLong();
+            return out;
+        }
+
+        /** A measure's engine type (udafs/contract.py engine_type). */
+        DataType type(Measure m, DataType count) {
+            if (m.counts()) return count;
+            if (column == 3) return DataTypes.createDecimalType(38, 0);
+            if (m.kind.equals("avg") || column == 2) return DataTypes.DoubleType;
+            return m.kind.equals("sum") ? count : DataTypes.LongType;
+        }
+
+        DataType resultType() {
+            DataType count = decimal ? DataTypes.createDecimalType(38, 0) : DataTypes.LongType;
+            StructField[] fields = new StructField[measures.length + 3];
+            fields[0] = DataTypes.createStructField("window_start", DataTypes.LongType, true);
+            fields[1] = DataTypes.createStructField("window_end", DataTypes.LongType, true);
+            for (int j = 0; j < measures.length; j++) {
+                fields[j + 2] = DataTypes.createStructField("m" + j, type(measures[j], count), true);
+            }
+            fields[measures.length + 2] = DataTypes.createStructField("error", DataTypes.StringType, true);
+            return DataTypes.createArrayType(DataTypes.createStructType(fields), false);
+        }
+    }
+
+    /** A key's rows: times and masks in arrival order. */
+    public static final class Rows implements Serializable {
+        long[] ts = new long[8];
+        long[] mask = new long[8];
+        /** Values (only with a value column): NULL, a Long, a Double or a BigInteger (unscaled DECIMAL). */
+        Object[] values;
+        int n;
+
+        void add(long t, long m, Object value, boolean valued) {
+            if (n == ts.length) {
+                ts = Arrays.copyOf(ts, 2 * n);
+                mask = Arrays.copyOf(mask, 2 * n);
+                if (values != null) values = Arrays.copyOf(values, 2 * n);
+            }
+            if (valued && values == null) values = new Object[ts.length];
+            ts[n] = t;
+            mask[n] = m;
+            if (values != null) values[n] = value;
+            n++;
+        }
+
+        static Rows merge(Rows a, Rows b) {
+            Rows into = a.n >= b.n ? a : b, from = a.n >= b.n ? b : a;
+            for (int i = 0; i < from.n; i++) {
+                into.add(from.ts[i], from.mask[i], from.values == null ? null : from.values[i], from.values != null);
+            }
+            return into;
+        }
+
+        byte[] toBytes() {
+            byte[][] encoded = new byte[values == null ? 0 : n][];
+            int size = Integer.BYTES + 2 * Long.BYTES * n + 1;
+            for (int i = 0; i < encoded.length; i++) {
+                Object v = values[i];
+                encoded[i] = v == null ? new byte[0]
+                    : v instanceof Long x ? ByteBuffer.allocate(Long.BYTES).putLong(x).array()
+                    : v instanceof Double x ? ByteBuffer.allocate(Long.BYTES).putDouble(x).array()
+                    : ((BigInteger) v).toByteArray();
+                size += 1 + Integer.BYTES + encoded[i].length;
+            }
+            ByteBuffer out = ByteBuffer.allocate(size);
+            out.putInt(n);
+            for (int i = 0; i < n; i++) out.putLong(ts[i]);
+            for (int i = 0; i < n; i++) out.putLong(mask[i]);
+            out.put((byte) (values == null ? 0 : 1));
+            for (int i = 0; i < encoded.length; i++) {
+                Object v = values[i];
+                out.put((byte) (v == null ? 0 : v instanceof Long ? 1 : v instanceof Double ? 2 : 3));
+                out.putInt(encoded[i].length);
+                out.put(encoded[i]);
+            }
+            return out.array();
+        }
+
+        static Rows fromBytes(byte[] bytes) {
+            ByteBuffer in = ByteBuffer.wrap(bytes);
+            int n = in.getInt();
+            Rows rows = new Rows();
+            rows.ts = new long[Math.max(n, 1)];
+            rows.mask = new long[Math.max(n, 1)];
+            for (int i = 0; i < n; i++) rows.ts[i] = in.getLong();
+            for (int i = 0; i < n; i++) rows.mask[i] = in.getLong();
+            if (in.get() == 1) {
+                rows.values = new Object[Math.max(n, 1)];
+                for (int i = 0; i < n; i++) {
+                    byte kind = in.get();
+                    byte[] data = new byte[in.getInt()];
+                    in.get(data);
+                    rows.values[i] = kind == 0 ? null : kind == 1 ? (Object) ByteBuffer.wrap(data).getLong()
+                        : kind == 2 ? (Object) ByteBuffer.wrap(data).getDouble() : new BigInteger(data);
+                }
+            }
+            rows.n = n;
+            return rows;
+        }
+
+        /** Row indices in time order (a stable order does not matter: ties never chain). */
+        int[] order() {
+            long lo = Long.MAX_VALUE, hi = Long.MIN_VALUE;
+            for (int i = 0; i < n; i++) {
+                lo = Math.min(lo, ts[i]);
+                hi = Math.max(hi, ts[i]);
+            }
+            int shift = 64 - Long.numberOfLeadingZeros(Math.max(n - 1, 1));
+            int[] order = new int[n];
+            long span = n == 0 ? 0 : hi - lo; // negative when the span overflows
+            if (span >= 0 && span < (1L << (63 - shift))) { // one primitive sort of (time, row) keys
+                long[] keys = new long[n];
+                for (int i = 0; i < n; i++) keys[i] = ((ts[i] - lo) << shift) | i;
+                Arrays.sort(keys);
+                long low = (1L << shift) - 1;
+                for (int i = 0; i < n; i++) order[i] = (int) (keys[i] & low);
+            } else {
+                Integer[] boxed = new Integer[n];
+                for (int i = 0; i < n; i++) boxed[i] = i;
+                Arrays.sort(boxed, (x, y) -> Long.compare(ts[x], ts[y]));
+                for (int i = 0; i < n; i++) order[i] = boxed[i];
+            }
+            return order;
+        }
+    }
+
+    // --- counting ------------------------------------------------------------------------
+
+    /** Whether {@code later - earlier >= w} (later >= earlier; exact for any span). */
+    static boolean expired(long earlier, long later, long w) {
+        return Long.compareUnsigned(later - earlier, w) >= 0;
+    }
+
+    /** COUNT(*) of the plan over rows sorted by time, exactly. */
+    static BigInteger count(Plan plan, long[] t, long[] mask) {
+        try {
+            return BigInteger.valueOf(plan.within == null ? countOpen(plan, t, mask) : countWithin(plan, t, mask));
+        } catch (ArithmeticException overflow) {
+            return plan.within == null ? countOpenExact(plan, t, mask) : countWithinExact(plan, t, mask);
+        }
+    }
+
+    /**
+     * Without a window: prefix counts over time groups. {@code live[i]}: the partial
+     * matches of elements 0..i ending at an earlier time that no negation of the gap after
+     * element i has cut since (a negation at time x cuts those ending before x).
+     */
+    static long countOpen(Plan plan, long[] t, long[] mask) {
+        long[] bits = plan.elements, neg = plan.negations;
+        int k = bits.length, n = t.length;
+        long[] live = new long[k], added = new long[k];
+        long total = 0;
+        for (int start = 0; start < n; ) {
+            int end = start;
+            while (end < n && t[end] == t[start]) end++;
+            Arrays.fill(added, 0);
+            long seen = 0;
+            for (int r = start; r < end; r++) {
+                long m = mask[r];
+                seen |= m;
+                if ((m & bits[0]) != 0) added[0]++;
+                for (int i = 1; i < k; i++) {
+                    if ((m & bits[i]) != 0) added[i] = Math.addExact(added[i], live[i - 1]);
+                }
+            }
+            total = Math.addExact(total, added[k - 1]);
+            for (int i = 0; i < k - 1; i++) {
+                if ((seen & neg[i + 1]) != 0) live[i] = 0;
+                live[i] = Math.addExact(live[i], added[i]);
+            }
+            start = end;
+        }
+        return total;
+    }
+
+    static BigInteger countOpenExact(Plan plan, long[] t, long[] mask) {
+        long[] bits = plan.elements, neg = plan.negations;
+        int k = bits.length, n = t.length;
+        BigInteger[] live = new BigInteger[k], added = new BigInteger[k];
+        Arrays.fill(live, BigInteger.ZERO);
+        BigInteger total = BigInteger.ZERO;
+        for (int start = 0; start < n; ) {
+            int end = start;
+            while (end < n && t[end] == t[start]) end++;
+            Arrays.fill(added, BigInteger.ZERO);
+            long seen = 0;
+            for (int r = start; r < end; r++) {
+                long m = mask[r];
+                seen |= m;
+                if ((m & bits[0]) != 0) added[0] = added[0].add(BigInteger.ONE);
+                for (int i = 1; i < k; i++) {
+                    if ((m & bits[i]) != 0) added[i] = added[i].add(live[i - 1]);
+                }
+            }
+            total = total.add(added[k - 1]);
+            for (int i = 0; i < k - 1; i++) {
+                if ((seen & neg[i + 1]) != 0) live[i] = BigInteger.ZERO;
+                live[i] = live[i].add(added[i]);
+            }
+            start = end;
+        }
+        return total;
+    }
+
+    /**
+     * WITHIN w, no negation: the prefix-count recurrence of sql_rewrites/native.py.
+     * {@code c[a][b](r)}: chains of elements a..b ending at row r; {@code before}: their
+     * sums over rows of an earlier time, {@code early}: over rows at least w earlier. The
+     * chains a..k-1 ending at r within the window, {@code g[a]}, are all such chains less
+     * those whose last expired row is element i's: early[a][i] * g[i + 1].
+     */
+    static long countWithin(Plan plan, long[] t, long[] mask) {
+        long[] bits = plan.elements;
+        long w = plan.within;
+        int n = t.length, k = bits.length, last = k - 2;
+        if (k == 1) return countSingle(bits[0], mask);
+        int[][] at = new int[k - 1][k - 1];
+        int m = 0;
+        for (int a = 0; a <= last; a++) for (int b = a; b <= last; b++) at[a][b] = m++;
+        long[] chains = new long[Math.multiplyExact(n, m)];
+        long[] before = new long[m], early = new long[m], g = new long[k];
+        long total = 0;
+        int expiredRows = 0;
+        for (int start = 0; start < n; ) {
+            int end = start;
+            while (end < n && t[end] == t[start]) end++;
+            while (expiredRows < start && expired(t[expiredRows], t[start], w)) {
+                for (int v = 0; v < m; v++) early[v] = Math.addExact(early[v], chains[expiredRows * m + v]);
+                expiredRows++;
+            }
+            for (int r = start; r < end; r++) {
+                for (int a = 0; a <= last; a++) {
+                    for (int b = a; b <= last; b++) {
+                        if ((mask[r] & bits[b]) == 0) continue;
+                        chains[r * m + at[a][b]] = a == b ? 1 : before[at[a][b - 1]];
+                    }
+                }
+                if ((mask[r] & bits[k - 1]) == 0) continue;
+                g[k - 1] = 1;
+                for (int a = last; a >= 0; a--) {
+                    long value = before[at[a][last]];
+                    for (int i = a; i <= last; i++) {
+                        value = Math.subtractExact(value, Math.multiplyExact(early[at[a][i]], g[i + 1]));
+                    }
+                    g[a] = value;
+                }
+                total = Math.addExact(total, g[0]);
+            }
+            for (int r = start; r < end; r++) {
+                for (int v = 0; v < m; v++) before[v] = Math.addExact(before[v], chains[r * m + v]);
+            }
+            start = end;
+        }
+        return total;
+    }
+
+    static BigInteger countWithinExact(Plan plan, long[] t, long[] mask) {
+        long[] bits = plan.elements;
+        long w = plan.within;
+        int n = t.length, k = bits.length, last = k - 2;
+        if (k == 1) return BigInteger.valueOf(countSingle(bits[0], mask));
+        int[][] at = new int[k - 1][k - 1];
+        int m = 0;
+        for (int a = 0; a <= last; a++) for (int b = a; b <= last; b++) at[a][b] = m++;
+        BigInteger[] chains = new BigInteger[n * m];
+        Arrays.fill(chains, BigInteger.ZERO);
+        BigInteger[] before = new BigInteger[m], early = new BigInteger[m], g = new BigInteger[k];
+        Arrays.fill(before, BigInteger.ZERO);
+        Arrays.fill(early, BigInteger.ZERO);
+        BigInteger total = BigInteger.ZERO;
+        int expiredRows = 0;
+        for (int start = 0; start < n; ) {
+            int end = start;
+            while (end < n && t[end] == t[start]) end++;
+            while (expiredRows < start && expired(t[expiredRows], t[start], w)) {
+                for (int v = 0; v < m; v++) early[v] = early[v].add(chains[expiredRows * m + v]);
+                expiredRows++;
+            }
+            for (int r = start; r < end; r++) {
+                for (int a = 0; a <= last; a++) {
+                    for (int b = a; b <= last; b++) {
+                        if ((mask[r] & bits[b]) == 0) continue;
+                        chains[r * m + at[a][b]] = a == b ? BigInteger.ONE : before[at[a][b - 1]];
+                    }
+                }
+                if ((mask[r] & bits[k - 1]) == 0) continue;
+                g[k - 1] = BigInteger.ONE;
+                for (int a = last; a >= 0; a--) {
+                    BigInteger value = before[at[a][last]];
+                    for (int i = a; i <= last; i++) value = value.subtract(early[at[a][i]].multiply(g[i + 1]));
+                    g[a] = value;
+                }
+                total = total.add(g[0]);
+            }
+            for (int r = start; r < end; r++) {
+                for (int v = 0; v < m; v++) before[v] = before[v].add(chains[r * m + v]);
+            }
+            start = end;
+        }
+        return total;
+    }
+
+    static long countSingle(long bits, long[] mask) {
+        long c = 0;
+        for (long m : mask) if ((m & bits) != 0) c++;
+        return c;
+    }
+
+    /**
+     * Per row (in time order), the matches that bind it to an element of {@code positions}:
+     * the sum over those elements j of F_j(r) * B_j(r), the partial matches of elements 0..j
+     * ending at r times those of j..k-1 starting at r (no window: the two halves are
+     * independent, and a negation only constrains the gap it stands in).
+     */
+    static BigInteger[] pairs(Plan plan, long[] t, long[] mask, int[] positions) {
+        long[] bits = plan.elements, neg = plan.negations;
+        int k = bits.length, n = t.length;
+        BigInteger[][] forward = new BigInteger[k][], backward = new BigInteger[k][];
+        for (int j : positions) {
+            forward[j] = new BigInteger[n];
+            backward[j] = new BigInteger[n];
+        }
+        BigInteger[] live = new BigInteger[k], added = new BigInteger[k];
+        Arrays.fill(live, BigInteger.ZERO);
+        for (int start = 0; start < n; ) {  // prefixes, by time
+            int end = start;
+            while (end < n && t[end] == t[start]) end++;
+            Arrays.fill(added, BigInteger.ZERO);
+            long seen = 0;
+            for (int r = start; r < end; r++) {
+                seen |= mask[r];
+                for (int i = 0; i < k; i++) {
+                    BigInteger f = (mask[r] & bits[i]) == 0 ? BigInteger.ZERO : i == 0 ? BigInteger.ONE : live[i - 1];
+                    added[i] = added[i].add(f);
+                    if (forward[i] != null) forward[i][r] = f;
+                }
+            }
+            for (int i = 0; i < k - 1; i++) {
+                if ((seen & neg[i + 1]) != 0) live[i] = BigInteger.ZERO;
+                live[i] = live[i].add(added[i]);
+            }
+            start = end;
+        }
+        Arrays.fill(live, BigInteger.ZERO);
+        for (int end = n; end > 0; ) {  // suffixes, backwards in time
+            int start = end - 1;
+            while (start > 0 && t[start - 1] == t[end - 1]) start--;
+            Arrays.fill(added, BigInteger.ZERO);
+            long seen = 0;
+            for (int r = start; r < end; r++) {
+                seen |= mask[r];
+                for (int i = 0; i < k; i++) {
+                    BigInteger b = (mask[r] & bits[i]) == 0 ? BigInteger.ZERO : i == k - 1 ? BigInteger.ONE : live[i + 1];
+                    added[i] = added[i].add(b);
+                    if (backward[i] != null) backward[i][r] = b;
+                }
+            }
+            for (int i = 1; i < k; i++) {
+                if ((seen & neg[i]) != 0) live[i] = BigInteger.ZERO;
+                live[i] = live[i].add(added[i]);
+            }
+            end = start;
+        }
+        BigInteger[] out = new BigInteger[n];
+        for (int r = 0; r < n; r++) {
+            BigInteger p = BigInteger.ZERO;
+            for (int j : positions) p = p.add(forward[j][r].multiply(backward[j][r]));
+            out[r] = p;
+        }
+        return out;
+    }
+
+    private static final BigInteger TWO_53 = BigInteger.ONE.shiftLeft(53);
+
+    /** The value of one non-count measure over rows in time order, or null (NULL); an error text if it does not fit. */
+    static Object measure(Plan plan, Measure m, long[] t, long[] mask, Object[] values, Object[] error) {
+        BigInteger[] pairs = pairs(plan, t, mask, m.positions);
+        BigInteger nn = BigInteger.ZERO, total = BigInteger.ZERO;
+        double floatTotal = 0;
+        Object extreme = null;
+        boolean min = m.kind.equals("min"), extremes = min || m.kind.equals("max");
+        for (int r = 0; r < pairs.length; r++) {
+            Object v = values[r];
+            if (v == null || pairs[r].signum() == 0) continue;
+            nn = nn.add(pairs[r]);
+            if (extremes) {
+                if (extreme == null || (min ? compare(v, extreme) < 0 : compare(v, extreme) > 0)) extreme = v;
+            } else if (v instanceof Double d) {
+                if (d != 0) floatTotal += pairs[r].doubleValue() * d;
+            } else {
+                total = total.add(pairs[r].multiply(v instanceof Long x ? BigInteger.valueOf(x) : (BigInteger) v));
+            }
+        }
+        if (nn.signum() == 0) return null;
+        if (extremes) return plan.column == 3 ? decimal((BigInteger) extreme) : extreme;
+        if (plan.column == 2) return m.kind.equals("avg") ? floatTotal / nn.doubleValue() : floatTotal;
+        if (plan.column == 1) {
+            if (m.kind.equals("avg")) {
+                if (total.abs().compareTo(TWO_53) < 0 && nn.compareTo(TWO_53) < 0) {
+                    return total.doubleValue() / nn.doubleValue();
+                }
+                return new java.math.BigDecimal(total).divide(new java.math.BigDecimal(nn),
+                                                              new java.math.MathContext(40)).doubleValue();
+            }
+            return fitted(plan, m, total, error);
+        }
+        if (m.kind.equals("avg")) {  // Spark's decimal avg: the sum within its digits, then rounded half up
+            if (total.abs().compareTo(BigInteger.TEN.pow(m.digits)) >= 0) {
+                error[0] = m.sumBefore + digits(total) + m.sumAfter;
+                return null;
+            }
+            BigInteger[] qr = total.abs().multiply(BigInteger.TEN.pow(m.places)).divideAndRemainder(nn);
+            BigInteger q = qr[0].add(qr[1].shiftLeft(1).compareTo(nn) >= 0 ? BigInteger.ONE : BigInteger.ZERO);
+            total = total.signum() < 0 ? q.negate() : q;
+        }
+        if (total.abs().compareTo(DECIMAL_MAX) > 0) {
+            error[0] = m.before + digits(total) + m.after;
+            return null;
+        }
+        return decimal(total);
+    }
+
+    /** Spark's order of values: numbers as numbers, doubles with -0.0 below 0.0 and NaN above +inf. */
+    static int compare(Object a, Object b) {
+        if (a instanceof Long x) return Long.compare(x, (Long) b);
+        if (a instanceof Double x) return Double.compare(x, (Double) b);
+        return ((BigInteger) a).compareTo((BigInteger) b);
+    }
+
+    static String digits(BigInteger value) {
+        return Integer.toString(value.abs().toString().length());
+    }
+
+    static Decimal decimal(BigInteger value) {
+        return Decimal.apply(new java.math.BigDecimal(value), 38, 0);
+    }
+
+    /** A count (or an integer sum) in the count type, or null with the error text set. */
+    static Object fitted(Plan plan, Measure m, BigInteger value, Object[] error) {
+        boolean fits = plan.decimal ? value.abs().compareTo(DECIMAL_MAX) <= 0
+                                    : value.compareTo(LONG_MIN) >= 0 && value.compareTo(LONG_MAX) <= 0;
+        if (!fits) {
+            error[0] = m.before + digits(value) + m.after;
+            return null;
+        }
+        return plan.decimal ? decimal(value) : (Object) value.longValue();
+    }
+
+    /** The contract's result for one group: its measures, or the error of the first that does not fit. */
+    static GenericArrayData result(Plan plan, Rows rows) {
+        int[] order = rows.order();
+        int n = order.length;
+        long[] t = new long[n], mask = new long[n];
+        Object[] values = new Object[n];
+        for (int i = 0; i < n; i++) {
+            t[i] = rows.ts[order[i]];
+            mask[i] = rows.mask[order[i]];
+            if (rows.values != null) values[i] = rows.values[order[i]];
+        }
+        BigInteger matches = count(plan, t, mask);
+        Object[] fields = new Object[plan.measures.length + 3];
+        Object[] error = new Object[1];
+        for (int j = 0; j < plan.measures.length && error[0] == null; j++) {
+            Measure m = plan.measures[j];
+            fields[j + 2] = m.counts() ? fitted(plan, m, matches.multiply(BigInteger.valueOf(m.factor)), error)
+                                       : measure(plan, m, t, mask, values, error);
+        }
+        if (error[0] != null) {
+            Object[] failed = new Object[fields.length];
+            failed[fields.length - 1] = UTF8String.fromString((String) error[0]);
+            return new GenericArrayData(new Object[] {new GenericInternalRow(failed)});
+        }
+        return new GenericArrayData(new Object[] {new GenericInternalRow(fields)});
+    }
+
+    // --- the Catalyst aggregate --------------------------------------------------------------
+
+    /** {@code sparkseq_jvm_aggregate(plan, ts, mask[, value])}: see the class comment. */
+    public static final class Aggregate extends TypedImperativeAggregate<Rows> implements Serializable {
+        private final List<Expression> arguments; // plan, ts, mask[, value]
+        private final int mutableOffset, inputOffset;
+        private transient Plan plan;
+
+        public Aggregate(List<Expression> arguments, int mutableOffset, int inputOffset) {
+            this.arguments = List.copyOf(arguments);
+            this.mutableOffset = mutableOffset;
+            this.inputOffset = inputOffset;
+        }
+
+        Plan plan() {
+            if (plan == null) {
+                Expression text = arguments.get(0);
+                if (!text.foldable()) {
+                    throw new IllegalArgumentException(FUNCTION + ": the plan must be a string literal");
+                }
+                plan = new Plan(text.eval(null).toString());
+                if (arguments.size() != (plan.column == 0 ? 3 : 4)) {
+                    throw new IllegalArgumentException(FUNCTION + ": the plan takes " + (plan.column == 0 ? 3 : 4)
+                                                       + " arguments, got " + arguments.size());
+                }
+            }
+            return plan;
+        }
+
+        @Override public Rows createAggregationBuffer() { return new Rows(); }
+        @Override public Rows update(Rows rows, InternalRow input) {
+            Object t = arguments.get(1).eval(input), m = arguments.get(2).eval(input);
+            if (t == null || m == null) return rows;
+            if (arguments.size() < 4) {
+                rows.add((Long) t, (Long) m, null, false);
+                return rows;
+            }
+            Object v = arguments.get(3).eval(input);
+            if (v instanceof Decimal d) v = d.toJavaBigDecimal().unscaledValue();
+            rows.add((Long) t, (Long) m, v, true);
+            return rows;
+        }
+        @Override public Rows merge(Rows a, Rows b) { return Rows.merge(a, b); }
+        @Override public Object eval(Rows rows) { return result(plan(), rows); }
+        @Override public byte[] serialize(Rows rows) { return rows.toBytes(); }
+        @Override public Rows deserialize(byte[] bytes) { return Rows.fromBytes(bytes); }
+        @Override public int mutableAggBufferOffset() { return mutableOffset; }
+        @Override public int inputAggBufferOffset() { return inputOffset; }
+        @Override public ImperativeAggregate withNewMutableAggBufferOffset(int offset) {
+            return new Aggregate(arguments, offset, inputOffset);
+        }
+        @Override public ImperativeAggregate withNewInputAggBufferOffset(int offset) {
+            return new Aggregate(arguments, mutableOffset, offset);
+        }
+        @Override public boolean nullable() { return false; }
+        @Override public DataType dataType() { return plan().resultType(); }
+        @Override public Seq<Expression> children() { return CollectionConverters.asScala(arguments).toList(); }
+        @Override public Expression withNewChildrenInternal(IndexedSeq<Expression> children) {
+            return new Aggregate(CollectionConverters.asJava(children), mutableOffset, inputOffset);
+        }
+        @Override public int productArity() { return 3; }
+        @Override public Object productElement(int i) {
+            return switch (i) {
+                case 0 -> children();
+                case 1 -> mutableOffset;
+                default -> inputOffset;
+            };
+        }
+        @Override public boolean canEqual(Object other) { return other instanceof Aggregate; }
+        @Override public String prettyName() { return FUNCTION; }
+    }
+
+    /** Registers {@link #FUNCTION} as a temporary function of {@code spark}. */
+    public static void register(SparkSession spark) {
+        spark.sessionState().functionRegistry().createOrReplaceTempFunction(FUNCTION,
+            new AbstractFunction1<Seq<Expression>, Expression>() {
+                @Override public Expression apply(Seq<Expression> args) {
+                    if (args.length() < 3 || args.length() > 4) {
+                        throw new IllegalArgumentException(FUNCTION + " takes (plan, ts, mask[, value]), got "
+                                                           + args.length() + " arguments");
+                    }
+                    return new Aggregate(CollectionConverters.asJava(args), 0, 0);
+                }
+            }, "scala_udf");
+    }
+}
