@@ -30,6 +30,13 @@ function                                                 returns
                                                          count BIGINT>>`` for ``inline``
 ``seq_sum_windows`` … ``seq_max_windows(ts, type,``      the same with ``sum`` / ``avg`` /
 ``pattern, within, slide, symbol, value)``               ``min`` / ``max`` DOUBLE
+``seq_steps(ts, type, pattern [, within])``              ``ARRAY<BIGINT>``: the funnel, one
+                                                         count per prefix E1..Ei of the
+                                                         pattern (the last is seq_count);
+                                                         NULL over no rows at all
+``seq_max_step(ts, type, pattern [, within])``           BIGINT: the longest prefix with a
+                                                         match (0: none), e.g. per customer
+                                                         for a drop-off table
 =======================================================  ===================================
 
 ``ts`` is a TIMESTAMP or TIMESTAMP_NTZ (then ``within``/``slide`` are intervals:
@@ -65,8 +72,10 @@ from sql_rewrites.seq_functions import (
     AVG,
     COUNT,
     MAX,
+    MAX_STEP,
     MIN,
     SIGNATURES,
+    STEPS,
     SUM,
     Compiled,
     FunctionArgumentError,
@@ -220,7 +229,7 @@ def evaluate(sig: Signature, args: Sequence[pa.Array], hierarchies: Hierarchies 
     shown = None if within is None or slide is None else (describe_length(within, clock), describe_length(slide, clock))
     WindowSpec.checked(within, slide, shown=shown)
     symbol, value_type, scale, columns = None, None, 0, []
-    if sig.kind is not MeasureKind.COUNT_STAR:
+    if not sig.counts:
         named = constant(sig, "symbol", call["symbol"])
         if named is None or not named.is_valid:
             raise FunctionArgumentError(f"{sig.usage}: symbol must name a symbol of the pattern, e.g. 'B'")
@@ -247,7 +256,9 @@ def measure_values(sig: Signature, res: GroupResult, scale: int) -> pa.Array:
     SUM/MIN/MAX (divided exactly, then rounded once), a double for AVG.
     """
     values, valid = res.values[0], res.valid[0]
-    if sig.kind is MeasureKind.COUNT_STAR:
+    if sig.kind is MeasureKind.STEPS:  # BIGINT counts: the kernel raised if one did not fit
+        return pa.array(values.astype(np.int64).tolist(), pa.list_(pa.int64()))
+    if sig.counts:
         return pa.array(values.astype(np.int64), pa.int64())
     if scale and sig.kind is not MeasureKind.AVG:
         doubles = [float(Fraction(int(v), 10**scale)) for v in values.tolist()]
@@ -323,10 +334,21 @@ def seq_max_windows(*args: pa.Array) -> pa.Scalar:
     return aggregate_windows(dataclasses.replace(MAX, windows=True), args)
 
 
+def seq_steps(*args: pa.Array) -> list[int]:
+    """``seq_steps(ts, type, pattern [, within])``: the matches of every prefix of the pattern."""
+    return aggregate(STEPS, args)  # type: ignore[return-value]
+
+
+def seq_max_step(*args: pa.Array) -> int:
+    """``seq_max_step(ts, type, pattern [, within])``: the longest prefix with a match, 0 when none."""
+    return aggregate(MAX_STEP, args)  # type: ignore[return-value]
+
+
 #: (signature, body) of every function, for registration.
 FUNCTIONS: tuple[tuple[Signature, Callable[..., object]], ...] = tuple(zip(SIGNATURES, (
     seq_count, seq_sum, seq_avg, seq_min, seq_max,
-    seq_count_windows, seq_sum_windows, seq_avg_windows, seq_min_windows, seq_max_windows)))
+    seq_count_windows, seq_sum_windows, seq_avg_windows, seq_min_windows, seq_max_windows,
+    seq_steps, seq_max_step), strict=True))
 
 
 
@@ -347,7 +369,11 @@ def _bound(sig: Signature, hierarchies: Hierarchies) -> Callable[..., object]:
         def windows(*args: pa.Array) -> pa.Scalar:
             return aggregate_windows(sig, args, hierarchies)
         return windows
-    if sig.kind is MeasureKind.COUNT_STAR:
+    if sig.kind is MeasureKind.STEPS:
+        def steps(*args: pa.Array) -> list[int]:
+            return aggregate(sig, args, hierarchies)  # type: ignore[return-value]
+        return steps
+    if sig.counts:
         def count(*args: pa.Array) -> int:
             return aggregate(sig, args, hierarchies)  # type: ignore[return-value]
         return count
@@ -359,4 +385,4 @@ def _bound(sig: Signature, hierarchies: Hierarchies) -> Callable[..., object]:
 
 __all__ = ["FUNCTIONS", "bodies", "FunctionArgumentError", "FunctionOverflowError",
            "seq_count", "seq_sum", "seq_avg", "seq_min", "seq_max", "seq_count_windows", "seq_sum_windows",
-           "seq_avg_windows", "seq_min_windows", "seq_max_windows"]
+           "seq_avg_windows", "seq_min_windows", "seq_max_windows", "seq_steps", "seq_max_step"]

@@ -93,7 +93,8 @@ FUNCTIONS: list[FunctionSpec] = [
 def _on_empty(sig: Signature) -> OnEmpty:
     if sig.windows:
         return OnEmpty.EMPTY
-    return OnEmpty.ZERO if sig.kind is MeasureKind.COUNT_STAR else OnEmpty.NULL
+    # seq_steps over no rows: NULL (an array of zeros would need the pattern's length)
+    return OnEmpty.ZERO if sig.counts and sig.kind is not MeasureKind.STEPS else OnEmpty.NULL
 
 
 #: The grouped-aggregate Python functions of :data:`FUNCTIONS` as the compiler sees them

@@ -53,7 +53,13 @@ from sql_rewrites.measures import MeasureContext, resolve_measures
 from sql_rewrites.predicates import PredicateResolver
 from sql_rewrites.schema import Catalog, ColumnSchema, RelationSchema, SchemaProvider
 from sql_rewrites.scope import ColumnScope
-from sql_rewrites.selection import refuse_in_cube, strategy_of, with_local_conditions
+from sql_rewrites.selection import (
+    check_quantified_predicates,
+    check_quantified_strategy,
+    refuse_in_cube,
+    strategy_of,
+    with_local_conditions,
+)
 from sql_rewrites.sources import SourceResolver
 from sql_rewrites.sql_types import ORDER_TYPES_HELP, order_kind
 from sql_rewrites.symbols import (
@@ -65,8 +71,8 @@ from sql_rewrites.symbols import (
     node_position,
     symbol_key,
 )
+from sql_rewrites.uncertainty import check_precise_quantifiers, resolve_uncertainty
 from sql_rewrites.uncertainty import check_where as check_uncertain_where
-from sql_rewrites.uncertainty import resolve_uncertainty
 from sql_rewrites.windows import WindowSpec
 from udafs.plan import CountType, Measure, Plan
 
@@ -114,6 +120,8 @@ class Analyzer:
         if is_cube(node):
             return self._analyze_cube(node, source, scope, keys, order)
         pattern = compile_pattern(node.args["pattern"], self.sql)
+        if uncertainty is not None:
+            check_precise_quantifiers(pattern, node_position(node.args.get("uncertain"), self.sql))
         within, slide = self._windows(node, order, pattern)
         symbols = self._symbols(node, pattern, scope)
         count_type = CountType(node.args["count_type"].name.lower() if node.args.get("count_type") else "bigint")
@@ -139,6 +147,8 @@ class Analyzer:
             iterator_predicates=tuple(where.iterators),
             uncertain=None if uncertainty is None else uncertainty.step,
         )
+        check_quantified_strategy(plan, node_position(node.args.get("strategy"), self.sql))
+        check_quantified_predicates(plan, node_position(node.args.get("where"), self.sql))
         outputs = self._outputs(node, keys, order, measures, slide is not None)
         return MatchAggregateQuery(
             node, source, keys, order, symbols, tuple(ctx.value_columns), tuple(measures), plan, outputs,

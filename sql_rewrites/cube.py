@@ -17,8 +17,9 @@ cuboid, then every match of the coarse pattern binds that position to a row of
 exactly one child's subtree, or to a row whose type is ``N`` itself (each row has one
 type value). So its measures combine exactly from those cuboids plus one hidden
 *self* cuboid (the position matching type ``N`` only), window by window, with
-negation anywhere else, WITHIN and SLIDE alike. Negated and Kleene positions are
-never split this way (a negation forbids the union; a Kleene set may mix children).
+negation anywhere else, WITHIN and SLIDE alike. Negated, Kleene, quantified and optional
+positions are never split this way (a negation forbids the union; a set of rows may mix
+children; a match binding no row at an optional position would be counted once per child).
 
 Pure: names in, names out; :mod:`sql_rewrites.analysis` turns cuboids into plans.
 """
@@ -31,6 +32,7 @@ from dataclasses import dataclass, replace
 
 from sql_rewrites.hierarchy import ConceptHierarchy
 from sql_rewrites.literals import string_sql
+from udafs.plan import Element
 
 #: More cuboids than this make the statement fail with a clear message.
 MAX_CUBOIDS = 256
@@ -55,6 +57,13 @@ class CubeElement:
     exact: bool = False
     origin: int | None = None
     quoted: bool = False
+    min_rows: int = 1  # as udafs.plan.Element: 0 for X? and X*
+    max_rows: int | None = None  # as udafs.plan.Element: the bound of X{n,m} (Kleene only)
+
+    @property
+    def rows(self) -> tuple[bool, int, int | None]:
+        """How many rows the element binds, as the plan's element holds it (kleene, min_rows, max_rows)."""
+        return self.kleene, self.min_rows, self.max_rows
 
     @property
     def symbol_id(self) -> tuple[bool, tuple[bool, str]]:
@@ -65,7 +74,7 @@ class CubeElement:
         """The element as written in a pattern string."""
         name = string_sql(self.name) if self.quoted else self.name
         name = f"={name}" if self.exact else name
-        return ("!" if self.negated else "") + name + ("+" if self.kleene else "")
+        return ("!" if self.negated else "") + Element(0, *self.rows).describe(name)
 
 
 @dataclass(frozen=True)
@@ -79,13 +88,13 @@ class Cuboid:
     @property
     def identity(self) -> tuple:
         """Equal for cuboids with the same pattern."""
-        return tuple((e.symbol_id, e.negated, e.kleene) for e in self.elements)
+        return tuple((e.symbol_id, e.negated, e.rows) for e in self.elements)
 
     @property
     def lineage(self) -> tuple:
         """The pattern and the base position of every element: equal lineage means equal
         measures too (a measure follows base positions)."""
-        return tuple((e.symbol_id, e.negated, e.kleene, e.origin) for e in self.elements)
+        return tuple((e.symbol_id, e.negated, e.rows, e.origin) for e in self.elements)
 
     def text(self) -> str:
         """A readable pattern string, e.g. ``SEQ(DELL, !Education, Finance)``."""
@@ -98,8 +107,8 @@ class Cuboid:
 
     @property
     def has_positive(self) -> bool:
-        """True when some element is not negated."""
-        return any(not e.negated for e in self.elements)
+        """True when some element is neither negated nor optional (a cuboid matches something)."""
+        return any(not e.negated and e.min_rows > 0 for e in self.elements)
 
 
 @dataclass(frozen=True)
@@ -131,7 +140,8 @@ def rollup_cuboids(base: Sequence[CubeElement], choices: Mapping[int, RollupChoi
                    hierarchy: ConceptHierarchy | None) -> list[Cuboid]:
     """Every combination of the choices, the base pattern first.
 
-    A cuboid without a positive element is left out (it matches nothing); two
+    A cuboid without a required positive element is left out (it matches nothing, or
+    would bind no row); two
     combinations giving the same pattern are kept once (the first, in position order).
 
     Raises
@@ -198,7 +208,7 @@ def add_derivations(cuboids: Sequence[Cuboid], hierarchy: ConceptHierarchy | Non
     index = {c.lineage: i for i, c in enumerate(out)}
     for i, cuboid in enumerate(list(out)):
         for p, element in enumerate(cuboid.elements):
-            if element.negated or element.kleene or not element.node or element.exact:
+            if element.negated or element.rows != (False, 1, None) or not element.node or element.exact:
                 continue
             children = hierarchy.children(element.name)
             finer = [_at(cuboid, p, _renamed(element, c)) for c in children]

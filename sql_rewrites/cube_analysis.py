@@ -39,7 +39,7 @@ from sql_rewrites.errors import (
 from sql_rewrites.expressions import MatchAggregate, MatchPattern, MatchPatternElement, MatchRollup
 from sql_rewrites.hierarchy import ConceptHierarchy
 from sql_rewrites.logical import MeasureSpec, OutputColumn, SymbolOrigin, SymbolSpec, check_unique_outputs
-from sql_rewrites.symbols import CompiledPattern, compile_pattern, node_position, symbol_key
+from sql_rewrites.symbols import CompiledPattern, compile_pattern, node_position, plan_element, symbol_key
 from udafs.multiplan import MultiPlan
 from udafs.plan import MAX_SYMBOLS, CountType, Element, Measure, Plan
 
@@ -93,8 +93,9 @@ class CubeAnalysis:
         spec = by_key[symbol_key(written.this)]
         node = spec.origin is SymbolOrigin.HIERARCHY
         key = (True, spec.name) if node else symbol_key(written.this)
-        return CubeElement(spec.name, key, bool(written.negated), bool(written.kleene), node,
-                           quoted=written.is_quoted_value)
+        rows = Element(0) if written.negated else plan_element(0, written, self.sql)
+        return CubeElement(spec.name, key, bool(written.negated), rows.kleene, node,
+                           quoted=written.is_quoted_value, min_rows=rows.min_rows, max_rows=rows.max_rows)
 
     def _choices(self, base: Cuboid) -> dict[int, RollupChoice]:
         choices: dict[int, RollupChoice] = {}
@@ -196,6 +197,13 @@ class CubeAnalysis:
               measures: Sequence[MeasureSpec], within: int | None, slide: int | None, columns: tuple,
               count_type: CountType) -> MultiPlan:
         """The MultiPlan: one plan per cuboid, measures mapped to fields by position."""
+        funnel = next((m for m in measures if m.kind.funnel), None)
+        if funnel is not None:  # the multi-plan engine counts each cuboid's whole pattern only
+            written = "STEPS(*)" if funnel.kind.name == "STEPS" else "MAX_STEP()"
+            raise CubeError(
+                f"measure {funnel.name}: {written} counts the prefixes of one pattern and is not "
+                "available in an E-Cube query (CUBE / PATTERNS); write a MATCH_AGGREGATE per pattern for its funnel",
+                node_position(self.node.args.get("cube") or self.node.args.get("patterns") or self.node, self.sql))
         plans, slots = [], []
         for cuboid in cuboids:
             sids = self.symbol_ids(cuboid, measures)
@@ -276,7 +284,7 @@ def _elements(cuboid: Cuboid, bits: list[int]) -> tuple[tuple[Element, ...], tup
         if e.negated:
             negations[-1] |= 1 << bit
         else:
-            elements.append(Element(bit, e.kleene))
+            elements.append(Element(bit, *e.rows))
             negations.append(0)
     return tuple(elements), tuple(negations)
 
@@ -284,7 +292,7 @@ def _elements(cuboid: Cuboid, bits: list[int]) -> tuple[tuple[Element, ...], tup
 def _union(patterns: Sequence[MatchPattern], sql: str | None) -> CompiledPattern:
     """All written elements as one pattern: numbers the statement's symbols once."""
     elements = [e.copy() for p in patterns for e in p.expressions]
-    return compile_pattern(MatchPattern(expressions=elements), sql)
+    return compile_pattern(MatchPattern(expressions=elements), sql, whole=False)
 
 
 __all__ = ["CubeAnalysis", "CubeSpec", "build_cuboids", "is_cube", "CUBE_COLUMNS"]

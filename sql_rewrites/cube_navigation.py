@@ -14,7 +14,9 @@ from sqlglot import exp
 
 from sql_rewrites.cube import CubeElement
 from sql_rewrites.dialect import SparkSeq, parse_statement
-from sql_rewrites.expressions import MatchAggregate, MatchPattern, MatchPatternElement, MatchPatterns
+from sql_rewrites.expressions import MatchAggregate, MatchPattern, MatchPatterns
+from sql_rewrites.symbols import written_element
+from udafs.plan import Element
 
 
 def single_pattern_statement(text: str, elements: Sequence[CubeElement]) -> str:
@@ -22,9 +24,8 @@ def single_pattern_statement(text: str, elements: Sequence[CubeElement]) -> str:
     ``elements``, keeping only the measures of ``COUNT(*)`` and of symbols it binds."""
     tree = parse_statement(text)
     node = next(tree.find_all(MatchAggregate))
-    pattern = MatchPattern(expressions=[
-        MatchPatternElement(this=exp.Literal.string(e.name) if e.quoted else exp.to_identifier(e.name),
-                            negated=e.negated or None, kleene=e.kleene or None)
+    pattern = MatchPattern(expressions=[written_element(
+        exp.Literal.string(e.name) if e.quoted else exp.to_identifier(e.name), Element(0, *e.rows), e.negated)
         for e in elements
     ])
     node.set("pattern", None)

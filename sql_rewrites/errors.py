@@ -254,6 +254,24 @@ class OnlyNegationError(SqlRewriteError):
     """The pattern has no positive element."""
 
 
+class QuantifierError(SqlRewriteError):
+    """A quantifier the pattern cannot take: ``X{0}`` or ``X{0,m}`` (write ``X?`` / ``X*``),
+    ``X{3,2}``, a bound too large for the engine, or a negated symbol with a quantifier
+    (``!X{2}``, ``!X?``)."""
+
+
+class AllOptionalPatternError(SqlRewriteError):
+    """Every positive element of the pattern is optional (``SEQ(A?, B*)``): a match could
+    bind no row at all."""
+
+
+class QuantifierCombinationError(SqlRewriteError):
+    """A quantified or optional element (``X{n,m}``, ``X?``, ``X*``) combined with what the
+    engine does not count with it: a cross-event or iterator predicate on it, a selection
+    strategy other than SKIP TILL ANY MATCH, UNCERTAIN, a concept roll-up of its position,
+    or a streaming source."""
+
+
 class WindowSpecError(SqlRewriteError):
     """Base of the WITHIN / SLIDE errors."""
 

@@ -86,13 +86,14 @@ class MatchPattern(_SparkSeqNode):
 
 
 class MatchPatternElement(_SparkSeqNode):
-    """One pattern element: a symbol (identifier or string literal), ``!`` or ``+``.
+    """One pattern element: a symbol (identifier or string literal), ``!``, ``+`` or a
+    :class:`MatchQuantifier` (``?``, ``*``, ``{n}``, ``{n,}``, ``{n,m}``).
 
     ``this`` is an ``exp.Identifier`` for a symbol name or a string ``exp.Literal``
     for a quoted type value (``'View Kindle'``).
     """
 
-    arg_types = {"this": True, "negated": False, "kleene": False}
+    arg_types = {"this": True, "negated": False, "kleene": False, "quantifier": False}
 
     @property
     def negated(self) -> bool:
@@ -108,6 +109,43 @@ class MatchPatternElement(_SparkSeqNode):
     def is_quoted_value(self) -> bool:
         """True when the symbol is written as a string literal."""
         return isinstance(self.this, exp.Literal)
+
+    @property
+    def quantifier(self) -> MatchQuantifier | None:
+        """The quantifier written after the symbol (not ``+``), or ``None``."""
+        return self.args.get("quantifier")
+
+    @property
+    def row_bounds(self) -> tuple[int, int | None]:
+        """The least and most rows the element binds, as written (``None``: no most):
+        ``X`` (1, 1), ``X+`` (1, None), ``X?`` (0, 1), ``X{2,4}`` (2, 4), ..."""
+        if self.quantifier is not None:
+            return self.quantifier.bounds
+        return 1, None if self.kleene else 1
+
+
+class MatchQuantifier(_SparkSeqNode):
+    """A quantifier after a pattern symbol: ``?``, ``*``, ``{n}``, ``{n,}`` or ``{n,m}``.
+
+    ``this`` and ``expression`` are the number literals of ``{n,m}`` (``expression``
+    absent for ``{n}`` and ``{n,}``); ``unbounded`` marks ``{n,}`` and ``*``, ``optional``
+    marks ``?`` and ``*`` (written without numbers).
+    """
+
+    arg_types = {"this": False, "expression": False, "unbounded": False, "optional": False}
+
+    @property
+    def bounds(self) -> tuple[int, int | None]:
+        """The least and most rows (``None``: unbounded): ``?`` (0, 1), ``*`` (0, None),
+        ``{n}`` (n, n), ``{n,}`` (n, None), ``{n,m}`` (n, m)."""
+        unbounded = bool(self.args.get("unbounded"))
+        if self.args.get("optional"):
+            return 0, None if unbounded else 1
+        least = int(self.this.name)
+        most = self.args.get("expression")
+        if unbounded:
+            return least, None
+        return least, least if most is None else int(most.name)
 
 
 class MatchPatterns(_SparkSeqNode):

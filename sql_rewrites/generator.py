@@ -17,6 +17,7 @@ from sql_rewrites.expressions import (
     MatchPattern,
     MatchPatternElement,
     MatchPatterns,
+    MatchQuantifier,
     MatchRollup,
     MatchUncertain,
     PatternArgument,
@@ -32,6 +33,7 @@ class SparkSeqGenerator(SparkGenerator):
         MatchAggregate: lambda self, e: self.matchaggregate_sql(e),
         MatchPattern: lambda self, e: self.matchpattern_sql(e),
         MatchPatternElement: lambda self, e: self.matchpatternelement_sql(e),
+        MatchQuantifier: lambda self, e: self.matchquantifier_sql(e),
         MatchPatterns: lambda self, e: f"({self.expressions(e, flat=True)})",
         MatchCube: lambda self, e: f"({self.expressions(e, flat=True)})",
         MatchRollup: lambda self, e: self.matchrollup_sql(e),
@@ -92,7 +94,14 @@ class SparkSeqGenerator(SparkGenerator):
     def matchpatternelement_sql(self, expression: MatchPatternElement) -> str:
         negated = "!" if expression.negated else ""
         kleene = "+" if expression.kleene else ""
-        return f"{negated}{self.sql(expression, 'this')}{kleene}"
+        return f"{negated}{self.sql(expression, 'this')}{kleene}{self.sql(expression, 'quantifier')}"
+
+    def matchquantifier_sql(self, expression: MatchQuantifier) -> str:
+        unbounded = bool(expression.args.get("unbounded"))
+        if expression.args.get("optional"):
+            return "*" if unbounded else "?"
+        least, most = self.sql(expression, "this"), self.sql(expression, "expression")
+        return f"{{{least},{most}}}" if most else f"{{{least},}}" if unbounded else f"{{{least}}}"
 
     def matchrollup_sql(self, expression: MatchRollup) -> str:
         to = self.sql(expression, "to")

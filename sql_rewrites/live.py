@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from sql_rewrites.dialect import SparkSeq
 from sql_rewrites.errors import StreamingError
 from sql_rewrites.generate import (
     EngineInput,
@@ -35,9 +36,10 @@ from sql_rewrites.generate import (
     result_columns,
 )
 from sql_rewrites.logical import MatchAggregateQuery
+from sql_rewrites.measures import FUNNEL_FUNCTIONS
 from sql_rewrites.sql_types import OrderKind
 from sql_rewrites.symbols import node_position
-from udafs.plan import Plan, Strategy
+from udafs.plan import Plan, Strategy, funnel_measures
 
 
 @dataclass(frozen=True)
@@ -117,6 +119,12 @@ def check_live(query: MatchAggregateQuery, sql: str | None = None) -> None:
         raise StreamingError("ORDER BY ... UNCERTAIN BETWEEN (imprecise timestamps) is not supported over a streaming "
                              "source (the live evaluator takes point event times); evaluate imprecise data in batch",
                              node_position(node.args["order"], sql))
+    if funnel_measures(plan) and plan.slide is None:
+        funnel = next(m for m in node.args.get("measures") or [] if m.this.name.upper() in FUNNEL_FUNCTIONS)
+        raise StreamingError(
+            f"{funnel.this.sql(dialect=SparkSeq)} over a streaming source needs WITHIN ... SLIDE: each final window's "
+            "prefixes are then counted on its own rows, while a running funnel without SLIDE would have to keep "
+            "every row of the partition in the state", node_position(funnel, sql))
     if plan.extended and plan.slide is None:
         raise StreamingError(
             f"{_extensions(plan)} over a streaming source need{'s' if _single(plan) else ''} WITHIN ... SLIDE: each "

@@ -14,7 +14,13 @@ measure                 reads                               output type
                                                             p + 4), min(38, s + 4)), as
                                                             Spark's AVG; else DOUBLE
 ``MIN/MAX(X.col)``      ``col`` (see sql_types)             the column's type
+``STEPS(*)``            nothing: one count per prefix        ARRAY<COUNT TYPE>
+                        E1..Ei of the pattern
+``MAX_STEP()``          nothing: the longest prefix with     BIGINT (0: no prefix matched)
+                        a match
 ======================  ==================================  =============================
+
+``STEPS(*)`` and ``MAX_STEP()`` are the funnel measures (SEMANTICS section 10).
 
 ``MEASURE_FUNCTIONS`` is the registry; anything else raises
 :class:`UnknownMeasureError` listing the allowed forms.
@@ -33,6 +39,7 @@ from sql_rewrites.errors import (
     MissingMeasureAliasError,
     NegatedMeasureError,
     NonNumericMeasureError,
+    QuantifierCombinationError,
     UnknownMeasureError,
     UnknownSymbolError,
     UnsupportedMeasureTypeError,
@@ -59,7 +66,13 @@ MEASURE_FUNCTIONS: dict[type[exp.Expr], MeasureKind] = {
     exp.Max: MeasureKind.MAX,
     exp.Avg: MeasureKind.AVG,
 }
-MEASURES_HELP = "COUNT(*), COUNT(X), SUM(X.col), AVG(X.col), MIN(X.col), MAX(X.col) with X a symbol of the pattern"
+#: The funnel measures, by function name: what the call takes (``*`` or nothing) and its kind.
+FUNNEL_FUNCTIONS: dict[str, tuple[str, MeasureKind]] = {
+    "STEPS": ("*", MeasureKind.STEPS),
+    "MAX_STEP": ("", MeasureKind.MAX_STEP),
+}
+MEASURES_HELP = ("COUNT(*), COUNT(X), SUM(X.col), AVG(X.col), MIN(X.col), MAX(X.col) with X a symbol of the pattern, "
+                 "STEPS(*), MAX_STEP()")
 DEFAULT_MEASURE_NAME = "count"
 
 
@@ -87,6 +100,8 @@ def _resolve_measure(measure: exp.Expr, ctx: MeasureContext) -> MeasureSpec:
         text = measure.sql(dialect=SparkSeq)
         raise MissingMeasureAliasError(f"measure {text} needs a name: write it as {text} AS name", where)
     call, name = measure.this, measure.alias
+    if isinstance(call, exp.Anonymous) and call.name.upper() in FUNNEL_FUNCTIONS:
+        return _funnel_measure(name, call, ctx)
     kind = MEASURE_FUNCTIONS.get(type(call))
     if kind is None:
         raise UnknownMeasureError(
@@ -116,6 +131,26 @@ def _count_measure(name: str, call: exp.Expr, argument: exp.Expr, ctx: MeasureCo
         f"measure {name}: COUNT takes * or a symbol, e.g. COUNT(*) or COUNT(X); got {call.sql(dialect=SparkSeq)}",
         node_position(call, ctx.sql),
     )
+
+
+def _funnel_measure(name: str, call: exp.Anonymous, ctx: MeasureContext) -> MeasureSpec:
+    """``STEPS(*)`` or ``MAX_STEP()``: counts of the pattern's prefixes, over no symbol."""
+    function = call.name.upper()
+    takes, kind = FUNNEL_FUNCTIONS[function]
+    given = [a.sql(dialect=SparkSeq) for a in call.expressions]
+    if given != ([takes] if takes else []):
+        raise UnknownMeasureError(
+            f"measure {name}: {function} takes {takes or 'no argument'}: write {function}({takes}); "
+            f"got {call.sql(dialect=SparkSeq)}", node_position(call, ctx.sql))
+    first = ctx.pattern.elements[0]
+    if first.optional:
+        symbol = ctx.pattern.symbols[first.symbol].name
+        raise QuantifierCombinationError(
+            f"measure {name}: {function}({takes}) counts the prefixes of the pattern, and its first element "
+            f"{first.describe(symbol)} is optional, so the first prefix alone could match no row; make the first "
+            f"element required ({symbol}{'+' if first.kleene else ''}) or start the funnel at a required element",
+            node_position(call, ctx.sql))
+    return _count_spec(name, kind, None, ctx)
 
 
 def _count_spec(name: str, kind: MeasureKind, symbol: int | None, ctx: MeasureContext) -> MeasureSpec:

@@ -73,6 +73,7 @@ def native_shape(plan: Plan | MultiPlan) -> str | None:
         return "several patterns in one statement (E-Cube) run on the kernel path"
     checks: tuple[tuple[bool, str], ...] = (
         (plan.slide is not None, "SLIDE windows"),
+        (plan.quantified, "a quantified or optional element (X{n,m}, X?, X*)"),
         (any(e.kleene for e in plan.elements), "a Kleene element"),
         (any(plan.negations), "a negated element"),
         (bool(plan.predicates or plan.iterator_predicates), "cross-event predicates"),

@@ -34,6 +34,7 @@ from sql_rewrites.expressions import (
     MatchPattern,
     MatchPatternElement,
     MatchPatterns,
+    MatchQuantifier,
     MatchRollup,
     MatchUncertain,
     PatternArgument,
@@ -290,9 +291,40 @@ class SparkSeqParser(SparkParser):
         kleene = self._match(TokenType.PLUS)
         if negated and kleene:
             self.raise_error("A negated symbol cannot be Kleene plus (!X+)", self._prev)
-        return self.expression(
-            MatchPatternElement(this=symbol, negated=negated or None, kleene=kleene or None), start
-        )
+        quantifier = None if kleene else self._parse_match_quantifier()
+        if ((kleene or quantifier) and self._match(TokenType.PLACEHOLDER)) or self._match(TokenType.DQMARK):
+            self.raise_error("A reluctant quantifier (X+?, X*?, X??, X{n,m}?) means the same as its greedy "
+                             "form here: every match is counted, whichever rows a quantified symbol takes; drop "
+                             "the trailing ?", self._prev)
+        return self.expression(MatchPatternElement(
+            this=symbol, negated=negated or None, kleene=kleene or None, quantifier=quantifier), start)
+
+    def _parse_match_quantifier(self) -> MatchQuantifier | None:
+        """``?``, ``*``, ``{n}``, ``{n,}`` or ``{n,m}`` after a pattern symbol (checked by analysis)."""
+        start = self._curr
+        if self._match_set((TokenType.PLACEHOLDER, TokenType.STAR)):
+            unbounded = self._prev.token_type == TokenType.STAR
+            return self.expression(MatchQuantifier(optional=True, unbounded=unbounded or None), start)
+        if not self._match(TokenType.L_BRACE):
+            return None
+        least = self._parse_quantifier_bound("Expecting the least number of rows in {n}, {n,} or {n,m}; "
+                                             "a symbol that may bind no row is written X? or X*")
+        most, unbounded = None, False
+        if self._match(TokenType.COMMA):
+            unbounded = self._match(TokenType.R_BRACE, advance=False)
+            most = None if unbounded else self._parse_quantifier_bound(
+                "Expecting the most number of rows after ',' in {n,m}, or } for {n,}")
+        if not self._match(TokenType.R_BRACE):
+            self.raise_error("Expecting } to close the quantifier {n}, {n,} or {n,m}")
+        node = MatchQuantifier(this=least, expression=most, unbounded=unbounded or None)
+        return node.update_positions(line=start.line, col=start.col, start=start.start, end=self._prev.end)
+
+    def _parse_quantifier_bound(self, message: str) -> exp.Literal:
+        token = self._curr
+        if not (token and token.token_type == TokenType.NUMBER and token.text.isdigit()):
+            self.raise_error(message, token)
+        self._advance()
+        return self.expression(exp.Literal(this=token.text, is_string=False), token)
 
     def _parse_match_symbol(self) -> exp.Expr:
         token = self._curr

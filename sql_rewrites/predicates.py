@@ -36,7 +36,7 @@ from typing import NoReturn
 from sqlglot import exp
 
 from sql_rewrites.dialect import SparkSeq
-from sql_rewrites.errors import PredicateError
+from sql_rewrites.errors import PredicateError, QuantifierCombinationError
 from sql_rewrites.logical import PartitionKey, ValueColumn
 from sql_rewrites.measures import MeasureContext, value_column_index
 from sql_rewrites.schema import ColumnSchema
@@ -165,8 +165,15 @@ class PredicateResolver:
                        f"pattern, so {symbol.name}.{operand.column.name} is ambiguous; use a distinct symbol for "
                        f"each position (e.g. SEQ({symbol.name}1, ..., {symbol.name}2) with the same DEFINE)",
                        operand.node)
-        if self.pattern.elements[positions[0]].kleene:
-            self._fail(f"WHERE condition {text}: {symbol.name}+ is a Kleene symbol; it takes part only in iterator "
+        element = self.pattern.elements[positions[0]]
+        written = element.describe(symbol.name)
+        if element.optional:
+            raise QuantifierCombinationError(
+                f"WHERE condition {text}: {written} is optional and may bind no row, so the comparison has nothing "
+                f"to compare in those matches; compare only symbols that bind exactly one row (or make "
+                f"{symbol.name} required)", node_position(operand.node, self.ctx.sql))
+        if element.kleene:
+            self._fail(f"WHERE condition {text}: {written} is a Kleene symbol; it takes part only in iterator "
                        f"predicates {symbol.name}[i].col OP {symbol.name}[i-1].col [+ k] (or local conditions on "
                        f"{symbol.name} alone)", operand.node)
         return positions[0]
@@ -199,6 +206,12 @@ class PredicateResolver:
         if not symbol.positive or len(positions) != 1 or not self.pattern.elements[positions[0]].kleene:
             self._fail(f"WHERE condition {text}: {symbol.name}[i] needs {symbol.name} to be a Kleene symbol "
                        f"({symbol.name}+) at exactly one position of the pattern", node)
+        element = self.pattern.elements[positions[0]]
+        if element.quantified:
+            raise QuantifierCombinationError(
+                f"WHERE condition {text}: iterator predicates are counted for {symbol.name}+ only, not for "
+                f"{element.describe(symbol.name)}: the engine does not yet count sets that are both limited in "
+                "size and linked row to row", node_position(node, self.ctx.sql))
         column, _, offset, left_offset = self._columns(current, previous, op, text, node)
         return IteratorPredicate(positions[0], column, op, offset, left_offset, first=previous.lag == FIRST)
 

@@ -12,11 +12,11 @@ import dataclasses
 
 from sqlglot import exp
 
-from sql_rewrites.errors import StrategyError
+from sql_rewrites.errors import QuantifierCombinationError, SourcePosition, StrategyError
 from sql_rewrites.expressions import MatchAggregate
 from sql_rewrites.logical import SymbolSpec
 from sql_rewrites.symbols import node_position
-from udafs.plan import Strategy
+from udafs.plan import Plan, Strategy
 
 
 def strategy_of(node: MatchAggregate) -> Strategy:
@@ -32,6 +32,46 @@ def strategy_of(node: MatchAggregate) -> Strategy:
     if words is None:
         return Strategy.SKIP_TILL_ANY_MATCH
     return Strategy.from_sql(words.name)
+
+
+def check_quantified_strategy(plan: Plan, where: SourcePosition | None) -> None:
+    """Quantified and optional elements are counted under SKIP TILL ANY MATCH only.
+
+    Raises
+    ------
+    QuantifierCombinationError
+        ``STRATEGY`` other than SKIP TILL ANY MATCH with ``X{n,m}``, ``X?``, ``X*``, ...
+    """
+    if plan.strategy is Strategy.SKIP_TILL_ANY_MATCH or not plan.quantified:
+        return
+    raise QuantifierCombinationError(
+        f"STRATEGY {plan.strategy.sql} with {_first_quantified(plan)}: quantified and optional elements "
+        "(X{n,m}, X?, X*) are counted under SKIP TILL ANY MATCH only; the other strategies decide row by row which "
+        "row a match may take next, and their counting does not yet follow a set's size or an element that takes "
+        "no row. Drop STRATEGY, or write the element as X or X+", where)
+
+
+def check_quantified_predicates(plan: Plan, where: SourcePosition | None) -> None:
+    """Cross-event and iterator predicates are not counted in a pattern with a quantified or
+    optional element, even between its plain elements.
+
+    Raises
+    ------
+    QuantifierCombinationError
+    """
+    if not plan.quantified or not (plan.predicates or plan.iterator_predicates):
+        return
+    what = "cross-event comparisons" if plan.predicates else "iterator predicates"
+    raise QuantifierCombinationError(
+        f"WHERE with {what} in a pattern with {_first_quantified(plan)}: the engine counts a quantified or optional "
+        "element as the union of plain patterns, one per number of rows it binds, in which the compared elements "
+        "stand at other positions, and does not yet carry such comparisons into them; keep only conditions on one "
+        "symbol at a time, or write the element as X or X+", where)
+
+
+def _first_quantified(plan: Plan) -> str:
+    element = next(e for e in plan.elements if e.quantified)
+    return element.describe(plan.symbols[element.symbol])
 
 
 def with_local_conditions(symbols: tuple[SymbolSpec, ...], local: dict[int, list[exp.Expr]]) -> tuple[SymbolSpec, ...]:

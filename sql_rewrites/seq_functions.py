@@ -33,8 +33,9 @@ from sql_rewrites.errors import (
 from sql_rewrites.expressions import MatchPattern, PatternArgument
 from sql_rewrites.hierarchy import ConceptHierarchy
 from sql_rewrites.pattern import compile_type_pattern
+from sql_rewrites.selection import check_quantified_strategy
 from sql_rewrites.sql_types import OrderKind
-from sql_rewrites.symbols import compile_pattern
+from sql_rewrites.symbols import compile_pattern, node_position
 from sql_rewrites.windows import WindowSpec, describe_length, window_length
 from udafs.errors import SparkSeqError
 from udafs.plan import CountType, Measure, MeasureKind, Plan, Strategy, ValueType
@@ -62,10 +63,15 @@ class Signature:
         return f"seq_{self.measure}" + ("_windows" if self.windows else "")
 
     @property
+    def counts(self) -> bool:
+        """True for the functions that read no symbol's value: seq_count and the funnel's."""
+        return self.kind is MeasureKind.COUNT_STAR or self.kind.funnel
+
+    @property
     def params(self) -> tuple[str, ...]:
         """Parameter names, in order."""
         names = ("ts", "type", "pattern", "within") + (("slide",) if self.windows else ())
-        return names if self.kind is MeasureKind.COUNT_STAR else names + ("symbol", "value")
+        return names if self.counts else names + ("symbol", "value")
 
     @property
     def usage(self) -> str:
@@ -75,7 +81,9 @@ class Signature:
     @property
     def value_type(self) -> str:
         """SQL type of the measure."""
-        return "bigint" if self.kind is MeasureKind.COUNT_STAR else "double"
+        if self.kind is MeasureKind.STEPS:
+            return "array<bigint>"
+        return "bigint" if self.counts else "double"
 
     @property
     def return_type(self) -> str:
@@ -86,7 +94,7 @@ class Signature:
 
     def bind(self, args: Sequence[Any]) -> dict[str, Any]:
         """Arguments by parameter name; ``within`` of ``seq_count`` may be left out."""
-        optional = self.kind is MeasureKind.COUNT_STAR and not self.windows
+        optional = self.counts and not self.windows
         if len(args) != len(self.params) and not (optional and len(args) == len(self.params) - 1):
             raise FunctionArgumentError(f"{self.usage} takes {len(self.params)} arguments"
                                         f"{' (within is optional)' if optional else ''}, got {len(args)}")
@@ -95,9 +103,12 @@ class Signature:
 
 COUNT, SUM, AVG, MIN, MAX = (Signature(k) for k in (MeasureKind.COUNT_STAR, MeasureKind.SUM, MeasureKind.AVG,
                                                      MeasureKind.MIN, MeasureKind.MAX))
-#: Every ``seq_*`` function: the five measures, then their window variants.
+#: The funnel (SEMANTICS section 10): ``seq_steps`` (one count per prefix) and ``seq_max_step``.
+STEPS, MAX_STEP = Signature(MeasureKind.STEPS), Signature(MeasureKind.MAX_STEP)
+#: Every ``seq_*`` function: the five measures, their window variants, then the funnel's two.
 SIGNATURES: tuple[Signature, ...] = (COUNT, SUM, AVG, MIN, MAX,
-                                     *(dataclasses.replace(s, windows=True) for s in (COUNT, SUM, AVG, MIN, MAX)))
+                                     *(dataclasses.replace(s, windows=True) for s in (COUNT, SUM, AVG, MIN, MAX)),
+                                     STEPS, MAX_STEP)
 BY_NAME: dict[str, Signature] = {sig.name: sig for sig in SIGNATURES}
 
 
@@ -183,8 +194,9 @@ def compile_call(sig: Signature, pattern: str, within: int | None, slide: int | 
     hierarchy = hierarchy_of(sig, name, hierarchies) if name else None
     typed = compile_type_pattern(pattern, within=within, slide=slide, parsed=node.this)
     plan = dataclasses.replace(typed.plan, strategy=strategy)
-    if sig.kind is MeasureKind.COUNT_STAR:
-        plan = dataclasses.replace(plan, measures=(Measure(MeasureKind.COUNT_STAR, name="count"),))
+    check_quantified_strategy(plan, node_position(node.args.get("strategy"), pattern))
+    if sig.counts:
+        plan = dataclasses.replace(plan, measures=(Measure(sig.kind, name=sig.measure),))
     else:
         assert symbol is not None and value_type is not None
         index = measured_symbol(sig, typed.pattern, pattern, symbol)
@@ -261,6 +273,7 @@ def check_calls(tree: exp.Expr, resolve: Callable[[str], ConceptHierarchy] | Non
             _check_call(sig, call, resolve)
         except SqlRewriteError as exc:
             raise _placed(exc, sig, call, sql) from None
+        _check_window_arguments(sig, call, sql)
 
 
 def _check_call(sig: Signature, call: exp.Anonymous, resolve: Callable[[str], ConceptHierarchy] | None) -> None:
@@ -270,11 +283,7 @@ def _check_call(sig: Signature, call: exp.Anonymous, resolve: Callable[[str], Co
         return
     within = None if _is_null(bound["within"]) else PLACEHOLDER_LENGTH
     slide = None if _is_null(bound.get("slide")) else PLACEHOLDER_LENGTH
-    within_us, slide_us = (_interval_micros(bound.get(name)) for name in ("within", "slide"))
-    if within_us is not None and slide_us is not None:  # both written as intervals: the event time is a timestamp
-        WindowSpec.checked(within_us, slide_us,
-                           shown=(describe_length(within_us, True), describe_length(slide_us, True)))
-    symbol = _literal_text(bound.get("symbol")) if sig.kind is not MeasureKind.COUNT_STAR else None
+    symbol = _literal_text(bound.get("symbol")) if not sig.counts else None
     node = pattern_argument(pattern)
     name = hierarchy_name(node)
     hierarchies: Hierarchies = ()
@@ -282,7 +291,7 @@ def _check_call(sig: Signature, call: exp.Anonymous, resolve: Callable[[str], Co
         if resolve is None:
             return
         hierarchies = ((name.casefold(), tuple(sorted(resolve(name).parent_of.items()))),)
-    if sig.kind is not MeasureKind.COUNT_STAR and symbol is None:
+    if not sig.counts and symbol is None:
         compile_type_pattern(pattern, within=within, slide=slide, parsed=node.this)  # symbol not a literal
         if name:
             hierarchy_of(sig, name, hierarchies)
@@ -318,11 +327,26 @@ def _placed(exc: SqlRewriteError, sig: Signature, call: exp.Anonymous, sql: str 
     return exc.relocated(position_of(sql, where["start"], where["end"]))
 
 
-def _interval_micros(node: exp.Expr | None) -> int | None:
-    """An ``INTERVAL ...`` literal argument in microseconds; None for anything else."""
+def _check_window_arguments(sig: Signature, call: exp.Anonymous, sql: str | None) -> None:
+    """The ``within`` / ``slide`` arguments written as intervals, each checked under its own
+    name; both: the window they make. Placed in ``sql`` (when given) at the call's name:
+    sqlglot keeps no position for an interval."""
+    bound = sig.bind(call.expressions)
+    try:
+        within_us, slide_us = (_interval_micros(bound.get(name), name) for name in ("within", "slide"))
+        if within_us is not None and slide_us is not None:  # both intervals: the event time is a timestamp
+            WindowSpec.checked(within_us, slide_us,
+                               shown=(describe_length(within_us, True), describe_length(slide_us, True)))
+    except SqlRewriteError as exc:
+        where = call.meta if sql is not None and "start" in call.meta else None
+        raise exc.relocated(None if where is None else position_of(sql, where["start"], where["end"])) from None
+
+
+def _interval_micros(node: exp.Expr | None, name: str) -> int | None:
+    """An ``INTERVAL ...`` literal argument ``name`` in microseconds; None for anything else."""
     if not isinstance(node, exp.Interval):
         return None
-    return window_length(node, "within", "ts", OrderKind.TIMESTAMP)
+    return window_length(node, name, "ts", OrderKind.TIMESTAMP)
 
 
 def _literal_text(node: exp.Expr | None) -> str | None:
@@ -333,6 +357,7 @@ def _is_null(node: exp.Expr | None) -> bool:
     return node is None or isinstance(node, exp.Null)
 
 
-__all__ = ["BY_NAME", "COUNT", "SUM", "AVG", "MIN", "MAX", "SIGNATURES", "Compiled", "FunctionArgumentError",
+__all__ = ["BY_NAME", "COUNT", "SUM", "AVG", "MIN", "MAX", "STEPS", "MAX_STEP", "SIGNATURES", "Compiled",
+           "FunctionArgumentError",
            "Hierarchies", "Signature", "check_calls", "check_statement_calls", "compile_call", "hierarchy_name",
            "hierarchy_of", "measured_symbol", "pattern_argument", "strategy_of"]

@@ -26,6 +26,7 @@ Pure: analysed queries in, sqlglot trees out.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -36,7 +37,7 @@ from sql_rewrites.generate import EngineInput, engine_events, sanitize, symbol_m
 from sql_rewrites.logical import MatchAggregateQuery
 from sql_rewrites.sql_types import time_from_engine, time_to_engine
 from udafs.multiplan import MultiPlan
-from udafs.plan import MAX_SYMBOLS, Element, Measure, Plan
+from udafs.plan import MAX_SYMBOLS, Measure, Plan, funnel_measures
 
 PLAN_COLUMN = "__sparkseq_plan"
 WINDOW_START, WINDOW_END = "__sparkseq_ws", "__sparkseq_we"
@@ -50,11 +51,12 @@ def field_column(field: int) -> str:
 def sharing_key(query: MatchAggregateQuery) -> tuple | None:
     """What operators must have in common to share one pass, or None for one that cannot
     share (an E-Cube, cross-event predicates or a selection strategy, imprecise
-    timestamps, a source that is not a plain table or view, a join on the operator)."""
+    timestamps, the funnel measures STEPS(*) / MAX_STEP(), a source that is not a plain table
+    or view, a join on the operator)."""
     source = query.node.this
     if query.cube is not None or not isinstance(source, exp.Table) or query.single_plan.extended:
         return None
-    if query.uncertainty is not None:
+    if query.uncertainty is not None or funnel_measures(query.single_plan):  # STEPS(*): grouped path only
         return None
     if query.node.args.get("joins") or query.node.args.get("laterals") or source.args.get("joins"):
         return None
@@ -248,7 +250,7 @@ def _remap(plan: Plan, bits: list[int], columns: list[int], names: tuple[str, ..
 
     return Plan(
         symbols=names,
-        elements=tuple(Element(bits[e.symbol], e.kleene) for e in plan.elements),
+        elements=tuple(dataclasses.replace(e, symbol=bits[e.symbol]) for e in plan.elements),
         negations=tuple(mask(g) for g in plan.negations),
         within=plan.within,
         slide=plan.slide,

@@ -14,12 +14,12 @@ from __future__ import annotations
 from sqlglot import exp
 
 from sql_rewrites.dialect import SparkSeq
-from sql_rewrites.errors import ImpreciseTimeError
+from sql_rewrites.errors import ImpreciseTimeError, QuantifierCombinationError, SourcePosition
 from sql_rewrites.expressions import MatchAggregate
 from sql_rewrites.logical import OrderKey, Uncertainty
 from sql_rewrites.scope import ColumnScope
 from sql_rewrites.sql_types import order_kind
-from sql_rewrites.symbols import node_position
+from sql_rewrites.symbols import CompiledPattern, node_position
 from sql_rewrites.windows import window_length
 from udafs.plan import Strategy
 
@@ -87,6 +87,21 @@ def _check_clauses(node: MatchAggregate, sql: str | None) -> None:
         if node.args.get(arg) is not None:
             raise ImpreciseTimeError(f"UNCERTAIN is not supported with {arg.upper()} (E-Cube)",
                                      node_position(node.args["uncertain"], sql))
+
+
+def check_precise_quantifiers(pattern: CompiledPattern, where: SourcePosition | None) -> None:
+    """Quantified and optional elements need precise timestamps.
+
+    Raises
+    ------
+    QuantifierCombinationError
+        ``X{n,m}``, ``X?`` or ``X*`` with UNCERTAIN.
+    """
+    element = next((e for e in pattern.node.expressions if not e.negated and e.quantifier is not None), None)
+    if element is not None and element.row_bounds != (1, 1) and element.row_bounds != (1, None):
+        raise QuantifierCombinationError(
+            f"UNCERTAIN with {element.sql()}: expected counts over imprecise timestamps are computed for plain and "
+            "Kleene (X+) elements only, not for quantified or optional ones (X{n,m}, X?, X*)", where)
 
 
 def check_where(node: MatchAggregate, predicates: list, iterators: list, sql: str | None) -> None:

@@ -2,7 +2,10 @@
 
 It builds every match literally, following docs/semantics.md sections 3-5
 clause by clause, and is meant to be obviously correct, not fast (use it on a
-dozen events at most).
+dozen events at most). Quantified and optional elements (``X{n,m}``, ``X?``, ``X*``;
+SEMANTICS section 10) bind every allowed set of rows, the empty set included when
+optional (:func:`_sets`); order, WITHIN and negation gaps are then read over the rows
+actually bound (:func:`_span`, :func:`_middle_ok`).
 
 The extensions (predicates, iterator predicates, strategies; docs/predicates-and-strategies.md is the contract): every
 match is first built as a skip-till-any-match match (clauses 1-5), then kept only
@@ -16,13 +19,14 @@ when it also satisfies, clause by clause,
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from udafs.plan import CmpOp, MeasureKind, Plan, Strategy, ValueType
+from udafs.plan import CmpOp, Element, Measure, MeasureKind, Plan, Strategy, ValueType
 
 Match = tuple[tuple[int, ...], ...]  # per positive element, the row indices bound to it
 
@@ -45,6 +49,22 @@ def cheap(plan: Plan, ev: Events) -> bool:
     return sum(e.kleene for e in plan.elements) * len(ev.ts) <= 12 or len(ev.ts) <= 6
 
 
+def _sets(ev: Events, el: Element, cands: list[int]) -> Iterator[tuple[int, ...]]:
+    """Every set of rows ``el`` may bind among ``cands``: one row, or for a Kleene element
+    min_rows..max_rows rows with pairwise distinct timestamps; the empty set when optional
+    (SEMANTICS sections 3 and 10)."""
+    if el.optional:
+        yield ()
+    if not el.kleene:
+        yield from ((r,) for r in cands)
+        return
+    most = len(cands) if el.max_rows is None else min(el.max_rows, len(cands))
+    for k in range(max(el.min_rows, 1), most + 1):
+        for sub in itertools.combinations(cands, k):
+            if len({ev.ts[r] for r in sub}) == len(sub):  # pairwise distinct timestamps
+                yield sub
+
+
 def _bindings(ev: Events, plan: Plan, rows: list[int], i: int, after: float) -> Iterator[Match]:
     """Every binding of elements i..n-1 to rows strictly later than ``after``."""
     if i == plan.length:
@@ -52,17 +72,8 @@ def _bindings(ev: Events, plan: Plan, rows: list[int], i: int, after: float) -> 
         return
     el = plan.elements[i]
     cands = [r for r in rows if ev.is_instance(r, 1 << el.symbol) and ev.ts[r] > after]
-    if not el.kleene:
-        choices: Iterator[tuple[int, ...]] = ((r,) for r in cands)
-    else:
-        choices = (
-            sub
-            for k in range(1, len(cands) + 1)
-            for sub in itertools.combinations(cands, k)
-            if len({ev.ts[r] for r in sub}) == len(sub)  # pairwise distinct timestamps
-        )
-    for chosen in choices:
-        last = max(ev.ts[r] for r in chosen)
+    for chosen in _sets(ev, el, cands):
+        last = max((ev.ts[r] for r in chosen), default=after)  # an optional element bound to no row: unchanged
         for rest in _bindings(ev, plan, rows, i + 1, last):
             yield (chosen, *rest)
 
@@ -73,14 +84,25 @@ def _no_instance(ev: Events, rows: list[int], symbols: int, lo: float, hi: float
 
 
 def _middle_ok(ev: Events, plan: Plan, rows: list[int], m: Match) -> bool:
+    """Rule 4: a middle negation's gap lies between the nearest elements on each side that
+    bind at least one row; with no such element on one side (only unbound optional ones)
+    it constrains nothing (SEMANTICS section 10)."""
+    bound = [i for i, part in enumerate(m) if part]
     for gap in range(1, plan.length):
         neg = plan.negations[gap]
-        if neg:
-            last = max(ev.ts[r] for r in m[gap - 1])
-            first = min(ev.ts[r] for r in m[gap])
+        before, after = [i for i in bound if i < gap], [i for i in bound if i >= gap]
+        if neg and before and after:
+            last = max(ev.ts[r] for r in m[before[-1]])
+            first = min(ev.ts[r] for r in m[after[0]])
             if not _no_instance(ev, rows, neg, last, first):
                 return False
     return True
+
+
+def _span(ev: Events, m: Match) -> tuple[int, int]:
+    """Times of the first and the last bound row of a match (over every element that binds one)."""
+    times = [ev.ts[r] for part in m for r in part]
+    return min(times), max(times)
 
 
 def matches(ev: Events, plan: Plan) -> list[Match]:
@@ -88,8 +110,7 @@ def matches(ev: Events, plan: Plan) -> list[Match]:
     rows = list(range(len(ev.ts)))
     out = []
     for m in _bindings(ev, plan, rows, 0, float("-inf")):
-        first = min(ev.ts[r] for r in m[0])
-        last = max(ev.ts[r] for r in m[-1])
+        first, last = _span(ev, m)
         w = plan.within
         if w is not None and not last - first < w:
             continue
@@ -110,8 +131,7 @@ def window_matches(ev: Events, plan: Plan, start: int, end: int) -> list[Match]:
     rows = [r for r in range(len(ev.ts)) if start <= ev.ts[r] < end]
     out = []
     for m in _bindings(ev, plan, rows, 0, float("-inf")):
-        first = min(ev.ts[r] for r in m[0])
-        last = max(ev.ts[r] for r in m[-1])
+        first, last = _span(ev, m)
         if not _middle_ok(ev, plan, rows, m):
             continue
         if plan.negations[0] and not _no_instance(ev, rows, plan.negations[0], float("-inf"), first):
@@ -253,6 +273,7 @@ def strategy_holds(ev: Events, plan: Plan, rows: list[int], m: Match) -> bool:
     if plan.strategy.contiguous:
         rk = ranks(ev, plan)
         return all(rk[y] == rk[x] + 1 for (_, x), (_, y) in zip(steps, steps[1:]))
+    assert not plan.quantified, "skip-till-next-match candidates are defined for plain elements and X+ only"
     for (i, x), (_, y) in zip(steps, steps[1:]):
         if any(ev.ts[x] < ev.ts[z] < ev.ts[y] and _candidate(ev, plan, m, i, x, z) for z in rows):
             return False
@@ -275,12 +296,44 @@ def windows(ev: Events, plan: Plan) -> list[tuple[int, int]]:
     return [(k * s, k * s + w) for k in ks if any(k * s <= t < k * s + w for t in inst)]
 
 
-def measure_values(ev: Events, plan: Plan, ms: list[Match]) -> list[object]:
-    """Every measure of the plan over the match multiset ``ms``: SEMANTICS section 5."""
+def prefix_plan(plan: Plan, i: int) -> Plan:
+    """The i-th prefix of the pattern (SEMANTICS section 10, funnel steps), 1 <= i <= n:
+    E1..Ei, the negations between two of them, the leading negation, the trailing one only
+    when i = n; the predicates among E1..Ei; same WITHIN, SLIDE and strategy; COUNT(*)."""
+    n = plan.length
+    return dataclasses.replace(
+        plan, elements=plan.elements[:i], negations=(*plan.negations[:i], plan.negations[n] if i == n else 0),
+        measures=(Measure(MeasureKind.COUNT_STAR, name="count"),),
+        predicates=tuple(p for p in plan.predicates if p.left < i and p.right < i),
+        iterator_predicates=tuple(q for q in plan.iterator_predicates if q.element < i))
+
+
+def step_counts(ev: Events, plan: Plan, window: tuple[int, int] | None = None) -> list[int]:
+    """STEPS(*): the number of matches of every prefix, by enumerating each prefix's matches
+    (in the SLIDE window ``window`` when given, a window of the whole pattern)."""
+    def count(p: Plan) -> int:
+        return len(matches(ev, p) if window is None else window_matches(ev, p, *window))
+    return [count(prefix_plan(plan, i)) for i in range(1, plan.length + 1)]
+
+
+def max_step(steps: Sequence[int]) -> int:
+    """MAX_STEP(): the largest i (1-based) whose prefix has a match, 0 when none."""
+    return max((i + 1 for i, c in enumerate(steps) if c), default=0)
+
+
+def measure_values(ev: Events, plan: Plan, ms: list[Match],
+                   window: tuple[int, int] | None = None) -> list[object]:
+    """Every measure of the plan over the match multiset ``ms``: SEMANTICS section 5
+    (``window``: the SLIDE window the matches are of, for the funnel measures)."""
     out: list[object] = []
     for meas in plan.measures:
         if meas.kind is MeasureKind.COUNT_STAR:
             out.append(len(ms))
+            continue
+        if meas.kind in (MeasureKind.STEPS, MeasureKind.MAX_STEP):
+            steps = step_counts(ev, plan, window)
+            assert steps[-1] == len(ms), "the last prefix is the whole pattern"
+            out.append(steps if meas.kind is MeasureKind.STEPS else max_step(steps))
             continue
         positions = [i for i, el in enumerate(plan.elements) if el.symbol == meas.symbol]
         pair_rows = [r for m in ms for i in positions for r in m[i]]  # (match, row) pairs
@@ -323,4 +376,4 @@ def evaluate(ev: Events, plan: Plan) -> list[tuple[int | None, int | None, list[
     """
     if plan.slide is None:
         return [(None, None, measure_values(ev, plan, matches(ev, plan)))]
-    return [(a, b, measure_values(ev, plan, window_matches(ev, plan, a, b))) for a, b in windows(ev, plan)]
+    return [(a, b, measure_values(ev, plan, window_matches(ev, plan, a, b), (a, b))) for a, b in windows(ev, plan)]

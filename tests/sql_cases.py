@@ -24,6 +24,8 @@ def measure_sql(plan: Plan, m: Measure, columns: tuple[str, ...] = VALUE_COLUMNS
     name = f"`{m.name}`"
     if m.kind is MeasureKind.COUNT_STAR:
         return f"COUNT(*) AS {name}"
+    if m.kind.funnel:
+        return f"{'STEPS(*)' if m.kind is MeasureKind.STEPS else 'MAX_STEP()'} AS {name}"
     symbol = plan.symbols[m.symbol]
     if m.kind is MeasureKind.COUNT:
         return f"COUNT({symbol}) AS {name}"

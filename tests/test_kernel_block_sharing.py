@@ -45,7 +45,7 @@ def cuboid_like(draw: st.DrawFn) -> list[Plan]:
         negs = [draw(st.integers(0, (1 << N_SYM) - 1)) if draw(st.integers(0, 5)) == 0 else g for g in gaps]
         measures = [Measure(MeasureKind.COUNT_STAR, name="n")]
         for k in range(draw(st.integers(0, 3))):
-            kind = draw(st.sampled_from([m for m in MeasureKind if m is not MeasureKind.COUNT_STAR]))
+            kind = draw(st.sampled_from([m for m in MeasureKind if m is not MeasureKind.COUNT_STAR and not m.funnel]))
             col = None if kind is MeasureKind.COUNT else draw(st.integers(0, 1))
             measures.append(Measure(kind, draw(st.sampled_from(syms)), col, f"m{k}"))
         out.append(Plan(symbols=tuple(f"S{i}" for i in range(N_SYM)),

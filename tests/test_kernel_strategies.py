@@ -155,8 +155,10 @@ def test_json_version_checks() -> None:
     assert doc["st"] == "next" and doc["v"] == 2
     with pytest.raises(PlanError, match=r"version 1 cannot carry the keys \['st'\]"):
         Plan.from_json(json.dumps({**doc, "v": 1}))
-    with pytest.raises(PlanError, match="unsupported plan version 4"):
-        Plan.from_json(json.dumps({**doc, "v": 4}))
+    with pytest.raises(PlanError, match="unsupported plan version 5"):
+        Plan.from_json(json.dumps({**doc, "v": 5}))
+    with pytest.raises(PlanError, match="written exactly as version 4, got version 4 without one"):
+        Plan.from_json(json.dumps({**doc, "v": 4}))  # version 4: quantified or optional elements
     with pytest.raises(PlanError, match="'un' .* exactly in plans of version 3"):
         Plan.from_json(json.dumps({**doc, "v": 3}))
     plain = {k: v for k, v in doc.items() if k != "st"}

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from pyspark.errors import PythonException
 from sqlglot import parse_one
 
-from sql_rewrites.seq_functions import check_calls
+from sql_rewrites.errors import SqlRewriteError
+from sql_rewrites.seq_functions import check_calls, check_statement_calls
 from tests import oracle
 from tests.doubles import same_double
 from tests.test_kernel_oracle import COLUMNS, events, plans
@@ -190,3 +191,19 @@ def test_literal_arguments_are_checked_without_spark(call: str, error: str) -> N
         check_calls(parse_one(f"SELECT {call} FROM t", read="spark"))
     assert type(caught.value).__name__ == error
     check_calls(parse_one("SELECT seq_sum(ts, t, 'SEQ(a, !c, B)', INTERVAL 1 MINUTE, 'b', v) FROM t", read="spark"))
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    ("seq_count_windows(ts, t, 'SEQ(a)', INTERVAL 1 MINUTE, INTERVAL 0 SECONDS)", "slide must be positive"),
+    ("seq_count_windows(ts, t, 'SEQ(a)', INTERVAL 1 MINUTE, INTERVAL 1 MONTH)", "slide interval unit MONTH"),
+    ("seq_count_windows(ts, t, 'SEQ(a)', INTERVAL 0 SECONDS, INTERVAL 1 MINUTE)", "within must be positive"),
+    ("seq_count(ts, t, 'SEQ(a)', INTERVAL -1 MINUTE)", "within must be positive"),
+])
+def test_a_bad_window_argument_is_named_and_placed_at_its_call(call: str, message: str) -> None:
+    """The argument the message names is the one written wrong; sqlglot keeps no position
+    for an interval, so the error points at the call (line 2, column 3), not its pattern."""
+    with pytest.raises(SqlRewriteError) as caught:
+        check_statement_calls(f"SELECT k,\n  {call} FROM t", written=True)
+    assert caught.value.message.startswith(message), caught.value.message
+    assert caught.value.position is not None
+    assert (caught.value.position.line, caught.value.position.column) == (2, 3)

@@ -296,9 +296,13 @@ type_values = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, m
 
 @st.composite
 def clauses(draw: st.DrawFn) -> str:
-    marks = st.sampled_from(["", "!", "+"])
+    bound = st.integers(0, 12).map(str)
+    quantifiers = st.one_of(st.sampled_from(["", "+", "?", "*"]), bound.map(lambda n: f"{{{n}}}"),
+                            bound.map(lambda n: f"{{{n},}}"),
+                            st.tuples(bound, bound).map(lambda b: f"{{{b[0]},{b[1]}}}"))
+    marks = st.one_of(st.just("!"), quantifiers, quantifiers.filter(lambda q: q != "+").map(lambda q: "!" + q))
     elements = draw(st.lists(st.tuples(symbols | type_values, marks), min_size=1, max_size=6))
-    pattern = ", ".join(f"!{s}" if m == "!" else f"{s}{m}" for s, m in elements)
+    pattern = ", ".join(f"!{s}{m[1:]}" if m.startswith("!") else f"{s}{m}" for s, m in elements)
     parts = {"PATTERN": f"PATTERN SEQ({pattern})", "ORDER BY": f"ORDER BY c_{draw(names)}"}
     if draw(st.booleans()):
         keys = draw(st.lists(names, min_size=1, max_size=3))
@@ -334,4 +338,5 @@ def test_generated_clauses_round_trip(body: str, source: str) -> None:
     again = parse_statement(printed)
     assert again == tree
     assert again.sql(dialect=SparkSeq) == printed
+    assert tree.find(MatchPattern).sql() in sql  # quantifiers print exactly as written
     assert parse_statement(tree.sql(dialect=SparkSeq, pretty=True)) == tree

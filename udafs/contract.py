@@ -87,7 +87,14 @@ def engine_type(kind: MeasureKind, vt: ValueType, count_type: CountType) -> str:
     columns are BIGINT; AVG and everything over floating columns DOUBLE. Over a DECIMAL
     column every value measure is an exact unscaled integer, DECIMAL(38, 0): SUM, MIN,
     MAX, and AVG rounded half up to ``Measure.places`` more places (Spark's ``avg``).
+    The funnel measures (SEMANTICS section 10): ``STEPS(*)`` is an array of counts in the
+    COUNT TYPE (:func:`steps_type`: ``ARRAY<BIGINT>``, ``ARRAY<DECIMAL(38, 0)>`` or
+    ``ARRAY<DOUBLE>``), ``MAX_STEP()`` a BIGINT step number whatever the COUNT TYPE.
     """
+    if kind is MeasureKind.STEPS:
+        return steps_type(count_type)
+    if kind is MeasureKind.MAX_STEP:
+        return BIGINT
     if kind in (MeasureKind.COUNT_STAR, MeasureKind.COUNT):
         return COUNT_TYPE_SQL[count_type]
     if vt is ValueType.DECIMAL:
@@ -95,6 +102,15 @@ def engine_type(kind: MeasureKind, vt: ValueType, count_type: CountType) -> str:
     if kind is MeasureKind.AVG or vt is ValueType.FLOAT:
         return DOUBLE
     return COUNT_TYPE_SQL[count_type] if kind is MeasureKind.SUM else BIGINT
+
+
+def steps_type(count_type: CountType) -> str:
+    """SQL type of ``STEPS(*)``: an array of one count per prefix, in the COUNT TYPE.
+
+    >>> steps_type(CountType.DECIMAL)
+    'ARRAY<DECIMAL(38, 0)>'
+    """
+    return f"ARRAY<{COUNT_TYPE_SQL[count_type]}>"
 
 
 def measure_type(plan: Plan, measure: Measure) -> str:
@@ -125,7 +141,8 @@ def result_field_names(plan: Plan) -> tuple[str, ...]:
 __all__ = [
     "WINDOW_START", "WINDOW_END", "ERROR", "PARTITION_SLOT", "ALL_ROWS", "COUNT_TYPE_SQL", "VALUE_TYPE_SQL",
     "DECIMAL",
-    "measure_field", "takes_seq", "takes_bounds", "value_type", "engine_type", "measure_type", "result_fields",
+    "measure_field", "takes_seq", "takes_bounds", "value_type", "engine_type", "steps_type", "measure_type",
+    "result_fields",
     "result_type", "result_field_names",
     "PLAN_INDEX", "multi_result_fields", "multi_result_type",
 ]

@@ -28,6 +28,16 @@ every event carries an interval of possible times ``lo, lo + uncertain, ...,  <=
 (uniform, independent between events) and every measure is an expectation over the
 possible worlds. Such plans are written as version 3, which may carry the keys of
 version 2 as well (one number per plan: 3 if imprecise, else 2 if extended, else 1).
+
+Quantified and optional elements (``X{n,m}``, ``X{n}``, ``X{n,}``, ``X?``, ``X*``:
+:class:`Element` ``min_rows`` / ``max_rows``, SEMANTICS section 10) are written as
+``[symbol, kleene, min_rows, max_rows]`` in plans of version 4, which may carry the keys
+of version 2 as well; such a plan is always version 4 (never imprecise).
+
+The funnel measures ``STEPS(*)`` and ``MAX_STEP()`` (``MeasureKind.STEPS`` /
+``MAX_STEP``, SEMANTICS section 10) need no new version: their measure codes
+``"steps"`` / ``"max_step"`` are unknown to an older engine, which refuses the plan
+("malformed plan field") rather than ignoring them.
 """
 
 from __future__ import annotations
@@ -44,6 +54,7 @@ from udafs.errors import PlanError
 PLAN_VERSION = 1  # plans without the extensions (predicates, iterator predicates, strategies)
 PLAN_VERSION_EXTENDED = 2  # plans with a strategy, predicates or iterator predicates
 PLAN_VERSION_UNCERTAIN = 3  # plans over events with imprecise timestamps (expected aggregates)
+PLAN_VERSION_QUANTIFIED = 4  # plans with a quantified or optional element (X{n,m}, X?, X*); may carry version 2 keys
 #: Measures that are expectations (linear in the matches) and so defined under imprecise timestamps.
 UNCERTAIN_MEASURES = frozenset({"count_star", "count", "sum"})
 MAX_SYMBOLS = 63  # one int64 bitmask per row; bit 63 is the sign bit, left unused
@@ -59,6 +70,13 @@ class MeasureKind(str, enum.Enum):
     MIN = "min"
     MAX = "max"
     AVG = "avg"
+    STEPS = "steps"  # funnel: one count per prefix E1..Ei of the pattern (SEMANTICS section 10)
+    MAX_STEP = "max_step"  # funnel: the largest i whose prefix has a match, 0 when none
+
+    @property
+    def funnel(self) -> bool:
+        """True for STEPS and MAX_STEP: measures read from the prefix counts, over no symbol."""
+        return self in (MeasureKind.STEPS, MeasureKind.MAX_STEP)
 
 
 class CountType(str, enum.Enum):
@@ -191,10 +209,54 @@ class IteratorPredicate:
 
 @dataclass(frozen=True)
 class Element:
-    """One positive pattern element: a symbol index, optionally Kleene plus."""
+    """One positive pattern element: a symbol index, optionally Kleene, quantified or optional.
+
+    ``kleene`` binds a *set* of rows (pairwise distinct timestamps) instead of one row;
+    ``min_rows`` is the fewest rows bound (0: optional, the element may bind no row);
+    ``max_rows`` (Kleene only) the most, None for no bound (SEMANTICS section 10)::
+
+        X -> Element(s)   X+ -> Element(s, True)   X? -> Element(s, False, 0)   X* -> Element(s, True, 0)
+        X{n} -> Element(s, True, n, n)   X{n,} -> Element(s, True, n)   X{n,m} -> Element(s, True, n, m)
+    """
 
     symbol: int
     kleene: bool = False
+    min_rows: int = 1
+    max_rows: int | None = None
+
+    @property
+    def optional(self) -> bool:
+        """True when a match may bind no row to this element (``X?``, ``X*``)."""
+        return self.min_rows == 0
+
+    @property
+    def quantified(self) -> bool:
+        """True for anything but plain ``X`` and ``X+`` (``min_rows != 1`` or a ``max_rows``)."""
+        return self.min_rows != 1 or self.max_rows is not None
+
+    def describe(self, name: str) -> str:
+        """The element as pattern text: ``B``, ``B+``, ``B?``, ``B*``, ``B{2}``, ``B{2,}``, ``B{2,4}``."""
+        if not self.kleene:
+            return name + ("?" if self.optional else "")
+        lo, hi = self.min_rows, self.max_rows
+        if hi is None:
+            return name + {0: "*", 1: "+"}.get(lo, f"{{{lo},}}")
+        return name + (f"{{{lo}}}" if lo == hi else f"{{{lo},{hi}}}")
+
+    def to_list(self) -> list:
+        """The JSON entry: ``[symbol, kleene]``, plus ``min_rows, max_rows`` when quantified."""
+        return [self.symbol, int(self.kleene)] + ([self.min_rows, self.max_rows] if self.quantified else [])
+
+    @staticmethod
+    def from_list(entry: object) -> Element:
+        """Inverse of :meth:`to_list`."""
+        if not isinstance(entry, list) or len(entry) not in (2, 4) or any(
+                isinstance(x, bool) or not isinstance(x, int) for x in entry[:1] + entry[2:3]) or (
+                len(entry) == 4 and entry[3] is not None and (isinstance(entry[3], bool)
+                                                             or not isinstance(entry[3], int))):
+            raise PlanError(f"malformed plan field: element {entry!r} is not [symbol, kleene(, min_rows, max_rows)]")
+        symbol, kleene, *rows = entry
+        return Element(symbol, bool(kleene), *rows)
 
 
 @dataclass(frozen=True)
@@ -277,6 +339,11 @@ class Plan:
         return self.window, self.slide
 
     @property
+    def quantified(self) -> bool:
+        """True when an element is quantified or optional (``X{n,m}``, ``X{n}``, ``X{n,}``, ``X?``, ``X*``)."""
+        return any(el.quantified for el in self.elements)
+
+    @property
     def has_edge_negation(self) -> bool:
         """True when the leading or trailing gap negates something."""
         return bool(self.negations[0] or self.negations[-1])
@@ -309,7 +376,7 @@ class Plan:
             parts += [f"!{self.symbols[k]}" for k in range(len(self.symbols)) if neg >> k & 1]
             if gap < self.length:
                 el = self.elements[gap]
-                parts.append(self.symbols[el.symbol] + ("+" if el.kleene else ""))
+                parts.append(el.describe(self.symbols[el.symbol]))
         return f"SEQ({', '.join(parts)})"
 
     def describe_extensions(self) -> str:
@@ -331,7 +398,7 @@ class Plan:
         doc = {
             "v": PLAN_VERSION,
             "sym": list(self.symbols),
-            "el": [[e.symbol, int(e.kleene)] for e in self.elements],
+            "el": [e.to_list() for e in self.elements],
             "neg": list(self.negations),
             "w": self.within,
             "s": self.slide,
@@ -351,6 +418,8 @@ class Plan:
         if self.uncertain is not None:
             doc["v"] = PLAN_VERSION_UNCERTAIN
             doc["un"] = self.uncertain
+        if self.quantified:  # never with "un" (validation refuses quantified imprecise plans)
+            doc["v"] = PLAN_VERSION_QUANTIFIED
         return json.dumps(doc, separators=(",", ":"))
 
     @staticmethod
@@ -361,7 +430,7 @@ class Plan:
         except (TypeError, ValueError) as exc:
             raise PlanError(f"plan is not valid JSON: {exc}") from None
         version = doc.get("v") if isinstance(doc, dict) else None
-        versions = (PLAN_VERSION, PLAN_VERSION_EXTENDED, PLAN_VERSION_UNCERTAIN)
+        versions = (PLAN_VERSION, PLAN_VERSION_EXTENDED, PLAN_VERSION_UNCERTAIN, PLAN_VERSION_QUANTIFIED)
         if version not in versions or isinstance(version, bool):
             raise PlanError(f"unsupported plan version {version!r}; "
                             f"this engine reads versions {', '.join(map(str, versions))}")
@@ -373,7 +442,7 @@ class Plan:
         try:
             plan = Plan(
                 symbols=tuple(doc["sym"]),
-                elements=tuple(Element(int(s), bool(k)) for s, k in doc["el"]),
+                elements=tuple(map(Element.from_list, doc["el"])),
                 negations=tuple(int(x) for x in doc["neg"]),
                 within=doc["w"],
                 slide=doc["s"],
@@ -393,7 +462,15 @@ class Plan:
             raise PlanError(f"malformed plan field: {exc}") from None
         if version == PLAN_VERSION_EXTENDED and (not plan.extended or plan.uncertain is not None):
             raise PlanError("plan version 2 without a strategy, predicate or iterator predicate; write version 1")
+        if (version == PLAN_VERSION_QUANTIFIED) != plan.quantified:
+            raise PlanError("plans with a quantified or optional element are written exactly as version 4, got "
+                            f"version {version} {'with' if plan.quantified else 'without'} one")
         return plan
+
+
+def funnel_measures(plan: Plan) -> bool:
+    """True when ``plan`` measures STEPS(*) or MAX_STEP() (prefix counts, SEMANTICS section 10)."""
+    return any(m.kind.funnel for m in plan.measures)
 
 
 def splittable(plan: Plan) -> str | None:
@@ -405,6 +482,8 @@ def splittable(plan: Plan) -> str | None:
         return "contiguity strategies rank rows over the whole partition"
     if plan.uncertain is not None:
         return "imprecise timestamps spread a row over a range of possible times"
+    if funnel_measures(plan):
+        return "STEPS(*) and MAX_STEP() are evaluated on the grouped path only"
     if len(plan.symbols) + len(plan.positive_and_negated) > MAX_SYMBOLS:  # each needs a shadow bit
         return f"the pattern needs more than {MAX_SYMBOLS} symbol bits with its negated symbols doubled"
     return None
@@ -413,6 +492,8 @@ def splittable(plan: Plan) -> str | None:
 def streamable(plan: Plan) -> str | None:
     """None when the streaming evaluator (:mod:`udafs.kernels.streaming`) takes ``plan``,
     else the reason it refuses it."""
+    if funnel_measures(plan):
+        return "STEPS(*) and MAX_STEP() are not supported on the streaming path; use the batch path (evaluate_group)"
     if plan.uncertain is not None:
         return "imprecise timestamps (expected aggregates) are not supported on the streaming path; " \
                "use the batch path (evaluate_group)"
@@ -477,10 +558,37 @@ def _validate(p: Plan) -> None:
     for g in p.negations:
         if g < 0 or g >> n_sym:
             raise PlanError(f"negation mask {g} names symbols beyond the {n_sym} declared")
+    _validate_quantifiers(p)
     _validate_window(p)
     _validate_measures(p)
     _validate_extensions(p)
     _validate_uncertain(p)
+
+
+def _validate_quantifiers(p: Plan) -> None:
+    """Row counts of quantified and optional elements (SEMANTICS section 10)."""
+    for k, el in enumerate(p.elements):
+        lo, hi = el.min_rows, el.max_rows
+        what = f"element {k} ({p.symbols[el.symbol]})"
+        if not _is_int(lo) or lo < 0 or (hi is not None and not _is_int(hi)):
+            raise PlanError(f"{what}: min_rows must be an integer >= 0 and max_rows an integer or None, "
+                            f"got {lo!r} and {hi!r}")
+        if not el.kleene and (lo > 1 or hi is not None):
+            raise PlanError(f"{what}: a non-Kleene element binds one row (min_rows 1) or is optional (min_rows 0), "
+                            f"with max_rows None; got min_rows={lo}, max_rows={hi}; a row count needs kleene=True")
+        if hi is not None and hi < max(lo, 1):
+            raise PlanError(f"{what}: max_rows {hi} is below {'min_rows ' + str(lo) if lo else '1'}; "
+                            "a Kleene element binds between min_rows and max_rows rows, at least one when bound")
+    if all(el.optional for el in p.elements):
+        raise PlanError("every element of the pattern is optional; at least one must bind a row in every match")
+    if p.uncertain is not None and p.quantified:
+        raise PlanError("quantified and optional elements are not supported with imprecise timestamps")
+    for pr in p.predicates:
+        for pos in (pr.left, pr.right):
+            if _is_int(pos) and 0 <= pos < len(p.elements) and p.elements[pos].optional:
+                raise PlanError(f"a cross-event predicate compares element {pos} "
+                                f"({p.elements[pos].describe(p.symbols[p.elements[pos].symbol])}), which is optional "
+                                "and may bind no row")
 
 
 def _validate_window(p: Plan) -> None:
@@ -496,7 +604,14 @@ def _validate_window(p: Plan) -> None:
 def _validate_measures(p: Plan) -> None:
     positive = {el.symbol for el in p.elements}
     for m in p.measures:
-        if m.kind is MeasureKind.COUNT_STAR:
+        if m.kind is MeasureKind.COUNT_STAR or m.kind.funnel:
+            if m.kind.funnel and (m.symbol is not None or m.column is not None):
+                raise PlanError(f"measure {m.kind.value.upper()} counts prefixes of the whole pattern: it takes no "
+                                f"symbol and no column, got symbol={m.symbol!r}, column={m.column!r}")
+            if m.kind.funnel and p.elements[0].optional:
+                raise PlanError(f"measure {m.kind.value.upper()} needs a first element that binds a row: the first "
+                                "prefix of a pattern starting with an optional element (X?, X*) alone could match "
+                                "no row")
             continue
         if m.symbol is None or m.symbol not in positive:
             raise PlanError(f"measure {m.kind.value.upper()} must reference a positive symbol of the pattern")

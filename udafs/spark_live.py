@@ -190,7 +190,10 @@ def _pandas(array: pa.Array) -> pd.api.extensions.ExtensionArray | np.ndarray:
         return pd.arrays.FloatingArray(array.fill_null(0.0).to_numpy().astype(np.float64), ~valid)
     if pa.types.is_decimal(array.type):
         return np.array([Decimal(v) if ok else None for v, ok in zip(array.to_pylist(), valid)], dtype=object)
-    return np.array(array.to_pylist(), dtype=object)
+    out = np.empty(len(array), dtype=object)  # one Python value per row: a STEPS(*) list stays one value
+    for i, value in enumerate(array.to_pylist()):
+        out[i] = value
+    return out
 
 
 __all__ = ["live_function", "output_ddl", "state_digest", "stored_digest", "KEY", "STATE_DDL"]

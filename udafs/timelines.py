@@ -85,8 +85,9 @@ class Shape(NamedTuple):
 def shape_of(plan: Plan) -> Shape | None:
     """The plan's window shape, or None when it cannot share a timeline: measures other
     than COUNT(*) need per-row pair counts, WITHIN without SLIDE evaluates by blocks,
-    strategies and predicates take their own paths."""
-    if plan.extended or any(m.kind is not MeasureKind.COUNT_STAR for m in plan.measures):
+    strategies and predicates take their own paths, and so do quantified and optional
+    elements (a union of plain patterns: :mod:`udafs.kernels.quantifiers`)."""
+    if plan.extended or plan.quantified or any(m.kind is not MeasureKind.COUNT_STAR for m in plan.measures):
         return None
     if plan.within is not None and plan.slide is None:
         return None

@@ -7,19 +7,21 @@ from typing import Callable, NamedTuple, Sequence, TypeVar
 import numpy as np
 
 from udafs.errors import CountOverflowError, InputDataError, PlanError
-from udafs.kernels import extended, paths, uncertain, within
+from udafs.kernels import extended, paths, quantifiers, steps, uncertain, within
 from udafs.kernels.arith import EXACT_CAP, Arith, Kind, Overflow, TooLarge
 from udafs.kernels.measures import Column, Partial, Tally, finalize, measure_symbols, partials
 from udafs.kernels.options import DEFAULT, KernelOptions
-from udafs.plan import CountType, MeasureKind, Plan, ValueType
+from udafs.kernels.timeline import Timeline
+from udafs.plan import CountType, MeasureKind, Plan, ValueType, funnel_measures
 
 
 class GroupResult(NamedTuple):
     """Measures of one group: one entry per output row in every array.
 
     ``window_start`` / ``window_end`` are int64 window bounds (None without SLIDE);
-    ``values[j]`` holds measure ``plan.measures[j]``; ``valid[j]`` is False where
-    the value is SQL NULL (the value there is 0, or NaN for floats).
+    ``values[j]`` holds measure ``plan.measures[j]`` (for ``STEPS(*)`` a 2-D array: one
+    row of the n prefix counts per output row); ``valid[j]`` is False where the value is
+    SQL NULL (the value there is 0, or NaN for floats).
     """
 
     window_start: np.ndarray | None
@@ -106,6 +108,11 @@ def group_partials(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Colu
     keeps only the SLIDE windows ``k·s`` with ``k0 <= k < k1``; ``seq`` is the
     contiguity rank (see :func:`evaluate_group`).
     """
+    if funnel_measures(plan):  # STEPS / MAX_STEP: every prefix through this same dispatch
+        if not plan.extended:
+            ts, mask, cols = sorted_instances(steps.without_funnel(plan), ts, mask, cols)  # once for all prefixes
+        return steps.funnel_partials(plan, ts, mask, cols, windows, seq, options, group_partials)
+    classes = quantifiers.expand(plan)  # plain plans whose matches partition plan's ((plan,) when plain)
     if plan.extended:  # strategies, cross-event and iterator predicates: their own window loop
         parts, starts = extended.evaluate_extended(plan, ts, mask, cols, seq, options)
         s = plan.slide
@@ -113,12 +120,25 @@ def group_partials(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Colu
             return parts, starts
         owned = (starts >= windows[0] * s) & (starts < windows[1] * s)
         return [Partial(p.value[owned], p.nn[owned]) for p in parts], starts[owned]
-    ts, mask, cols = sorted_instances(plan, ts, mask, cols)
+    ts, mask, cols = sorted_instances(plan, ts, mask, cols)  # every class sees plan's rows: the same windows
+    shared = None  # the classes of a quantified plan share one timeline, and the passes of their common parts
+    if len(classes) > 1 and plan.slide is None:  # (SLIDE: per batch of windows, in paths.window_partials)
+        shared = (Timeline(ts, mask, np.array([0, len(ts)])) if plan.within is None
+                  else within.block_timeline(ts, mask, plan.within))
+        shared.keeps_passes = True
+
+    def one(p: Plan, ar: Arith) -> list[Partial]:
+        if shared is None:
+            return partials(p, tally(p, ts, mask, ar), cols, ar)
+        symbols = measure_symbols(p)
+        if p.within is None:
+            return partials(p, paths.no_window(p, ts, mask, ar, symbols, timeline=shared), cols, ar)
+        return partials(p, within.within_blocks(p, ts, mask, ar, symbols, timeline=shared), cols, ar)
 
     def attempt(ar: Arith) -> tuple[list[Partial], np.ndarray | None]:
-        if plan.slide is not None:
+        if plan.slide is not None:  # quantified plans too: their classes share each batch of windows
             return paths.sliding(plan, ts, mask, cols, ar, windows)
-        return partials(plan, tally(plan, ts, mask, ar), cols, ar), None
+        return quantifiers.each(plan, lambda p: one(p, ar)), None
 
     return with_fallback(plan, attempt, options)
 

@@ -19,13 +19,40 @@ from typing import Sequence
 import numpy as np
 
 from udafs.errors import InputDataError
-from udafs.kernels import predicates, statedp
+from udafs.kernels import predicates, quantifiers, statedp
 from udafs.kernels.arith import EXACT_CAP
 from udafs.kernels.channels import Channel, measure_channels
 from udafs.kernels.measures import Column, Partial, key_float
 from udafs.kernels.options import DEFAULT, KernelOptions
 from udafs.kernels.segments import sliding_windows
 from udafs.plan import CountType, MeasureKind, Plan, Strategy, ValueType
+
+
+def _classes(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column], seq: np.ndarray | None,
+             options: KernelOptions) -> tuple[list[Partial], np.ndarray | None]:
+    """A quantified extended plan as the union of its classes (:mod:`udafs.kernels.quantifiers`).
+    With SLIDE a class reports the windows holding its own symbols: the class binding every
+    element has all of ``plan``'s, the others are spread onto them (no match elsewhere)."""
+    classes = quantifiers.expand(plan)
+    results = [evaluate_extended(p, ts, mask, cols, seq, options) for p in classes]
+    full = max(range(len(classes)), key=lambda k: classes[k].pattern_symbols_mask == plan.pattern_symbols_mask)
+    starts = results[full][1]
+    assert starts is None or all(np.isin(s, starts).all() for _, s in results if s is not None)
+
+    def spread(parts: list[Partial], own: np.ndarray | None) -> list[Partial]:
+        if starts is None or own is None or len(own) == len(starts):
+            return parts
+        at = np.searchsorted(starts, own)
+        return [Partial(_placed(p.value, at, len(starts)), _placed(p.nn, at, len(starts))) for p in parts]
+
+    return quantifiers.union(plan, classes, [spread(parts, own) for parts, own in results]), starts
+
+
+def _placed(x: np.ndarray, at: np.ndarray, n: int) -> np.ndarray:
+    """``x`` at positions ``at`` of ``n`` zeros (no match in the other windows)."""
+    out = np.zeros(n, dtype=x.dtype)
+    out[at] = x
+    return out
 
 
 def contiguity_rank(plan: Plan, ts: np.ndarray, seq: np.ndarray | None) -> np.ndarray | None:
@@ -79,6 +106,8 @@ def evaluate_extended(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[C
     CountOverflowError
         A count too large for the count type.
     """
+    if plan.quantified:  # the union of its plain classes, each an extended plan of its own
+        return _classes(plan, ts, mask, cols, seq, options)
     rank = contiguity_rank(plan, ts, seq)
     keep = (mask & plan.pattern_symbols_mask) != 0
     order = np.argsort(ts[keep], kind="stable")

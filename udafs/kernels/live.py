@@ -10,7 +10,8 @@ mode of :mod:`udafs.kernels.streaming` that keeps only the state the engine need
 * SLIDE: a window ``[k·s, k·s + w)`` is returned once, when ``complete_before``
   reaches its end, evaluated on its own rows exactly as the batch engine does; rows
   older than every unfinished window are dropped. Plans with cross-event predicates
-  or a selection strategy evaluate each final window with :func:`evaluate_group`,
+  or a selection strategy, and plans measuring STEPS(*) or MAX_STEP(), evaluate each final
+  window with :func:`evaluate_group`,
   which supports every feature (contiguity ranks are counted over the partition's
   complete rows, rows of no symbol included).
 * WITHIN without SLIDE, and no window: a running result, the batch result over the
@@ -32,8 +33,18 @@ from udafs.errors import CountOverflowError, InputDataError, PlanError
 from udafs.kernels.evaluate import GroupResult, evaluate_group, validate, with_fallback
 from udafs.kernels.measures import Column, Partial
 from udafs.kernels.paths import window_partials
-from udafs.kernels.streaming import CarryMode, DueWindows, RowBuffer, SlideMode, WithinMode, group_result, result_slice
-from udafs.plan import Plan, ValueType
+from udafs.kernels.streaming import (
+    CarryMode,
+    ClassesCarryMode,
+    DueWindows,
+    RowBuffer,
+    SlideMode,
+    WithinMode,
+    carry_mode,
+    group_result,
+    result_slice,
+)
+from udafs.plan import Plan, ValueType, funnel_measures
 
 Rows = tuple[np.ndarray, np.ndarray, list[Column]]
 
@@ -59,6 +70,9 @@ class LiveEvaluator:
         if plan.extended and plan.slide is None:
             raise PlanError("cross-event predicates and selection strategies are evaluated on live streams per "
                             "SLIDE window; without SLIDE every row of the partition would have to be kept")
+        if funnel_measures(plan) and plan.slide is None:
+            raise PlanError("STEPS(*) and MAX_STEP() are evaluated on live streams per SLIDE window; without SLIDE "
+                            "every row of the partition would have to be kept")
         self.plan = plan
         self.ranked = plan.strategy.contiguous  # rows of no symbol count for contiguity ranks
         self.pending = RowBuffer(plan.columns)  # rows not yet complete, in arrival order
@@ -67,10 +81,10 @@ class LiveEvaluator:
         self.seen = False  # a complete instance row has been fed (running modes)
         self.last: list[list[np.ndarray]] | None = None  # the last running result returned
         if plan.slide is not None:
-            self.mode: SlideMode | _WindowsMode | WithinMode | CarryMode = (
-                _WindowsMode(plan, self.ranked) if plan.extended else SlideMode(plan))
+            self.mode: SlideMode | _WindowsMode | WithinMode | CarryMode | ClassesCarryMode = (
+                _WindowsMode(plan, self.ranked) if plan.extended or funnel_measures(plan) else SlideMode(plan))
         else:
-            self.mode = CarryMode(plan) if plan.within is None else WithinMode(plan)
+            self.mode = carry_mode(plan) if plan.within is None else WithinMode(plan)
 
     def add(self, ts: np.ndarray, mask: np.ndarray, columns: Sequence[Column] = ()) -> None:
         """Rows in any order, none earlier than ``complete_before``.
@@ -117,9 +131,9 @@ class LiveEvaluator:
         return self.mode
 
     @property
-    def _running(self) -> WithinMode | CarryMode:
+    def _running(self) -> WithinMode | CarryMode | ClassesCarryMode:
         """The mode of a plan without SLIDE (a running result)."""
-        assert isinstance(self.mode, (WithinMode, CarryMode)), "the mode of a plan without SLIDE"
+        assert isinstance(self.mode, (WithinMode, CarryMode, ClassesCarryMode)), "the mode of a plan without SLIDE"
         return self.mode
 
     def wakeup(self) -> int | None:
@@ -151,7 +165,7 @@ class LiveEvaluator:
     def held_rows(self) -> int:
         """Rows kept in the state: pending plus those the mode buffers."""
         mode = self.mode
-        return len(self.pending) + (0 if isinstance(mode, CarryMode) else len(mode.buf))
+        return len(self.pending) + (0 if isinstance(mode, (CarryMode, ClassesCarryMode)) else len(mode.buf))
 
     def _complete_rows(self, complete_before: int) -> Rows:
         """Take the pending rows before ``complete_before``, in a deterministic time order
@@ -211,7 +225,7 @@ def advance_all(evaluators: Sequence[LiveEvaluator], complete_before: int
     if not evaluators:
         return []
     plan = evaluators[0].plan
-    if plan.slide is None or plan.extended:
+    if plan.slide is None or plan.extended or funnel_measures(plan):  # each window through evaluate_group
         return [_guarded(live.advance, complete_before) for live in evaluators]
     w, s = plan.sliding
     k_end = (complete_before - w) // s + 1

@@ -16,7 +16,7 @@ from typing import Sequence
 import numpy as np
 
 from udafs.errors import PlanError
-from udafs.kernels import extended, paths, pretree, within
+from udafs.kernels import extended, paths, pretree, quantifiers, within
 from udafs.kernels.arith import Arith
 from udafs.kernels.evaluate import GroupResult, sorted_instances, tally, validate, with_fallback
 from udafs.kernels.measures import Column, Partial, combine, finalize, measure_symbols, partials
@@ -92,7 +92,7 @@ def evaluate_many(mp: MultiPlan, ts: np.ndarray, mask: np.ndarray, columns: Sequ
             plan, parts = mp.plans[i], mp.derived[i]
             if parts is not None:
                 done[i] = _derive(mp, i, evaluated)
-            elif mp.hidden[i] and any(not present >> el.symbol & 1 for el in plan.elements):
+            elif mp.hidden[i] and any(not present >> el.symbol & 1 for el in plan.elements if not el.optional):
                 done[i] = _no_match(plan, ts, mask)  # a part that cannot match: zeros, same windows
             else:
                 done[i] = _evaluate(plan, ts, mask, cols, options, blocks)
@@ -122,8 +122,8 @@ def _shared_timelines(mp: MultiPlan, ts: np.ndarray, mask: np.ndarray, present: 
     zeros as a hidden part) leaves its timeline; the others keep their cuts."""
     def evaluable(i: int) -> bool:
         plan = mp.plans[i]
-        if mp.derived[i] is not None or not present & plan.pattern_symbols_mask:
-            return False
+        if mp.derived[i] is not None or not present & plan.pattern_symbols_mask or plan.quantified:
+            return False  # a quantified plan runs as the union of its plain classes (_evaluate)
         return not (mp.hidden[i] and any(not present >> el.symbol & 1 for el in plan.elements))
 
     timelines = mp.timelines
@@ -204,19 +204,21 @@ def _evaluate(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[Column], 
         return extended.evaluate_extended(plan, ts, mask, cols, None, options)
     timeline = blocks.for_plan(plan)
     if timeline is not None:  # the group's rows as they are, on the shared block timeline
-        symbols = measure_symbols(plan)
+        def one(p: Plan, ar: Arith) -> list[Partial]:  # a plain plan, or one class of a quantified plan
+            symbols = measure_symbols(p)
+            tally = within.within_blocks(p, ts, mask, ar, symbols, timeline=timeline)
+            return partials(p, tally, blocks.columns_at(p, symbols, tally.rows, cols), ar, gathered=True)
 
         def on_blocks(ar: Arith) -> Evaluated:
-            tally = within.within_blocks(plan, ts, mask, ar, symbols, timeline=timeline)
-            return partials(plan, tally, blocks.columns_at(plan, symbols, tally.rows, cols), ar, gathered=True), None
+            return quantifiers.each(plan, lambda p: one(p, ar)), None
 
         return with_fallback(plan, on_blocks, options)
     ts, mask, cols = sorted_instances(plan, ts, mask, cols)  # a filter: the rows are sorted already
 
-    def attempt(ar: Arith) -> Evaluated:
-        if plan.slide is not None:
+    def attempt(ar: Arith) -> Evaluated:  # a quantified plan: the union of its classes on the same rows
+        if plan.slide is not None:  # quantified plans too: the classes share each batch of windows
             return paths.sliding(plan, ts, mask, cols, ar)
-        return partials(plan, tally(plan, ts, mask, ar), cols, ar), None
+        return quantifiers.each(plan, lambda p: partials(p, tally(p, ts, mask, ar), cols, ar)), None
 
     return with_fallback(plan, attempt, options)
 

@@ -16,7 +16,7 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from udafs.errors import DECIMAL_SUM_OVERFLOW, CountOverflowError, measure_words
+from udafs.errors import DECIMAL_SUM_OVERFLOW, CountOverflowError, PlanError, measure_words
 from udafs.kernels.arith import LIMIT, Arith, Kind, Overflow
 from udafs.plan import CountType, Measure, MeasureKind, Plan, ValueType
 
@@ -64,6 +64,9 @@ def partials(plan: Plan, tally: Tally, columns: Sequence[Column], ar: Arith, *,
     ``columns`` hold the values of the tally's slots already, ``column[tally.rows]``)."""
     out = []
     for m in plan.measures:
+        if m.kind.funnel:  # prefix counts: udafs.kernels.steps, from evaluate_group's dispatch only
+            raise PlanError(f"{m.kind.value.upper()} is evaluated on the grouped path (evaluate_group) only; "
+                            "this evaluation path counts the whole pattern, not its prefixes")
         if m.kind is MeasureKind.COUNT_STAR:
             out.append(Partial(tally.counts, tally.counts))
         elif m.kind is MeasureKind.COUNT:
@@ -83,6 +86,11 @@ def finalize(plan: Plan, parts: Sequence[Partial]) -> tuple[list, list]:
     """SQL values and validity from partials: count types, AVG division, NULLs."""
     values, valid = [], []
     for m, p in zip(plan.measures, parts):
+        if m.kind.funnel:
+            v = _funnel_value(p.value, plan.count_type, m)
+            values.append(v)
+            valid.append(np.ones(len(v), dtype=bool))
+            continue
         has = np.ones(len(p.value), dtype=bool) if m.kind in _COUNTS else np.asarray(p.nn > 0, dtype=bool)
         column = plan.columns[m.column] if m.column is not None else None
         if m.kind in _COUNTS or (m.kind is MeasureKind.SUM and column is ValueType.INT):
@@ -98,6 +106,16 @@ def finalize(plan: Plan, parts: Sequence[Partial]) -> tuple[list, list]:
         values.append(_blank(v, has))
         valid.append(has)
     return values, valid
+
+
+def _funnel_value(steps: np.ndarray, ct: CountType, m: Measure) -> np.ndarray:
+    """STEPS(*): the ``(rows, n)`` prefix counts in the count type (overflow raises, naming the
+    measure); MAX_STEP(): the int64 step number per row (:func:`udafs.kernels.steps.max_steps`)."""
+    from udafs.kernels.steps import max_steps
+
+    if m.kind is MeasureKind.MAX_STEP:
+        return max_steps(steps)
+    return _to_count_type(steps.ravel(), ct, m).reshape(steps.shape)
 
 
 def combine(plan: Plan, a: Sequence[Partial], b: Sequence[Partial]) -> list[Partial]:
@@ -279,7 +297,7 @@ def _to_count_type(v: np.ndarray, ct: CountType, m: Measure) -> np.ndarray:
     """Convert exact (or float) results into the SQL count type, raising on overflow."""
     if ct is CountType.DOUBLE:
         out = np.array([float(x) for x in v], dtype=_F8) if v.dtype == object else v.astype(_F8)
-        if m.kind in (MeasureKind.COUNT_STAR, MeasureKind.COUNT):
+        if m.kind in (MeasureKind.COUNT_STAR, MeasureKind.COUNT, MeasureKind.STEPS):
             out[np.isnan(out)] = np.inf  # inf - inf of astronomic float counts: still a count
         return out
     if v.dtype.kind == "f":  # cannot happen: floats are only used for DOUBLE

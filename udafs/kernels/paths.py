@@ -10,11 +10,12 @@ from typing import Sequence
 
 import numpy as np
 
+from udafs.kernels import quantifiers
 from udafs.kernels.arith import Arith
 from udafs.kernels.measures import Column, Partial, Tally, measure_symbols, partials
 from udafs.kernels.passes import Run, run
 from udafs.kernels.pattern import Pattern
-from udafs.kernels.segments import batches, range_timeline, sliding_windows
+from udafs.kernels.segments import RangeTimeline, batches, range_timeline, sliding_windows
 from udafs.kernels.timeline import Timeline
 from udafs.plan import Plan
 
@@ -69,14 +70,16 @@ def new_acc(symbols: set[int], n: int, ar: Arith) -> dict[int, np.ndarray]:
     return {s: ar.zeros(n) for s in symbols}
 
 
-def no_window(plan: Plan, ts: np.ndarray, mask: np.ndarray, ar: Arith, symbols: set[int]) -> Tally:
-    """The whole group is one segment (no WITHIN)."""
+def no_window(plan: Plan, ts: np.ndarray, mask: np.ndarray, ar: Arith, symbols: set[int],
+              timeline: Timeline | None = None) -> Tally:
+    """The whole group is one segment (no WITHIN); ``timeline`` is that segment's timeline
+    when the caller shares one between plans over the same rows (and their kept passes)."""
     n = len(ts)
     pat = Pattern.of(plan)
     acc = new_acc(symbols, n, ar)
     if not n:
         return Tally(ar.zeros(1), np.zeros(0, dtype=np.int64), np.array([0, 0]), acc)
-    tl = Timeline(ts, mask, np.array([0, n]))
+    tl = Timeline(ts, mask, np.array([0, n])) if timeline is None else timeline
     r = run(tl, pat, ar, need_pairs=bool(symbols), measured=symbols)
     if symbols:
         add_pairs(acc, tl, pat, r.pairs, ar)
@@ -123,9 +126,17 @@ def window_partials(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: Sequence
 
 def _window_batch(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: Sequence[Column], ar: Arith,
                   starts: np.ndarray, ends: np.ndarray) -> list[Partial]:
-    """Partials of the windows whose rows are ``[starts, ends)`` (all non-empty)."""
-    symbols = measure_symbols(plan)
+    """Partials of the windows whose rows are ``[starts, ends)`` (all non-empty); the
+    classes of a quantified plan (:mod:`udafs.kernels.quantifiers`) share the batch's
+    timeline and the passes of their common parts."""
     tl = range_timeline(ts, mask, starts, ends)
+    tl.keeps_passes = plan.quantified
+    return quantifiers.each(plan, lambda p: _class_batch(p, tl, cols, ar))
+
+
+def _class_batch(plan: Plan, tl: RangeTimeline, cols: Sequence[Column], ar: Arith) -> list[Partial]:
+    """Partials of the windows of the replicated timeline ``tl`` for a plain ``plan``."""
+    symbols = measure_symbols(plan)
     pat = Pattern.of(plan)
     r = _edge_weighted_run(tl, pat, plan.negations[0], plan.negations[-1], ar, symbols)
     acc = new_acc(symbols, tl.n, ar)

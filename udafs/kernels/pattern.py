@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from udafs.errors import PlanError
 from udafs.plan import Plan
 
 
@@ -21,7 +22,11 @@ class Pattern(NamedTuple):
 
     @staticmethod
     def of(plan: Plan) -> Pattern:
-        """The plan's positive elements with their middle negations."""
+        """The plan's positive elements with their middle negations (a plain plan: a
+        quantified one is evaluated as its classes, :mod:`udafs.kernels.quantifiers`)."""
+        if plan.quantified:  # a path that would read X{2,4} as X+ and X? as X: refuse, never miscount
+            raise PlanError(f"{plan.describe()} reached an evaluation of plain patterns; quantified and optional "
+                            "elements are evaluated as unions of plain patterns (udafs.kernels.quantifiers)")
         return Pattern(tuple(e.symbol for e in plan.elements), tuple(e.kleene for e in plan.elements),
                        tuple(plan.negations[1:-1]))
 

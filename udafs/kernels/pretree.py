@@ -42,6 +42,7 @@ from typing import Sequence
 
 import numpy as np
 
+from udafs.errors import PlanError
 from udafs.kernels.arith import Arith
 from udafs.kernels.measures import Partial, Tally, partials
 from udafs.kernels.passes import kleene_sets, run
@@ -60,6 +61,8 @@ def evaluate_shared(plans: Sequence[Plan], ts: np.ndarray, mask: np.ndarray, ar:
     own evaluation gives on its own rows; ``ts`` sorted, plans of one
     :class:`~udafs.timelines.Shape`; ``cuts``: per plan the element after which it is cut
     (:class:`~udafs.timelines.SharedTimeline`; default: none is cut, prefixes shared only)."""
+    if any(p.quantified for p in plans):  # udafs.kernels.many evaluates them as unions of plain classes
+        raise PlanError("a plan with quantified or optional elements does not share a timeline; evaluate it alone")
     shape = shape_of(plans[0])
     cut = [p.length - 1 for p in plans] if cuts is None else list(cuts)
     assert shape is not None and all(shape_of(p) == shape for p in plans)

@@ -23,7 +23,7 @@ from typing import NamedTuple, Sequence
 import numpy as np
 
 from udafs.errors import InputDataError, PlanError
-from udafs.kernels import nonfinite, paths, within
+from udafs.kernels import nonfinite, paths, quantifiers, within
 from udafs.kernels.arith import EXACT_CAP, Arith, Kind, Overflow
 from udafs.kernels.carry import Agg, Carry, Chunk, Numbers, empty_agg, merge, run_chunk, saturate
 from udafs.kernels.channels import Channel, measure_channels
@@ -114,7 +114,7 @@ class StreamEvaluator:
         self._held = RowBuffer(plan.columns)  # rows of the latest timestamp
         self._empty = evaluate_group(plan, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64),
                                      [(np.zeros(0, dtype=_dtype(c)), np.zeros(0, dtype=bool)) for c in plan.columns])
-        self._mode = CarryMode(plan, options) if plan.within is None else (
+        self._mode = carry_mode(plan, options) if plan.within is None else (
             WithinMode(plan, options) if plan.slide is None else SlideMode(plan, options))
         self._finished = False
 
@@ -279,10 +279,11 @@ class WithinMode:
     def _partials(self, first: tuple[int, int] | None) -> list[Partial]:
         """Partials of the buffered matches whose first row lies in ``first`` (all: None)."""
         ts, mask, cols = self.buf.view()
-        plan, symbols = self.plan, measure_symbols(self.plan)
+        plan = self.plan
 
-        def attempt(ar: Arith) -> list[Partial]:
-            return partials(plan, within.within_blocks(plan, ts, mask, ar, symbols, first), cols, ar)
+        def attempt(ar: Arith) -> list[Partial]:  # a quantified plan: its plain classes on the same rows
+            return quantifiers.each(plan, lambda p: partials(
+                p, within.within_blocks(p, ts, mask, ar, measure_symbols(p), first), cols, ar))
 
         return with_fallback(plan, attempt, self.options)
 
@@ -321,7 +322,7 @@ class CarryMode:
         """The result over the rows fed so far (the matches ended so far)."""
         if not isinstance(self.ended.matches, float) and self.ended.matches >= EXACT_CAP:
             raise too_large(self.plan)
-        return group_result(self.plan, self._partials())
+        return group_result(self.plan, self.partials())
 
     def to_state(self) -> dict[str, object]:
         return {"pool": [_agg_state(a) for a in self.carry.pool], "kleene": [_agg_state(a) for a in self.carry.kleene],
@@ -350,7 +351,8 @@ class CarryMode:
         self.ended = saturate(merge(self.ended, res.ended, self.channels), self.channels)
         self.carry = res.carry.saturated(self.channels)
 
-    def _partials(self) -> list[Partial]:
+    def partials(self) -> list[Partial]:
+        """The partials of the matches ended so far (one output row)."""
         out = []
         for m, (vi, ni) in zip(self.inner.measures, self.slots):
             value = self.ended.matches if vi is None else self.ended.chans[vi]
@@ -362,6 +364,44 @@ class CarryMode:
             else:
                 out.append(Partial(_scalar(value, dtype), nn))
         return out if self.split is None else nonfinite.join(self.split, out)
+
+
+class ClassesCarryMode:
+    """No WITHIN, a quantified plan: one :class:`CarryMode` per plain class of the plan
+    (:func:`quantifiers.expand`), fed the same rows; their partials united."""
+
+    def __init__(self, plan: Plan, options: KernelOptions = DEFAULT) -> None:
+        self.plan = plan
+        self.classes = quantifiers.expand(plan)
+        self.modes = [CarryMode(p, options) for p in self.classes]
+
+    def feed(self, ts: np.ndarray, mask: np.ndarray, cols: list[Column], complete_before: int) -> None:
+        for mode in self.modes:
+            mode.feed(ts, mask, cols, complete_before)
+
+    def finish(self, ts: np.ndarray, mask: np.ndarray, cols: list[Column]) -> GroupResult:
+        for mode in self.modes:
+            mode.feed(ts, mask, cols, _TS_MAX)
+        return self.snapshot()
+
+    def snapshot(self) -> GroupResult:
+        """The result over the rows fed so far (the matches ended so far)."""
+        for mode in self.modes:
+            if not isinstance(mode.ended.matches, float) and mode.ended.matches >= EXACT_CAP:
+                raise too_large(self.plan)
+        return group_result(self.plan, quantifiers.union(self.plan, self.classes, [m.partials() for m in self.modes]))
+
+    def to_state(self) -> dict[str, object]:
+        return {"classes": [mode.to_state() for mode in self.modes]}
+
+    def restore(self, state: dict) -> None:
+        for mode, part in zip(self.modes, state["classes"], strict=True):
+            mode.restore(part)
+
+
+def carry_mode(plan: Plan, options: KernelOptions = DEFAULT) -> CarryMode | ClassesCarryMode:
+    """The no-WITHIN mode of ``plan``: one carried state, or one per class of a quantified plan."""
+    return ClassesCarryMode(plan, options) if plan.quantified else CarryMode(plan, options)
 
 
 def _agg_state(a: Agg) -> list[object]:
