@@ -85,7 +85,6 @@ def _explain_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--share", action="store_true",
                         help="explain the statements as one workload: sharing groups, each member's path and "
                              "the shared timelines the pass runs (needs --table: statistics come from the data)")
-    parser.add_argument("--dot", action="store_true", help=argparse.SUPPRESS)  # removed: DOT_REMOVED says why
     _catalog_arguments(parser)
 
 
@@ -286,17 +285,9 @@ def _sql(args: argparse.Namespace) -> int:
     return 0
 
 
-#: ``explain --share --dot`` drew the sharing optimizer's graph; the optimizer decided nothing
-#: that runs and was removed. The flag stays, as this error, for one release.
-DOT_REMOVED = ("--dot was removed: it drew the graph of the sharing optimizer, which decided nothing that runs "
-               "and is gone; explain --share prints the shared timelines the pass runs")
-
-
 def _explain(args: argparse.Namespace) -> int:
     from sparkseq.sql_api import explain
 
-    if args.dot:
-        raise SystemExit(DOT_REMOVED)
     text = read_text(args)
     if args.table and any(_is_json_schema(s) for s in args.schema):
         raise SystemExit("give either a JSON --schema (no Spark) or --table, not both")

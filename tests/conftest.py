@@ -1,15 +1,29 @@
-"""Shared fixtures: one local SparkSession for the whole run (it takes ~15 s to start)."""
+"""Shared fixtures: one local SparkSession per pytest process (it takes ~15 s to start);
+the hypothesis profiles; how pytest-xdist (``--dist loadgroup``, .ci/test) splits the suite."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
+from hypothesis import settings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+#: Hypothesis profiles, chosen by ``HYPOTHESIS_PROFILE`` (or ``--hypothesis-profile``).
+#: ``ci`` (the default): each property test runs the examples its ``@settings`` asks for
+#: (Hypothesis' 100 where none), no deadline (the machine is shared; a slow example is not a
+#: failure). ``deep``, to run before merging: every property test runs DEEP_EXAMPLES_FACTOR
+#: times as many examples (:func:`scale_examples`).
+settings.register_profile("ci", deadline=None, print_blob=True)
+settings.register_profile("deep", deadline=None, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+DEEP_EXAMPLES_FACTOR = 10
 
 #: JVM options of the Spark drivers the tests start in subprocesses (``python -m sparkseq``
 #: commands and servers, Connect and local-cluster drivers, progress children, the installed
@@ -45,12 +59,84 @@ def spark() -> Iterator[SparkSession]:
     session.stop()
 
 
+#: Seconds each test file took (setup and teardown included) in a run of the whole suite,
+#: refreshed by ``bash .ci/test --store-file-seconds``. Under pytest-xdist the longest file
+#: left is handed out first (:class:`LongestFileFirst`), so that no long file starts last and
+#: leaves the other workers idle; a file not in it counts as a median one.
+FILE_SECONDS = Path(__file__).with_name("file_seconds.json")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--store-file-seconds", action="store_true",
+                     help=f"after the run, write each test file's seconds into tests/{FILE_SECONDS.name} "
+                          "(pytest-xdist hands out the longest files first)")
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (``--dist loadgroup``) run every Spark test in one worker,
-    so the session starts once."""
+    """The ``deep`` hypothesis profile: more examples for every property test."""
+    if settings.get_current_profile_name().startswith("deep"):
+        scale_examples(items, DEEP_EXAMPLES_FACTOR)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """``--dist loadfile`` (.ci/test): each test file runs in one worker — its module fixtures
+    (servers, subprocess JVMs, a built wheel) start once; each worker starts its own
+    SparkSession when its first Spark test needs one — and the longest file left goes to
+    the next worker that asks."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    seconds = known_file_seconds()
+    known = sorted(seconds.values())
+    typical = known[len(known) // 2] if known else 0.0
+
+    class LongestFileFirst(LoadFileScheduling):
+        def _assign_work_unit(self, node: Any) -> None:
+            longest = max(self.workqueue, key=lambda file: seconds.get(file, typical))
+            self.workqueue.move_to_end(longest, last=False)  # the next unit handed out
+            super()._assign_work_unit(node)
+
+    return LongestFileFirst(config, log)
+
+
+def known_file_seconds() -> dict[str, float]:
+    try:
+        return {str(k): float(v) for k, v in json.loads(FILE_SECONDS.read_text()).items()}
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+def scale_examples(items: list[pytest.Item], factor: int) -> None:
+    """Multiply the ``max_examples`` of every hypothesis test among ``items`` by ``factor``
+    (once per test function: parametrized tests share it)."""
+    done: set[int] = set()
     for item in items:
-        if "spark" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("spark"))
+        test = getattr(getattr(item, "obj", None), "__func__", getattr(item, "obj", None))
+        if not getattr(test, "is_hypothesis_test", False) or id(test) in done:
+            continue
+        done.add(id(test))
+        chosen = test._hypothesis_internal_use_settings  # type: ignore[union-attr]
+        test._hypothesis_internal_use_settings = settings(  # type: ignore[union-attr]
+            chosen, max_examples=chosen.max_examples * factor)
+
+
+_file_seconds: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when in ("setup", "call", "teardown"):
+        path = report.nodeid.split("::")[0]
+        _file_seconds[path] = _file_seconds.get(path, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """``--store-file-seconds``: the files of this run get their seconds, the others keep theirs."""
+    if not session.config.getoption("store_file_seconds") or hasattr(session.config, "workerinput"):
+        return
+    merged = {**known_file_seconds(), **{path: round(s, 1) for path, s in _file_seconds.items()}}
+    FILE_SECONDS.write_text(json.dumps(dict(sorted(merged.items(), key=lambda kv: -kv[1])), indent=1) + "\n")
 
 
 @pytest.fixture()

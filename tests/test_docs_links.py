@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parents[1]
 #: Folders without documentation of the repository: version control, tools' caches, environments, build output.
 SKIPPED = {".git", ".venv", ".hypothesis", ".ruff_cache", ".mypy_cache", ".pytest_cache", ".sparkseq-tmp", "build",
            "dist", "__pycache__", "spark-warehouse", "metastore_db", "sparkseq-warehouse",
-           ".venv-dbt", ".venv-superset"}  # the BI tools' environments of tests/integration
+           ".venv-dbt", ".venv-superset",  # the BI tools' environments of tests/integration
+           ".venv-bench"}  # bench/peers.py's peers (DuckDB, chdb)
 FENCED_CODE = re.compile(r"^ {0,3}(```|~~~).*?^ {0,3}\1", re.MULTILINE | re.DOTALL)
 CODE_SPAN = re.compile(r"(`+)[^`].*?\1", re.DOTALL)
 #: ``[text](target "title")`` and ``![alt](target)``: the target.

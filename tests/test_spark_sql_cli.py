@@ -36,12 +36,6 @@ def test_explain_reports_errors_with_their_position(capsys: pytest.CaptureFixtur
     assert err.startswith("SqlParseError: Expecting a symbol") and "^" in err
 
 
-def test_explain_dot_was_removed_and_says_so_before_anything_runs(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as exit_:
-        cli.main(["explain", "--share", "--dot", "--table", "clicks=clicks.csv", QUERY])
-    assert exit_.value.code == cli.DOT_REMOVED and "shared timelines the pass runs" in cli.DOT_REMOVED
-
-
 def test_sql_runs_a_script_over_a_csv_file(spark, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     clicks, script = tmp_path / "clicks.csv", tmp_path / "script.sql"
     clicks.write_text(CSV)
