@@ -175,6 +175,11 @@ CASES = [
     Case("malformed-value-while-running", FROM.format("PATTERN SEQ(A) DEFINE A AS action = 1"), "CAST_INVALID_INPUT",
          r"^The value 'view' of the type \"STRING\" cannot be cast to \"BIGINT\"", "action = 1",
          funnel(pattern="SEQ(A)", define={"A": "action = 1"})),
+    # the operator's name inside a string literal of the user's: the generated SQL carries it too,
+    # and the parser extension must not take that SQL for an operator of the user's and drop the DEFINE's origins
+    Case("operator-name-in-a-literal-while-running",
+         FROM.format("PATTERN SEQ(A, B) DEFINE A AS action = 1, B AS action = 'MATCH_AGGREGATE ('"),
+         "CAST_INVALID_INPUT", r"^The value '\w+' of the type \"STRING\" cannot be cast to \"BIGINT\"", "action = 1"),
     Case("division-by-zero-while-running", FROM.format("PATTERN SEQ(A) DEFINE A AS price / (price - price) > 1"),
          "DIVIDE_BY_ZERO", r"^Division by zero", "price / (price - price) > 1",
          funnel(pattern="SEQ(A)", define={"A": "price / (price - price) > 1"})),

@@ -265,7 +265,12 @@ public final class SparkSeqExtension extends AbstractFunction1<SparkSessionExten
             return new Rewritten(sql, rewrittenSql, Origins.remember(Origins.parse(rewrittenSql, spec)),
                 Views.userQuery(sql, spec));
         }
-        return new Rewritten(sql, result == null ? sql : result, null);
+        if (result == null || result.equals(sql)) {
+            // nothing to rewrite (e.g. "MATCH_AGGREGATE (" only inside a string literal of SQL
+            // sparkseq generated): the origins announced for this text still apply
+            return new Rewritten(sql, sql, Origins.expected(sql));
+        }
+        return new Rewritten(sql, result, null);
     }
 
     /**
