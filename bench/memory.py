@@ -9,7 +9,7 @@ they grew to), so every run starts from the same worker state.
 
 While the statement runs, a thread reads every 0.1 s the memory of all Python processes
 below the driver (the worker daemon and its forked workers) and keeps the peak of their
-sum: ``RSS`` (the figure of issue 37, which counts pages a forked worker still shares
+sum: ``RSS`` (the figure the 1 GB target is stated in, which counts pages a forked worker still shares
 with the daemon once per process) and ``PSS`` (shared pages split between the sharers:
 the memory the workers really take). Also the peak of the driver JVM's used heap
 (``MemoryMXBean``; in ``local`` mode it runs the executors) above its level after a
