@@ -31,9 +31,7 @@ Usage: .venv/bin/python bench/jvm_floor.py [--events 10000000] [--keys 1000] [--
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -44,6 +42,7 @@ from native import FLOOR, MATCH, generate, spark_counts  # noqa: E402  (bench/ i
 from spark_e2e import WINDOW_MICROS  # noqa: E402
 from sparkseq.jvm_parser import compile_jar  # noqa: E402
 from sparkseq.session import scratch_dir  # noqa: E402
+from timing import interleaved_rounds, print_ratios_to_kernel_and_count  # noqa: E402
 
 SOURCE = Path(__file__).resolve().parent / "jvm" / "AggregateFloors.java"
 CLASS = "sparkseq.bench.AggregateFloors"
@@ -91,20 +90,8 @@ def main() -> None:
     rows = f"{sum(results[floors_run[0]].values()):,} rows of A, B or C, " if floors_run else ""
     print(f"{spark.sparkContext.master}, Spark {spark.version}; {args.events:,} events, {args.keys:,} keys, "
           f"{rows}{sum(results['kernel'].values()):,} matches; {args.rounds} interleaved rounds")
-    times: dict[str, list[float]] = {name: [] for name in runs}
-    for round_ in range(args.rounds):
-        for name, run in runs.items():
-            started = time.perf_counter()
-            run()
-            times[name].append(time.perf_counter() - started)
-        print(f"  round {round_}: " + "  ".join(f"{name} {times[name][-1]:6.2f}" for name in runs), flush=True)
-    for name in runs:
-        line = f"  {name:9s} median {statistics.median(times[name]):7.2f} s"
-        if name not in ("count", "kernel"):
-            over_kernel = statistics.median(t / k for t, k in zip(times[name], times["kernel"]))
-            over_count = statistics.median(t / c for t, c in zip(times[name], times["count"]))
-            line += f"  ({over_kernel:4.2f}x kernel, {over_count:5.2f}x count, medians of per-round ratios)"
-        print(line)
+    times = interleaved_rounds(runs, args.rounds)
+    print_ratios_to_kernel_and_count(times, 9)
     spark.stop()
 
 

@@ -21,9 +21,7 @@ Usage: .venv/bin/python bench/jvm_path.py [--events 1000000] [--keys 1000] [--ro
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -32,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import sparkseq  # noqa: E402
 from native import FLOOR, MATCH, generate, spark_counts  # noqa: E402  (bench/ is on sys.path as a script)
 from sparkseq.execution_paths import PATH_CONF  # noqa: E402
+from timing import interleaved_rounds, print_ratios_to_kernel_and_count  # noqa: E402
 
 
 def main() -> None:
@@ -59,20 +58,8 @@ def main() -> None:
     print(f"{spark.sparkContext.master}, Spark {spark.version}; {args.events:,} events, {args.keys:,} keys, "
           f"{sum(results['kernel'].values()):,} matches of {text.split('PATTERN ')[1].split(' TYPE')[0]}; "
           f"{args.rounds} interleaved rounds; auto: {chosen[:160]}")
-    times: dict[str, list[float]] = {name: [] for name in runs}
-    for round_ in range(args.rounds):
-        for name, run in runs.items():
-            started = time.perf_counter()
-            run()
-            times[name].append(time.perf_counter() - started)
-        print(f"  round {round_}: " + "  ".join(f"{name} {times[name][-1]:6.2f}" for name in runs), flush=True)
-    for name in runs:
-        line = f"  {name:7s} median {statistics.median(times[name]):7.2f} s"
-        if name not in ("count", "kernel"):
-            over_kernel = statistics.median(t / k for t, k in zip(times[name], times["kernel"]))
-            over_count = statistics.median(t / c for t, c in zip(times[name], times["count"]))
-            line += f"  ({over_kernel:4.2f}x kernel, {over_count:5.2f}x count, medians of per-round ratios)"
-        print(line)
+    times = interleaved_rounds(runs, args.rounds)
+    print_ratios_to_kernel_and_count(times, 7)
     spark.stop()
 
 
