@@ -21,6 +21,7 @@ ENGINE_TIME = {
 }
 LABEL = 14  # width of the label column
 LIVE_VIEW_PREFIX = "__sparkseq_live_"  # the views holding live operators' results (sparkseq.live)
+LIVE_JVM_VIEW_PREFIX = LIVE_VIEW_PREFIX + "jvm_"  # ... of the JVM live operator (sparkseq/jvm/SparkSeqLive.java)
 
 
 def describe_statement(explained: StatementExplanation, number: int, total: int,
@@ -64,8 +65,10 @@ def describe_operator(operator: OperatorExplanation, path: PathChoice | CubePath
     if operator.function_name.startswith(LIVE_VIEW_PREFIX):
         emitted = ("each (partition, window) row once, when the watermark passes the window's end (append mode)"
                    if q.plan.slide is not None else "a running result per partition when it changed (update mode)")
-        rows.append(("live", f"streaming source: state per partition key (applyInPandasWithState per bucket of "
-                             f"keys), results in view {operator.function_name}; {emitted}"))
+        how = ("flatMapGroupsWithState per key in the JVM, SparkSeqLive" if
+               operator.function_name.startswith(LIVE_JVM_VIEW_PREFIX) else "applyInPandasWithState per bucket of keys")
+        rows.append(("live", f"streaming source: state per partition key ({how}), results in view "
+                             f"{operator.function_name}; {emitted}"))
     else:
         rows.append(("engine", f"{operator.function_name} -> {engine_result_type(q.plan)}"))
     if isinstance(path, CubePaths):  # an E-Cube: one grouped call, or each cuboid on its path

@@ -48,7 +48,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_shipped_jar_is_built_from_the_shipped_source(tmp_path: Path) -> None:
-    assert jvm_parser.check_jar(jvm_parser.AGGREGATES_JAR, jvm_parser.AGGREGATES_SOURCE) == jvm_parser.AGGREGATES_JAR, \
+    jar = jvm_parser.AGGREGATES_JAR
+    assert jvm_parser.check_jar(jar, jvm_parser.AGGREGATES_SOURCES) == jar, \
         "sparkseq/jvm/sparkseq-aggregates.jar is stale: run python -m sparkseq.jvm_parser --build"
     assert jvm_parser.build_info(jvm_parser.AGGREGATES_JAR)["pyspark"] == pyspark.__version__
     edited = tmp_path / jvm_parser.AGGREGATES_SOURCE.name
