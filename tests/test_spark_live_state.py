@@ -198,8 +198,8 @@ def test_changed_statement_on_a_checkpoint_is_refused(spark, tmp_path: Path) -> 
         "events")
     query = sparkseq.sql(spark, changed).writeStream.format("noop").option(
         "checkpointLocation", str(args.checkpoint)).start()  # not through the CLI: the worker refuses
-    # the JVM operator's state (auto) is refused by it in the JVM, as the Python operator's by its worker
-    refused = "Exception: the checkpoint holds state of a different MATCH_AGGREGATE, or of an earlier sparkseq"
+    # the JVM operator's state (auto) is refused by its function in the JVM, as the Python operator's by its worker
+    refused = "the checkpoint holds state of a different MATCH_AGGREGATE, or of an earlier sparkseq"
     with pytest.raises(Exception, match=refused):
         query.awaitTermination(600)
 
