@@ -48,7 +48,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_shipped_jar_is_built_from_the_shipped_source(tmp_path: Path) -> None:
-    assert jars.check_jar(jars.AGGREGATES_JAR, jars.AGGREGATES_SOURCE) == jars.AGGREGATES_JAR, \
+    jar = jars.AGGREGATES_JAR
+    assert jars.check_jar(jar, jars.AGGREGATES_SOURCES) == jar, \
         "sparkseq/jvm/sparkseq-aggregates.jar is stale: run python -m sparkseq.spark.jars --build"
     assert jars.build_info(jars.AGGREGATES_JAR)["pyspark"] == pyspark.__version__
     edited = tmp_path / jars.AGGREGATES_SOURCE.name

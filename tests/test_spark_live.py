@@ -40,9 +40,10 @@ _runs = itertools.count()
 
 
 def run_case(spark, tmp: Path, plan: Plan, groups: list[oracle.Events], seed: int, text_of,
-             every_row_passes: bool = False) -> int:
+             every_row_passes: bool = False, path: str | None = None) -> int:
     """Stream the case through ``text_of(source)`` and compare with the batch answer
-    (returns the number of batch rows compared)."""
+    (returns the number of batch rows compared); ``path``: the ``sparkseq.path`` the stream
+    runs with (the batch answer runs with ``auto``)."""
     rng = np.random.default_rng(seed)
     run = next(_runs)
     a = live_cases.arrival(plan, groups, delay=int(rng.integers(0, 4)), jitter=int(rng.integers(0, 6)),
@@ -52,7 +53,12 @@ def run_case(spark, tmp: Path, plan: Plan, groups: list[oracle.Events], seed: in
     files = live_cases.write_files(a, source, 1 << plan.elements[0].symbol)
     spark.readStream.schema(live_cases.SCHEMA).parquet(str(source)).withWatermark(
         "ts", f"{a.delay} seconds").createOrReplaceTempView("live_src")
-    frame = sparkseq.sql(spark, text_of("live_src"))
+    if path is not None:
+        spark.conf.set("sparkseq.path", path)
+    try:
+        frame = sparkseq.sql(spark, text_of("live_src"))
+    finally:
+        spark.conf.unset("sparkseq.path")
     assert frame.isStreaming
     batches: list[tuple[int, list[dict]]] = []
     mode = "append" if plan.slide is not None else "update"
