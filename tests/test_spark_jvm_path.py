@@ -38,6 +38,7 @@ from sparkseq.sql_api import sql
 from sql_rewrites.dialect import SparkSeq
 from sql_rewrites.jvm_path import JVM_FUNCTION, jvm_shape, plan_literal
 from tests import oracle
+from tests.conftest import run_property
 from tests.spark_cases import assert_same, events_frame, expected, got
 from tests.sql_cases import select_sql
 from tests.test_kernel_oracle import events, plans
@@ -106,7 +107,7 @@ def test_random_jvm_plans_match_the_python_path_and_the_oracle(spark, path_conf:
         assert_same(plan, run(spark, plan, groups, "jvm"), want)
         assert_same(plan, run(spark, plan, groups, "grouped"), want)
 
-    check()
+    run_property(check)
 
 
 def abc(within: int | None = 10, negation: int = 0) -> Plan:

@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 
 import sparkseq
 from tests import live_cases, oracle, predicate_cases, sql_cases
+from tests.conftest import run_property
 from tests.doubles import with_non_finite
 from tests.test_kernel_oracle import events, plans
 from tests.test_kernel_predicates import ext_events, ext_plans
@@ -119,7 +120,7 @@ def test_live_equals_batch(spark, tmp_path: Path, window: str) -> None:
         plan, groups, seed = case
         run_case(spark, tmp_path, plan, groups, seed, plain_text(plan))
 
-    check()
+    run_property(check)
 
 
 def test_live_emits_windows_without_a_match(spark, tmp_path: Path) -> None:
@@ -237,7 +238,7 @@ def test_live_predicates_and_strategies(spark, tmp_path: Path, strategy: Strateg
 
         run_case(spark, tmp_path, plan, groups, seed, text)
 
-    check()
+    run_property(check)
 
 
 TICKERS = ("DELL", "IBM", "GS", "JPM", "Harvard", "MIT", "ANAT")
@@ -287,7 +288,7 @@ SELECT g, sk, dk, tk, window_start, window_end, n, lo, hi, total FROM {source}_t
 
         assert run_case(spark, tmp_path, plan, groups, seed, text, every_row_passes=True) > 0
 
-    check()
+    run_property(check)
 
 
 def test_live_source_in_a_cte_and_a_subquery_inside_a_larger_statement(spark, tmp_path: Path) -> None:
@@ -311,4 +312,4 @@ WHERE n_plus_one > 0"""
 
         run_case(spark, tmp_path, plan, groups, seed, text)
 
-    check()
+    run_property(check)

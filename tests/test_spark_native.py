@@ -22,6 +22,7 @@ from sparkseq.execution_paths import PATH_CONF
 from sparkseq.sql_api import sql
 from sql_rewrites.native import native_shape
 from tests import oracle
+from tests.conftest import run_property
 from tests.spark_cases import assert_same, events_frame, expected, got
 from tests.sql_cases import select_sql
 from tests.test_kernel_oracle import events, plans
@@ -67,7 +68,7 @@ def test_random_native_plans_match_the_kernel_path_and_the_oracle(spark, path_co
         assert_same(plan, run(spark, plan, groups, "native"), want)
         assert_same(plan, run(spark, plan, groups, "grouped"), want)
 
-    check()
+    run_property(check)
 
 
 def abc(within: int | None = 10) -> Plan:

@@ -22,6 +22,7 @@ import sparkseq
 from sparkseq.execution_paths import PATH_CONF
 from sql_rewrites import errors as E
 from tests import oracle
+from tests.conftest import run_property
 from tests.spark_cases import assert_same, events_frame, expected, got
 from tests.sql_cases import jobs_started, match_aggregate, measure_sql, pattern_symbols
 from tests.test_kernel_oracle import COLUMNS, events
@@ -63,7 +64,7 @@ def test_match_aggregate_matches_oracle(spark, window: str) -> None:  # noqa: AN
         groups = cheap_groups(plan, data.draw(st.lists(events(plan), min_size=1, max_size=25)))
         run_match_aggregate(spark, plan, groups, data.draw(st.sampled_from(sorted(TIME_KINDS))))
 
-    check()
+    run_property(check)
 
 
 @pytest.mark.parametrize("window", ["within", "slide"])
@@ -78,7 +79,7 @@ def test_negations_beside_optional_elements_match_oracle(spark, window: str) -> 
                                                        max_size=25)))
         run_match_aggregate(spark, plan, groups, "bigint")
 
-    check()
+    run_property(check)
 
 
 def test_a_hand_worked_funnel_with_an_optional_step(spark) -> None:  # noqa: ANN001
@@ -123,7 +124,7 @@ def test_seq_functions_match_oracle(spark, window: str) -> None:  # noqa: ANN001
         time = data.draw(st.sampled_from(["bigint", "timestamp"]))
         check_groups(spark, plan, cheap_groups(plan, groups), symbol, time)
 
-    check()
+    run_property(check)
 
 
 # --- the DataFrame API ------------------------------------------------------------------------
@@ -143,7 +144,7 @@ def test_dataframe_api_matches_oracle(spark) -> None:  # noqa: ANN001
             within=plan.within, slide=plan.slide, count_type=plan.count_type.value).collect()
         assert_same(plan, got(plan, rows), expected(plan, groups))
 
-    check()
+    run_property(check)
 
 
 # --- a workload's shared pass -------------------------------------------------------------------
@@ -172,7 +173,7 @@ def test_workload_members_with_quantifiers_equal_the_oracle(spark) -> None:  # n
             assert result.arrow is not None
             assert_same(p, got(p, result.arrow.to_pylist()), expected(p, groups))
 
-    check()
+    run_property(check)
 
 
 # --- execution paths --------------------------------------------------------------------------
@@ -212,4 +213,4 @@ def test_live_equals_batch(spark, tmp_path: Path, window: str) -> None:  # noqa:
         groups = data.draw(st.lists(events(plan, max_rows=10, max_ts=20), min_size=1, max_size=10))
         run_case(spark, tmp_path, plan, groups, data.draw(st.integers(0, 2**32 - 1)), plain_text(plan))
 
-    check()
+    run_property(check)

@@ -21,6 +21,7 @@ from pyspark.sql import SparkSession
 
 from sparkseq.sql_api import sql
 from tests import oracle
+from tests.conftest import run_property
 from tests.sql_cases import match_aggregate
 from tests.test_kernel_oracle import events, plans
 from udafs.plan import CountType, Measure, MeasureKind, Plan, ValueType
@@ -106,7 +107,7 @@ def test_decimal_measures_are_sparks(spark) -> None:
         plan, groups, (precision, scale) = case
         check(spark, plan, groups, precision, scale)
 
-    run()
+    run_property(run)
 
 
 def test_38_digit_values_and_overflow_like_sparks(spark) -> None:

@@ -18,6 +18,7 @@ from sqlglot import parse_one
 from sql_rewrites.errors import SqlRewriteError
 from sql_rewrites.seq_functions import check_calls, check_statement_calls
 from tests import oracle
+from tests.conftest import run_property
 from tests.doubles import same_double
 from tests.test_kernel_oracle import COLUMNS, events, plans
 from udafs.plan import Measure, MeasureKind, Plan
@@ -105,7 +106,7 @@ def test_functions_match_oracle(spark, window: str) -> None:
     def check(case: tuple[Plan, list[oracle.Events], int, str]) -> None:
         check_groups(spark, *case)
 
-    check()
+    run_property(check)
 
 
 def test_window_functions_match_oracle(spark) -> None:
@@ -115,7 +116,7 @@ def test_window_functions_match_oracle(spark) -> None:
         plan, groups, symbol, _ = case
         check_windows(spark, plan, groups, symbol)
 
-    check()
+    run_property(check)
 
 
 @pytest.fixture(scope="module")

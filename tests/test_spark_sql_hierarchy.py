@@ -18,6 +18,7 @@ from sparkseq.hierarchies import registered_hierarchies
 from sparkseq.sql_api import sql
 from sql_rewrites import errors as E
 from tests import oracle
+from tests.conftest import run_property
 from tests.spark_cases import assert_same, expected, got
 from tests.sql_cases import jobs_started, measure_sql
 from tests.test_kernel_oracle import events, plans
@@ -96,7 +97,7 @@ def test_hierarchy_queries_match_oracle(spark, window: str) -> None:
         run(spark, case)
 
     try:
-        check()
+        run_property(check)
     finally:
         sparkseq.drop_hierarchy(spark, "sectors", if_exists=True)
 

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from sparkseq.sql_api import sql
 from tests import oracle
+from tests.conftest import run_property
 from tests.spark_cases import assert_same, events_frame, expected, got
 from tests.sql_cases import match_aggregate
 from tests.test_kernel_oracle import events, plans
@@ -56,7 +57,7 @@ def test_match_aggregate_matches_oracle(spark, window: str) -> None:
     def check(case: tuple[Plan, list[oracle.Events], str]) -> None:
         run(spark, *case)
 
-    check()
+    run_property(check)
 
 
 @pytest.mark.parametrize("window", ["within", "slide"])
@@ -67,4 +68,4 @@ def test_negation_in_every_gap_matches_oracle(spark, window: str) -> None:
     def check(case: tuple[Plan, list[oracle.Events], str]) -> None:
         run(spark, *case)
 
-    check()
+    run_property(check)

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from sparkseq.sql_api import sql
 from sql_rewrites.errors import PredicateError
 from tests import oracle
+from tests.conftest import run_property
 from tests.predicate_cases import events_frame, select_sql, sql_expressible, with_stream_ranks
 from tests.spark_cases import assert_same, expected, got
 from tests.sql_cases import jobs_started
@@ -49,7 +50,7 @@ def test_strategies_and_predicates_match_oracle(spark, strategy: Strategy) -> No
     def check(case: tuple[Plan, list[oracle.Events], int]) -> None:
         run(spark, *case)
 
-    check()
+    run_property(check)
 
 
 def test_iterator_predicates_match_oracle(spark) -> None:
@@ -58,7 +59,7 @@ def test_iterator_predicates_match_oracle(spark) -> None:
     def check(case: tuple[Plan, list[oracle.Events], int]) -> None:
         run(spark, *case)
 
-    check()
+    run_property(check)
 
 
 def test_contiguity_counts_rows_of_no_symbol(spark) -> None:

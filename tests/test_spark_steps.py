@@ -20,6 +20,7 @@ from pyspark.sql import SparkSession
 import sparkseq
 from sql_rewrites.errors import StreamingError
 from tests import oracle, sql_cases
+from tests.conftest import run_property
 from tests.spark_cases import events_frame, expected, got
 from tests.test_kernel_oracle import events, plans
 from tests.test_spark_live import SETTINGS as LIVE_SETTINGS
@@ -70,7 +71,7 @@ def test_match_aggregate_funnel_matches_oracle(spark: SparkSession, window: str)
         rows = sparkseq.sql(spark, sql_cases.select_sql(plan)).collect()
         assert_funnel_rows(plan, rows, groups)
 
-    check()
+    run_property(check)
 
 
 # -- the Kindle funnel on hand-made clicks --------------------------------------------------
@@ -171,7 +172,7 @@ def test_stream_equals_batch(spark: SparkSession, tmp_path: Path) -> None:
         plan = with_funnel(plan)
         run_case(spark, tmp_path, plan, groups, seed, plain_text(plan))
 
-    check()
+    run_property(check)
 
 
 def test_stream_without_slide_is_refused(spark: SparkSession) -> None:

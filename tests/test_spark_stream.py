@@ -19,6 +19,7 @@ from pyspark.errors import PythonException, SparkRuntimeException
 import sparkseq
 from sparkseq.session import ARROW_BATCH_ROWS
 from tests import oracle
+from tests.conftest import run_property
 from tests.doubles import identical, with_non_finite
 from tests.spark_cases import assert_same, events_frame, expected, got
 from tests.test_kernel_oracle import events, plans
@@ -154,7 +155,7 @@ def test_stream_matches_oracle(spark, small_batches, window: str) -> None:
         df = sparkseq.aggregate(spark, plan, "cases", keys=["g"], values=["i", "f"], streaming=True)
         assert_same(plan, got(plan, df.collect()), expected(plan, groups))
 
-    check()
+    run_property(check)
 
 
 def big_view(spark) -> None:

@@ -15,6 +15,7 @@ from pyspark.errors import PythonException, SparkRuntimeException
 
 import sparkseq
 from tests import oracle
+from tests.conftest import run_property
 from tests.spark_cases import assert_same, events_frame, expected, got
 from tests.test_kernel_oracle import events, plans
 from udafs.plan import CountType, Element, Measure, MeasureKind, Plan, Strategy, ValueType
@@ -43,7 +44,7 @@ def test_udaf_matches_oracle(spark, window: str) -> None:
     def check(case: tuple[Plan, list[oracle.Events]]) -> None:
         run_udaf(spark, *case)
 
-    check()
+    run_property(check)
 
 
 # Sharon, Fig. 7 (SEMANTICS section 8): a1 b2 a3 c3 b4 b5 d5 c7 d8, SEQ(A, B, C, D) -> 7.
