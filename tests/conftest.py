@@ -82,7 +82,7 @@ def class_archive(config: pytest.Config) -> Path | None:
 
     import pyspark
 
-    from sparkseq.session import scratch_dir
+    from sparkseq.spark.session import scratch_dir
 
     java = shutil.which("java", path=os.pathsep.join(
         filter(None, [os.path.join(os.environ.get("JAVA_HOME", ""), "bin"), os.environ.get("PATH")])))
