@@ -139,7 +139,7 @@ def spark() -> Iterator[SparkSession]:
     from sparkseq.spark.session import INITIAL_PARTITIONS, scratch_dir
     from udafs.workers.faults import KILL_WORKER_ONCE
 
-    # Armed only by creating the file (tests/test_spark_local_cluster.py): a worker kills itself once.
+    # Armed only by creating the file (tests/spark/test_spark_local_cluster.py): a worker kills itself once.
     kill_file = scratch_dir() / f"kill-worker-once-{os.getpid()}"
     with pytest.MonkeyPatch.context() as patch:  # the JVM starts with the user's options and the archive
         options = " ".join(filter(None, [_USER_SUBMIT_OPTS, *class_archive_options()]))
