@@ -86,9 +86,10 @@ def parse_into(into: type[exp.Expr], sql: str) -> exp.Expr:
 def _tokens_into(into: type[exp.Expr], tokens: list[Token], sql: str, what: str, start: int) -> exp.Expr:
     parser = SparkSeq().parser(error_level=ErrorLevel.IMMEDIATE)
     try:
-        tree = parser.parse_into(into, tokens, sql)[0]
+        trees = parser.parse_into(into, tokens, sql)
     except ParseError as exc:
         raise to_sql_parse_error(exc, sql, tokens) from None
+    tree = trees[0] if trees else None  # a lone keyword (``ELSE``) may end the parse with no tree at all
     if tree is None:
         raise SqlParseError(f"expected {what}", position_of(sql, start, start))
     return tree

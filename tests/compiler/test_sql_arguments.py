@@ -42,6 +42,7 @@ def test_same_tree_as_the_sql_form() -> None:
     ({"define": {"A": "x = 'a') AS m; DROP TABLE t; --"}}, E.SqlParseError, "define['A']", 14),
     ({"order_by": "ts, k"}, E.SqlParseError, "order_by", 3),
     ({"count_type": "long"}, E.SqlParseError, "count_type", 1),
+    ({"define": {"A": "ELSE"}}, E.SqlParseError, "define['A']", 1),  # a lone keyword: no tree at all
 ])
 def test_an_argument_is_one_thing_and_errors_point_into_it(changed: dict, error: type, argument: str,
                                                            column: int) -> None:
