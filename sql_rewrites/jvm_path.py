@@ -9,10 +9,9 @@ registers it) is an engine function in the JVM with the contract of
 so :func:`jvm_query` is :func:`sql_rewrites.generate.engine_query` with that call: the
 same events, the same GROUP BY, the same typed output and the same overflow error
 naming the partition. :func:`jvm_shape` says which plans it computes exactly
-(:data:`MAX_LENGTH` positive elements, one row each; negations between two of them; with
-or without WITHIN, with or without SLIDE; a leading or trailing negation with SLIDE only;
-no strategy, predicate or imprecise time; COUNT(*), COUNT(X), SUM, AVG, MIN and MAX of
-one column; any count type);
+(:data:`MAX_LENGTH` positive elements, one row each; negations between two of them, and
+leading and trailing ones; with or without WITHIN and SLIDE; no strategy, predicate or
+imprecise time; COUNT(*), COUNT(X), SUM, AVG, MIN and MAX of one column; any count type);
 :func:`plan_literal` writes the plan as the Java side reads it, with the words of each
 measure's overflow error (:func:`udafs.errors.overflow_template`) so that both paths
 raise the same text.
@@ -52,8 +51,6 @@ def jvm_shape(plan: Plan) -> str | None:
         return "an E-Cube runs all its cuboids in one Python pass"
     if plan.extended or plan.uncertain is not None:
         return "a STRATEGY, WHERE predicate or UNCERTAIN time needs the Python engine"
-    if plan.has_edge_negation and plan.slide is None:
-        return "a leading or trailing negation without SLIDE is counted by the Python engine"
     if not 1 <= plan.length <= MAX_LENGTH:
         return f"the JVM path counts patterns of 1 to {MAX_LENGTH} positive elements, this one has {plan.length}"
     if any(element != Element(element.symbol) for element in plan.elements):

@@ -2,7 +2,7 @@
 
 Random plans of the JVM shapes (:func:`sql_rewrites.jvm_path.jvm_shape`: 1-6 positive
 elements with repeated symbols, negations between them, with or without WITHIN (some
-wider than any span), SLIDE windows with leading and trailing negations, COUNT(*),
+wider than any span), SLIDE windows, leading and trailing negations, COUNT(*),
 COUNT(X) and SUM/AVG/MIN/MAX of one column, every COUNT TYPE) over random events with
 ties, NULLs, NaN and infinities run through :func:`sparkseq.sql` forced ``jvm`` and
 forced ``grouped``, both compared with :func:`tests.oracle.evaluate` partition by
@@ -71,14 +71,13 @@ def jvm_plans(draw: st.DrawFn) -> Plan:
     """Random plans cut down to the JVM shapes."""
     window = draw(st.sampled_from(["none", "within", "slide"]))
     plan = draw(plans(max_len=6, max_kleene=0, window=window, middle_negation=draw(st.booleans()),
-                      edges=window == "slide" and draw(st.booleans()), sql=True))
+                      edges=window != "none" and draw(st.booleans()), sql=True))
     column = draw(st.integers(0, 1))  # the one value column (tests.spark_cases: i BIGINT, f DOUBLE)
     kept = [m for m in plan.measures if m.column is None or m.column == column]
-    negations = plan.negations if plan.slide is not None else (0, *plan.negations[1:-1], 0)  # edges: SLIDE only
     if plan.slide is None and plan.within is not None and draw(st.integers(0, 4)) == 0:
         plan = dataclasses.replace(plan, within=2**40)  # wider than any span (times below 0 in another block)
     count_type = draw(st.sampled_from(list(CountType)))
-    plan = dataclasses.replace(plan, negations=negations, measures=tuple(kept), count_type=count_type)
+    plan = dataclasses.replace(plan, measures=tuple(kept), count_type=count_type)
     read = {m.column for m in plan.measures if m.column is not None}
     compiled = dataclasses.replace(plan, columns=tuple(plan.columns[c] for c in read),
                                    measures=tuple(dataclasses.replace(m, column=None if m.column is None else 0)
@@ -189,6 +188,20 @@ def test_slide_windows_count_their_own_rows_and_edge_negations_inside_them(spark
     assert have == expected(plan, groups) == run(spark, plan, groups, "grouped")
     assert have == {(0, -5): [1], (0, 0): [2], (0, 5): [0], (0, 10): [0],
                     (1, -5): [1], (1, 0): [3], (1, 5): [1], (1, 10): [0]}
+
+
+def test_leading_and_trailing_negations_under_within(spark, path_conf: None) -> None:
+    """SEQ(!N, A, B, !M) WITHIN 10: no n in (t_b - 10, t_a), no m in (t_b, t_a + 10); a match
+    violating both is subtracted once (added back after the two subtractions)."""
+    plan = Plan(symbols=("A", "B", "N", "M"), elements=(Element(0), Element(1)), negations=(4, 0, 8), within=10,
+                measures=(Measure(MeasureKind.COUNT_STAR, name="n"), Measure(MeasureKind.COUNT, 1, name="nb")))
+    a, b, n, m = 1, 2, 4, 8
+    groups = [oracle.Events(ts, mask, nulls(len(ts))) for ts, mask in [
+        ([0, 5, 8], [n, a, b]), ([-5, 5, 8], [n, a, b]), ([5, 8, 12], [a, b, m]), ([5, 8, 16], [a, b, m]),
+        ([4, 5, 8, 9], [n, a, b, m]), ([1, 5, 6, 7, 8, 12, 20], [n, a, b, n, a, b, m])]]
+    have = run(spark, plan, groups, "jvm")
+    assert have == expected(plan, groups) == run(spark, plan, groups, "grouped")
+    assert [have[(g, None)][0] for g in range(len(groups))] == [0, 1, 0, 1, 0, 1]
 
 
 def test_events_without_time_or_instance_take_no_part(spark, path_conf: None) -> None:

@@ -160,8 +160,9 @@ public final class SparkSeqAggregates {
          * first and last elements limited by the window's leading and trailing negations. */
         private Plan(Plan plan, long firstBy, long lastFrom) {
             elements = plan.elements;
-            negations = plan.negations;
-            trailing = plan.trailing;
+            negations = plan.negations.clone();
+            negations[0] = 0; // the edges are the limits now
+            trailing = 0;
             within = null;
             slide = null;
             patternMask = plan.patternMask;
@@ -173,6 +174,9 @@ public final class SparkSeqAggregates {
         }
 
         Plan window(long firstBy, long lastFrom) { return new Plan(this, firstBy, lastFrom); }
+
+        /** Whether the plan has a leading or trailing negation. */
+        boolean edged() { return negations[0] != 0 || trailing != 0; }
 
         /** Whether a time may not bind the first or the last element ({@link #gate}). */
         boolean gated() { return firstBy != Long.MAX_VALUE || lastFrom != Long.MIN_VALUE; }
@@ -324,7 +328,14 @@ public final class SparkSeqAggregates {
 
     /** COUNT(*) of the plan over rows sorted by time, exactly. */
     static BigInteger count(Plan plan, long[] t, long[] mask) {
-        if (plan.within != null && negated(plan)) return blocks(plan, t, mask, null);
+        BigInteger ignoringEdges = plan.within != null && negated(plan) ? blocks(plan, t, mask, null)
+                                                                        : positive(plan, t, mask);
+        return plan.within != null && plan.edged() ? ignoringEdges.add(edges(plan, t, mask, null, null)) : ignoringEdges;
+    }
+
+    /** COUNT(*) by the prefix DP (no window) or the prefix-count recurrence (WITHIN without a
+     * middle negation), edge negations aside: in long arithmetic, again in BigInteger on overflow. */
+    static BigInteger positive(Plan plan, long[] t, long[] mask) {
         try {
             return BigInteger.valueOf(plan.within == null ? countOpen(plan, t, mask) : countWithin(plan, t, mask));
         } catch (ArithmeticException overflow) {
@@ -504,8 +515,80 @@ public final class SparkSeqAggregates {
 
     /** Whether the plan negates a symbol between two of its elements. */
     static boolean negated(Plan plan) {
-        for (long n : plan.negations) if (n != 0) return true;
+        for (int i = 1; i < plan.negations.length; i++) if (plan.negations[i] != 0) return true;
         return false;
+    }
+
+    /**
+     * A leading or trailing negation under WITHIN without SLIDE (SEMANTICS section 3, rule 5),
+     * as udafs/kernels/edges.py: the change to the matches that ignore it (and, with
+     * {@code positions}, to their pair counts in {@code pairs}). A leading {@code !N} is
+     * violated by the matches whose last N before the first row, at tn, is within w of the
+     * last row: exactly the matches inside the open interval (tn, tn + w) whose first row is
+     * at or before the next N time (a window without WITHIN of its own, {@link Plan#window}).
+     * A trailing one mirrors it: (tn - w, tn), the last row at or after the previous N time.
+     * Matches violating both are subtracted twice and added back once: lead time n1, trail
+     * time n2 with n1 < n2 < n1 + 2w, the interval (max(n1, n2 - w), min(n2, n1 + w)).
+     */
+    static BigInteger edges(Plan plan, long[] t, long[] mask, int[] positions, BigInteger[] pairs) {
+        long w = plan.within;
+        long[] lead = times(t, mask, plan.negations[0]), trail = times(t, mask, plan.trailing);
+        BigInteger change = BigInteger.ZERO;
+        for (int i = 0; i < lead.length; i++) {
+            long next = i + 1 < lead.length ? lead[i + 1] : Long.MAX_VALUE;
+            change = change.add(inside(plan, t, mask, lead[i], lead[i] + w, next, Long.MIN_VALUE, positions, pairs, -1));
+        }
+        for (int j = 0; j < trail.length; j++) {
+            long previous = j > 0 ? trail[j - 1] : Long.MIN_VALUE;
+            change = change.add(inside(plan, t, mask, trail[j] - w, trail[j], Long.MAX_VALUE, previous, positions, pairs, -1));
+        }
+        for (int i = 0, from = 0; i < lead.length; i++) {
+            while (from < trail.length && trail[from] <= lead[i]) from++;
+            long next = i + 1 < lead.length ? lead[i + 1] : Long.MAX_VALUE;
+            for (int j = from; j < trail.length && trail[j] - lead[i] - w < w; j++) {  // n2 < n1 + 2w
+                long lo = Math.max(lead[i], trail[j] - w), hi = Math.min(trail[j], lead[i] + w);
+                long previous = j > 0 ? trail[j - 1] : Long.MIN_VALUE;
+                change = change.add(inside(plan, t, mask, lo, hi, next, previous, positions, pairs, 1));
+            }
+        }
+        return change;
+    }
+
+    /** The distinct times of rows with a bit of {@code bits}, ascending (rows in time order). */
+    static long[] times(long[] t, long[] mask, long bits) {
+        long[] out = new long[t.length];
+        int n = 0;
+        for (int r = 0; r < t.length; r++) {
+            if ((mask[r] & bits) != 0 && (n == 0 || out[n - 1] != t[r])) out[n++] = t[r];
+        }
+        return Arrays.copyOf(out, n);
+    }
+
+    /** {@code sign} times the matches inside the open interval (lo, hi) with the first row at or
+     * before {@code firstBy} and the last at or after {@code lastFrom}; with {@code positions},
+     * their pair counts added into {@code pairs} with that sign. */
+    static BigInteger inside(Plan plan, long[] t, long[] mask, long lo, long hi, long firstBy, long lastFrom,
+                             int[] positions, BigInteger[] pairs, int sign) {
+        int a = after(t, lo), b = Math.max(a, after(t, hi - 1));
+        if (a == b) return BigInteger.ZERO;
+        Plan window = plan.window(firstBy, lastFrom);
+        long[] wt = Arrays.copyOfRange(t, a, b), wm = Arrays.copyOfRange(mask, a, b);
+        if (positions != null) {
+            BigInteger[] p = pairs(window, wt, wm, positions);
+            for (int r = 0; r < p.length; r++) pairs[a + r] = sign > 0 ? pairs[a + r].add(p[r]) : pairs[a + r].subtract(p[r]);
+        }
+        BigInteger matches = count(window, wt, wm);
+        return sign > 0 ? matches : matches.negate();
+    }
+
+    /** The first row (in time order) with a time above {@code time}. */
+    static int after(long[] t, long time) {
+        int lo = 0, hi = t.length;
+        while (lo < hi) {
+            int mid = (lo + hi) >>> 1;
+            if (t[mid] <= time) lo = mid + 1; else hi = mid;
+        }
+        return lo;
     }
 
     // --- WITHIN by time blocks (udafs/kernels/within.py) ---------------------------------------
@@ -684,6 +767,7 @@ public final class SparkSeqAggregates {
             BigInteger[] out = new BigInteger[n];
             Arrays.fill(out, BigInteger.ZERO);
             for (int j : positions) for (int r = 0; r < n; r++) out[r] = out[r].add(byPosition[j][r]);
+            if (plan.edged()) edges(plan, t, mask, positions, out);
             return out;
         }
         long[] bits = plan.elements.clone(), neg = plan.negations;
