@@ -361,7 +361,7 @@ DECIMALS = ("SELECT k, n, s, a, lo, hi FROM dec MATCH_AGGREGATE (PARTITION BY k 
 
 
 @pytest.mark.parametrize("within", ["", " WITHIN 3", " WITHIN 6"])
-@pytest.mark.parametrize("x_type", ["DECIMAL(20, 3)", "DECIMAL(38, 2)", "BIGINT", "DOUBLE"])
+@pytest.mark.parametrize("x_type", ["DECIMAL(10, 2)", "DECIMAL(20, 3)", "DECIMAL(38, 2)", "BIGINT", "DOUBLE"])
 def test_value_measures_with_negation_match_the_python_path(spark, path_conf: None, x_type: str,
                                                             within: str) -> None:
     """SUM, AVG, MIN and MAX of one column (NULLs, NaN and infinities among the DOUBLEs),

@@ -852,7 +852,10 @@ public final class SparkSeqAggregates {
             }
         }
         if (nn.signum() == 0) return null;
-        if (extremes) return plan.column == 3 ? decimal((BigInteger) extreme) : extreme;
+        if (extremes && plan.column == 3) {  // a DECIMAL of up to 18 digits arrives as its unscaled BIGINT
+            return decimal(extreme instanceof Long x ? BigInteger.valueOf(x) : (BigInteger) extreme);
+        }
+        if (extremes) return extreme;
         if (plan.column == 2) return m.kind.equals("avg") ? floatTotal / nn.doubleValue() : floatTotal;
         if (plan.column == 1) {
             if (m.kind.equals("avg")) {
