@@ -22,7 +22,7 @@ import pytest
 from pyspark.errors import PySparkException
 
 import sparkseq
-from sparkseq import cli
+from sparkseq.commands import cli, console
 from sql_rewrites.errors import SqlParseError
 from tests.test_spark_live_state import FUNNEL, write_json_files
 from tests.test_spark_live_state import SCHEMA as STREAM_SCHEMA
@@ -148,7 +148,7 @@ def test_ctrl_c_stops_a_stream_with_one_line(runs) -> None:  # noqa: ANN001
 
 def test_ctrl_c_cancels_a_statement_with_one_line(runs) -> None:  # noqa: ANN001
     done = runs["sql stopped"]
-    assert done.returncode == cli.INTERRUPTED, done.stderr
+    assert done.returncode == console.INTERRUPTED, done.stderr
     assert stderr_lines(done.stderr) == ["interrupted"], done.stderr
 
 

@@ -32,22 +32,22 @@ import scala.runtime.AbstractFunction1;
  *
  * <p>{@code sparkseq_jvm_aggregate(plan, ts, mask[, value])} is called once per PARTITION BY
  * group, as the Python engine function is (udafs/contract.py): {@code plan} is a string
- * literal (sql_rewrites/jvm_path.py writes it), {@code ts} and {@code mask} the BIGINT time
+ * literal (sql_rewrites/planning/jvm_path.py writes it), {@code ts} and {@code mask} the BIGINT time
  * and symbol bitmask of each row, {@code value} the one measure column (BIGINT, DOUBLE or
  * DECIMAL, whose unscaled integers are read). It returns the contract's
  * {@code ARRAY<STRUCT<window_start, window_end, m0 .. m{k-1}, error>>}: one row, the window
  * bounds NULL, the measures, and {@code error} NULL unless a value does not fit its type
  * (the message, with {@code {partition}} where the generated SQL splices the key).
  *
- * <p>Shapes (sql_rewrites/jvm_path.py {@code jvm_shape} decides): SEQ of positive
+ * <p>Shapes (sql_rewrites/planning/jvm_path.py {@code jvm_shape} decides): SEQ of positive
  * elements (one row each), negations between two of them, with or without WITHIN;
  * COUNT(*) and COUNT(X) (a factor: X's positions), SUM, AVG, MIN and MAX of one column
- * from each row's pair count (the matches binding it to X, udafs/kernels/measures.py);
+ * from each row's pair count (the matches binding it to X, udafs/kernels/values/measures.py);
  * count type BIGINT, DECIMAL(38, 0) or DOUBLE (the exact value rounded once). Rows with
  * equal times never follow each other (SEMANTICS section 3). Without WITHIN, counts and
  * pair counts are prefix times suffix counts; WITHIN without negation counts by the
  * prefix-count recurrence, and with a negation, or for pair counts, by time blocks
- * ({@link #blocks}, as udafs/kernels/within.py). Counting runs in exact {@code long}
+ * ({@link #blocks}, as udafs/kernels/counting/within.py). Counting runs in exact {@code long}
  * arithmetic and again in {@link BigInteger} when an intermediate overflows (pair counts
  * and blocks always in BigInteger); only the final values are checked against their
  * types. DOUBLE sums add pair count times value over rows in time order, so they equal
@@ -410,7 +410,7 @@ public final class SparkSeqAggregates {
     }
 
     /**
-     * WITHIN w, no negation: the prefix-count recurrence of sql_rewrites/native.py.
+     * WITHIN w, no negation: the prefix-count recurrence of sql_rewrites/planning/native.py.
      * {@code c[a][b](r)}: chains of elements a..b ending at row r; {@code before}: their
      * sums over rows of an earlier time, {@code early}: over rows at least w earlier. The
      * chains a..k-1 ending at r within the window, {@code g[a]}, are all such chains less
@@ -521,7 +521,7 @@ public final class SparkSeqAggregates {
 
     /**
      * A leading or trailing negation under WITHIN without SLIDE (SEMANTICS section 3, rule 5),
-     * as udafs/kernels/edges.py: the change to the matches that ignore it (and, with
+     * as udafs/kernels/counting/edges.py: the change to the matches that ignore it (and, with
      * {@code positions}, to their pair counts in {@code pairs}). A leading {@code !N} is
      * violated by the matches whose last N before the first row, at tn, is within w of the
      * last row: exactly the matches inside the open interval (tn, tn + w) whose first row is
@@ -591,7 +591,7 @@ public final class SparkSeqAggregates {
         return lo;
     }
 
-    // --- WITHIN by time blocks (udafs/kernels/within.py) ---------------------------------------
+    // --- WITHIN by time blocks (udafs/kernels/counting/within.py) ---------------------------------------
 
     /**
      * WITHIN w by time blocks {@code [b·w, (b+1)·w)}, for what the prefix-count recurrence
