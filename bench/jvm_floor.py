@@ -15,10 +15,11 @@ Each round times, interleaved so that the machine's load hits all alike:
   - ``catalyst``: a Catalyst ``TypedImperativeAggregate`` registered as a session function;
   - ``collect``: ``collect_list(struct(ts, mask))`` and a Java UDF returning its size;
 
-* ``counting``: ``catalyst`` with the counting done — the exact COUNT(*) of SEQ(A, B, C)
-  WITHIN 10 minutes per key in Java (the prefix-count recurrence of
-  sql_rewrites/planning/native.py, long arithmetic that raises on overflow): what the finished
-  aggregate would cost. Not part of sparkseq; its counts must equal the kernel path's.
+* ``counting``: ``catalyst`` with the counting done — sparkseq's own JVM path aggregate
+  (``sparkseq_jvm_aggregate``, sparkseq/jvm/SparkSeqAggregates.java) called directly on
+  the same rows with the plan literal of SEQ(A, B, C) WITHIN 10 minutes, COUNT(*): the
+  finished aggregate without sparkseq's generated SQL around it. Its counts must equal
+  the kernel path's.
 
 Prints each round's times, the median of each, and the median over rounds of each
 candidate's time over the kernel path's and over ``count``'s. The three floors must
@@ -35,24 +36,37 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from sqlglot import exp
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import sparkseq  # noqa: E402
 from native import FLOOR, MATCH, generate, spark_counts  # noqa: E402  (bench/ is on sys.path as a script)
 from spark_e2e import WINDOW_MICROS  # noqa: E402
+from sparkseq.running.jvm_path import jvm_path_missing  # noqa: E402
 from sparkseq.spark.jars import compile_jar  # noqa: E402
 from sparkseq.spark.session import scratch_dir  # noqa: E402
+from sql_rewrites.planning.jvm_path import JVM_FUNCTION, plan_literal  # noqa: E402
+from sql_rewrites.syntax.dialect import SparkSeq  # noqa: E402
 from timing import interleaved_rounds, print_ratios_to_kernel_and_count  # noqa: E402
+from udafs.plan import Element, Measure, MeasureKind, Plan  # noqa: E402
 
 SOURCE = Path(__file__).resolve().parent / "jvm" / "AggregateFloors.java"
 CLASS = "sparkseq.bench.AggregateFloors"
 ROWS = ("SELECT k, unix_micros(ts) AS t, CAST(CASE type WHEN 'A' THEN 1 WHEN 'B' THEN 2 WHEN 'C' THEN 4 "
         "ELSE 0 END AS BIGINT) AS m FROM events")
+#: SEQ(A, B, C) WITHIN 10 minutes, COUNT(*), over ROWS's mask bits (A 1, B 2, C 4)
+ABC_WITHIN = Plan(symbols=("A", "B", "C"), elements=(Element(0), Element(1), Element(2)), negations=(0, 0, 0, 0),
+                  within=WINDOW_MICROS, measures=(Measure(MeasureKind.COUNT_STAR, name="n"),))
+#: The product aggregate's call: its one result row's first measure (a BIGINT count; an
+#: overflow would leave it NULL and fill the row's error, which no key of this data reaches).
+COUNTING = (f"{JVM_FUNCTION}({exp.Literal.string(plan_literal(ABC_WITHIN)).sql(dialect=SparkSeq)}, t, m)"
+            "[0].m0")
 CANDIDATES = {
     "typed": f"SELECT k, floor_typed(t, m) AS n FROM ({ROWS}) WHERE m <> 0 GROUP BY k",
     "catalyst": f"SELECT k, floor_catalyst(t, m) AS n FROM ({ROWS}) WHERE m <> 0 GROUP BY k",
     "collect": f"SELECT k, floor_size(collect_list(struct(t, m))) AS n FROM ({ROWS}) WHERE m <> 0 GROUP BY k",
-    "counting": f"SELECT k, count_abc_within(t, m) AS n FROM ({ROWS}) WHERE m <> 0 GROUP BY k",
+    "counting": f"SELECT k, {COUNTING} AS n FROM ({ROWS}) WHERE m <> 0 GROUP BY k",
 }
 FLOORS = ("typed", "catalyst", "collect")
 #: ObjectHashAggregate (every JVM candidate's operator) falls back to a sort-based
@@ -72,10 +86,9 @@ def main() -> None:
     spark = sparkseq.session(conf={"spark.driver.extraClassPath": str(jar), FALLBACK: str(1 << 20)})
     floors = getattr(spark.sparkContext._jvm, CLASS)
     floors.register(spark._jsparkSession)
-    bits = spark.sparkContext._gateway.new_array(spark.sparkContext._jvm.long, 3)
-    for i, symbol in enumerate((1, 2, 4)):  # A, B, C in ROWS's mask
-        bits[i] = symbol
-    floors.registerCounting(spark._jsparkSession, "count_abc_within", bits, WINDOW_MICROS)
+    missing = jvm_path_missing(spark)  # registers sparkseq's aggregate in the session
+    if missing is not None and "counting" in args.candidates.split(","):
+        raise SystemExit(f"counting: sparkseq's JVM path is unavailable: {missing}")
     generate(spark, args.events, args.keys, args.per_window)
     text = MATCH.format(pattern="A, B, C", within="\n  WITHIN INTERVAL 10 MINUTES")
     runs: dict[str, Callable[[], dict[int, int]]] = {

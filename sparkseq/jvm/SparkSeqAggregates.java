@@ -32,23 +32,26 @@ import scala.runtime.AbstractFunction1;
  *
  * <p>{@code sparkseq_jvm_aggregate(plan, ts, mask[, value])} is called once per PARTITION BY
  * group, as the Python engine function is (udafs/contract.py): {@code plan} is a string
- * literal (sql_rewrites/jvm_path.py writes it), {@code ts} and {@code mask} the BIGINT time
+ * literal (sql_rewrites/planning/jvm_path.py writes it), {@code ts} and {@code mask} the BIGINT time
  * and symbol bitmask of each row, {@code value} the one measure column (BIGINT, DOUBLE or
  * DECIMAL, whose unscaled integers are read). It returns the contract's
  * {@code ARRAY<STRUCT<window_start, window_end, m0 .. m{k-1}, error>>}: one row, the window
  * bounds NULL, the measures, and {@code error} NULL unless a value does not fit its type
  * (the message, with {@code {partition}} where the generated SQL splices the key).
  *
- * <p>Shapes (sql_rewrites/jvm_path.py {@code jvm_shape} decides): SEQ of positive
- * elements (one row each), negations between two of them without WITHIN, WITHIN without
- * negations; COUNT(*) and COUNT(X) (a factor: X's positions), and without WITHIN SUM,
- * AVG, MIN and MAX of one column from each row's pair count (the matches binding it to X,
- * prefix count times suffix count, udafs/kernels/measures.py); count type BIGINT or
- * DECIMAL(38, 0). Rows with equal times never follow each other (SEMANTICS section 3).
- * Counting runs in exact {@code long} arithmetic and again in {@link BigInteger} when an
- * intermediate overflows (pair counts always in BigInteger); only the final values are
- * checked against their types. DOUBLE sums add pair count times value over rows in time
- * order, so they equal the Python path's up to rounding, as any two orders do.
+ * <p>Shapes (sql_rewrites/planning/jvm_path.py {@code jvm_shape} decides): SEQ of positive
+ * elements (one row each), negations between two of them, with or without WITHIN;
+ * COUNT(*) and COUNT(X) (a factor: X's positions), SUM, AVG, MIN and MAX of one column
+ * from each row's pair count (the matches binding it to X, udafs/kernels/values/measures.py);
+ * count type BIGINT, DECIMAL(38, 0) or DOUBLE (the exact value rounded once). Rows with
+ * equal times never follow each other (SEMANTICS section 3). Without WITHIN, counts and
+ * pair counts are prefix times suffix counts; WITHIN without negation counts by the
+ * prefix-count recurrence, and with a negation, or for pair counts, by time blocks
+ * ({@link #blocks}, as udafs/kernels/counting/within.py). Counting runs in exact {@code long}
+ * arithmetic and again in {@link BigInteger} when an intermediate overflows (pair counts
+ * and blocks always in BigInteger); only the final values are checked against their
+ * types. DOUBLE sums add pair count times value over rows in time order, so they equal
+ * the Python path's up to rounding, as any two orders do.
  */
 public final class SparkSeqAggregates {
     private SparkSeqAggregates() {}
@@ -97,9 +100,19 @@ public final class SparkSeqAggregates {
     /** The plan literal, parsed: element bits, gap negations, window, count type, measures. */
     static final class Plan implements Serializable {
         final long[] elements;
-        final long[] negations; // negations[i]: the gap before element i (0 < i < n)
+        final long[] negations; // negations[i]: the gap before element i (0 < i < n); [0]: leading (SLIDE)
+        /** The trailing negation (SLIDE only: within a window, after the last bound row). */
+        final long trailing;
         final Long within;
-        final boolean decimal;
+        /** SLIDE s: windows [k·s, k·s + w), each counted on its own rows ({@link #slid}). */
+        final Long slide;
+        /** Every symbol of the pattern, positive or negated: a window holding one has a row. */
+        final long patternMask;
+        /** In one window: the latest time the first element may have, the earliest the last may
+         * have (a leading or trailing negation's instances there); else the widest. */
+        final long firstBy, lastFrom;
+        /** The count type: 0 BIGINT, 1 DECIMAL(38, 0), 2 DOUBLE (rounded once from the exact value). */
+        final int countType;
         final Measure[] measures;
         /** The value column's kind: 0 none, 1 BIGINT, 2 DOUBLE, 3 DECIMAL (its unscaled integers). */
         final int column;
@@ -110,7 +123,18 @@ public final class SparkSeqAggregates {
                 elements = longs(root.get("elements"));
                 negations = longs(root.get("negations"));
                 within = root.get("within").isNull() ? null : root.get("within").asLong();
-                decimal = "decimal".equals(root.get("count_type").asText());
+                slide = root.get("slide").isNull() ? null : root.get("slide").asLong();
+                trailing = root.get("trailing").asLong();
+                patternMask = root.get("pattern_mask").asLong();
+                firstBy = Long.MAX_VALUE;
+                lastFrom = Long.MIN_VALUE;
+                countType = switch (root.get("count_type").asText()) {
+                    case "bigint" -> 0;
+                    case "decimal" -> 1;
+                    case "double" -> 2;
+                    default -> throw new IllegalArgumentException("unknown count type "
+                                                                  + root.get("count_type").asText());
+                };
                 column = switch (root.get("column").asText()) {
                     case "int" -> 1;
                     case "float" -> 2;
@@ -127,6 +151,42 @@ public final class SparkSeqAggregates {
                 throw new IllegalArgumentException("sparkseq_jvm_aggregate: a plan needs elements and one "
                                                    + "negation mask per element");
             }
+            if (slide != null && (within == null || slide <= 0 || within <= 0)) {
+                throw new IllegalArgumentException("sparkseq_jvm_aggregate: SLIDE needs a positive WITHIN and slide");
+            }
+        }
+
+        /** The plan of one SLIDE window: no window of its own (its rows are the window's), the
+         * first and last elements limited by the window's leading and trailing negations. */
+        private Plan(Plan plan, long firstBy, long lastFrom) {
+            elements = plan.elements;
+            negations = plan.negations.clone();
+            negations[0] = 0; // the edges are the limits now
+            trailing = 0;
+            within = null;
+            slide = null;
+            patternMask = plan.patternMask;
+            countType = plan.countType;
+            measures = plan.measures;
+            column = plan.column;
+            this.firstBy = firstBy;
+            this.lastFrom = lastFrom;
+        }
+
+        Plan window(long firstBy, long lastFrom) { return new Plan(this, firstBy, lastFrom); }
+
+        /** Whether the plan has a leading or trailing negation. */
+        boolean edged() { return negations[0] != 0 || trailing != 0; }
+
+        /** Whether a time may not bind the first or the last element ({@link #gate}). */
+        boolean gated() { return firstBy != Long.MAX_VALUE || lastFrom != Long.MIN_VALUE; }
+
+        /** {@code bits}: the element bits rows at {@code time} are instances of (the first and
+         * last elements' cleared where the window's edge negations forbid them). */
+        void gate(long[] bits, long time) {
+            System.arraycopy(elements, 0, bits, 0, elements.length);
+            if (time > firstBy) bits[0] = 0;
+            if (time < lastFrom) bits[bits.length - 1] = 0;
         }
 
         private static long[] longs(JsonNode array) {
@@ -144,7 +204,8 @@ public final class SparkSeqAggregates {
         }
 
         DataType resultType() {
-            DataType count = decimal ? DataTypes.createDecimalType(38, 0) : DataTypes.LongType;
+            DataType count = countType == 1 ? DataTypes.createDecimalType(38, 0)
+                : countType == 2 ? DataTypes.DoubleType : DataTypes.LongType;
             StructField[] fields = new StructField[measures.length + 3];
             fields[0] = DataTypes.createStructField("window_start", DataTypes.LongType, true);
             fields[1] = DataTypes.createStructField("window_end", DataTypes.LongType, true);
@@ -267,6 +328,14 @@ public final class SparkSeqAggregates {
 
     /** COUNT(*) of the plan over rows sorted by time, exactly. */
     static BigInteger count(Plan plan, long[] t, long[] mask) {
+        BigInteger ignoringEdges = plan.within != null && negated(plan) ? blocks(plan, t, mask, null)
+                                                                        : positive(plan, t, mask);
+        return plan.within != null && plan.edged() ? ignoringEdges.add(edges(plan, t, mask, null, null)) : ignoringEdges;
+    }
+
+    /** COUNT(*) by the prefix DP (no window) or the prefix-count recurrence (WITHIN without a
+     * middle negation), edge negations aside: in long arithmetic, again in BigInteger on overflow. */
+    static BigInteger positive(Plan plan, long[] t, long[] mask) {
         try {
             return BigInteger.valueOf(plan.within == null ? countOpen(plan, t, mask) : countWithin(plan, t, mask));
         } catch (ArithmeticException overflow) {
@@ -280,13 +349,15 @@ public final class SparkSeqAggregates {
      * element i has cut since (a negation at time x cuts those ending before x).
      */
     static long countOpen(Plan plan, long[] t, long[] mask) {
-        long[] bits = plan.elements, neg = plan.negations;
+        long[] bits = plan.elements.clone(), neg = plan.negations;
+        boolean gated = plan.gated();
         int k = bits.length, n = t.length;
         long[] live = new long[k], added = new long[k];
         long total = 0;
         for (int start = 0; start < n; ) {
             int end = start;
             while (end < n && t[end] == t[start]) end++;
+            if (gated) plan.gate(bits, t[start]);
             Arrays.fill(added, 0);
             long seen = 0;
             for (int r = start; r < end; r++) {
@@ -308,7 +379,8 @@ public final class SparkSeqAggregates {
     }
 
     static BigInteger countOpenExact(Plan plan, long[] t, long[] mask) {
-        long[] bits = plan.elements, neg = plan.negations;
+        long[] bits = plan.elements.clone(), neg = plan.negations;
+        boolean gated = plan.gated();
         int k = bits.length, n = t.length;
         BigInteger[] live = new BigInteger[k], added = new BigInteger[k];
         Arrays.fill(live, BigInteger.ZERO);
@@ -316,6 +388,7 @@ public final class SparkSeqAggregates {
         for (int start = 0; start < n; ) {
             int end = start;
             while (end < n && t[end] == t[start]) end++;
+            if (gated) plan.gate(bits, t[start]);
             Arrays.fill(added, BigInteger.ZERO);
             long seen = 0;
             for (int r = start; r < end; r++) {
@@ -337,7 +410,7 @@ public final class SparkSeqAggregates {
     }
 
     /**
-     * WITHIN w, no negation: the prefix-count recurrence of sql_rewrites/native.py.
+     * WITHIN w, no negation: the prefix-count recurrence of sql_rewrites/planning/native.py.
      * {@code c[a][b](r)}: chains of elements a..b ending at row r; {@code before}: their
      * sums over rows of an earlier time, {@code early}: over rows at least w earlier. The
      * chains a..k-1 ending at r within the window, {@code g[a]}, are all such chains less
@@ -440,14 +513,265 @@ public final class SparkSeqAggregates {
         return c;
     }
 
+    /** Whether the plan negates a symbol between two of its elements. */
+    static boolean negated(Plan plan) {
+        for (int i = 1; i < plan.negations.length; i++) if (plan.negations[i] != 0) return true;
+        return false;
+    }
+
+    /**
+     * A leading or trailing negation under WITHIN without SLIDE (SEMANTICS section 3, rule 5),
+     * as udafs/kernels/counting/edges.py: the change to the matches that ignore it (and, with
+     * {@code positions}, to their pair counts in {@code pairs}). A leading {@code !N} is
+     * violated by the matches whose last N before the first row, at tn, is within w of the
+     * last row: exactly the matches inside the open interval (tn, tn + w) whose first row is
+     * at or before the next N time (a window without WITHIN of its own, {@link Plan#window}).
+     * A trailing one mirrors it: (tn - w, tn), the last row at or after the previous N time.
+     * Matches violating both are subtracted twice and added back once: lead time n1, trail
+     * time n2 with n1 < n2 < n1 + 2w, the interval (max(n1, n2 - w), min(n2, n1 + w)).
+     */
+    static BigInteger edges(Plan plan, long[] t, long[] mask, int[] positions, BigInteger[] pairs) {
+        long w = plan.within;
+        long[] lead = times(t, mask, plan.negations[0]), trail = times(t, mask, plan.trailing);
+        BigInteger change = BigInteger.ZERO;
+        for (int i = 0; i < lead.length; i++) {
+            long next = i + 1 < lead.length ? lead[i + 1] : Long.MAX_VALUE;
+            change = change.add(inside(plan, t, mask, lead[i], lead[i] + w, next, Long.MIN_VALUE, positions, pairs, -1));
+        }
+        for (int j = 0; j < trail.length; j++) {
+            long previous = j > 0 ? trail[j - 1] : Long.MIN_VALUE;
+            change = change.add(inside(plan, t, mask, trail[j] - w, trail[j], Long.MAX_VALUE, previous, positions, pairs, -1));
+        }
+        for (int i = 0, from = 0; i < lead.length; i++) {
+            while (from < trail.length && trail[from] <= lead[i]) from++;
+            long next = i + 1 < lead.length ? lead[i + 1] : Long.MAX_VALUE;
+            for (int j = from; j < trail.length && trail[j] - lead[i] - w < w; j++) {  // n2 < n1 + 2w
+                long lo = Math.max(lead[i], trail[j] - w), hi = Math.min(trail[j], lead[i] + w);
+                long previous = j > 0 ? trail[j - 1] : Long.MIN_VALUE;
+                change = change.add(inside(plan, t, mask, lo, hi, next, previous, positions, pairs, 1));
+            }
+        }
+        return change;
+    }
+
+    /** The distinct times of rows with a bit of {@code bits}, ascending (rows in time order). */
+    static long[] times(long[] t, long[] mask, long bits) {
+        long[] out = new long[t.length];
+        int n = 0;
+        for (int r = 0; r < t.length; r++) {
+            if ((mask[r] & bits) != 0 && (n == 0 || out[n - 1] != t[r])) out[n++] = t[r];
+        }
+        return Arrays.copyOf(out, n);
+    }
+
+    /** {@code sign} times the matches inside the open interval (lo, hi) with the first row at or
+     * before {@code firstBy} and the last at or after {@code lastFrom}; with {@code positions},
+     * their pair counts added into {@code pairs} with that sign. */
+    static BigInteger inside(Plan plan, long[] t, long[] mask, long lo, long hi, long firstBy, long lastFrom,
+                             int[] positions, BigInteger[] pairs, int sign) {
+        int a = after(t, lo), b = Math.max(a, after(t, hi - 1));
+        if (a == b) return BigInteger.ZERO;
+        Plan window = plan.window(firstBy, lastFrom);
+        long[] wt = Arrays.copyOfRange(t, a, b), wm = Arrays.copyOfRange(mask, a, b);
+        if (positions != null) {
+            BigInteger[] p = pairs(window, wt, wm, positions);
+            for (int r = 0; r < p.length; r++) pairs[a + r] = sign > 0 ? pairs[a + r].add(p[r]) : pairs[a + r].subtract(p[r]);
+        }
+        BigInteger matches = count(window, wt, wm);
+        return sign > 0 ? matches : matches.negate();
+    }
+
+    /** The first row (in time order) with a time above {@code time}. */
+    static int after(long[] t, long time) {
+        int lo = 0, hi = t.length;
+        while (lo < hi) {
+            int mid = (lo + hi) >>> 1;
+            if (t[mid] <= time) lo = mid + 1; else hi = mid;
+        }
+        return lo;
+    }
+
+    // --- WITHIN by time blocks (udafs/kernels/counting/within.py) ---------------------------------------
+
+    /**
+     * WITHIN w by time blocks {@code [b·w, (b+1)·w)}, for what the prefix-count recurrence
+     * cannot do: negations between elements, and pair counts. A match (span < w) lies in
+     * one block, or its rows straddle exactly one boundary, cut between elements i and i+1
+     * (elements 0..i in block b, i+1..k-1 in block b+1). A negation in that gap then splits
+     * in two independent conditions: no instance after element i's row in block b, none
+     * before element i+1's row in block b+1 (the gap's instances all lie in one of the two).
+     * So the crossing matches of cut i are the sum over the left part's start rows a of
+     * H(a), the left parts starting at a, times F(t_a + w), the right parts of block b+1
+     * ending before t_a + w. Pair counts (when {@code pairs} is given: per position, its
+     * rows' counts are added into it) come from a forward and a backward pass over each
+     * part, the other part's weights at its far end. Returns the number of matches.
+     */
+    static BigInteger blocks(Plan plan, long[] t, long[] mask, BigInteger[][] pairs) {
+        int n = t.length, k = plan.elements.length;
+        long w = plan.within;
+        BigInteger total = BigInteger.ZERO;
+        for (int lo = 0; lo < n; ) {
+            long b = Math.floorDiv(t[lo], w);
+            int mid = lo;
+            while (mid < n && Math.floorDiv(t[mid], w) == b) mid++;
+            BigInteger[][] f = forward(plan, t, mask, lo, mid, 0, k - 1, null);
+            for (BigInteger x : f[k - 1]) total = total.add(x);
+            if (pairs != null) add(pairs, 0, lo, f, backward(plan, t, mask, lo, mid, 0, k - 1, null));
+            int hi = mid;
+            while (hi < n && Math.floorDiv(t[hi], w) == b + 1) hi++;
+            for (int i = 0; i < k - 1 && hi > mid; i++) total = total.add(crossing(plan, t, mask, lo, mid, hi, i, pairs));
+            lo = mid;
+        }
+        return total;
+    }
+
+    /** The matches cut between elements i and i+1 with the left part in rows [lo, mid), the right in [mid, hi). */
+    static BigInteger crossing(Plan plan, long[] t, long[] mask, int lo, int mid, int hi, int i, BigInteger[][] pairs) {
+        int k = plan.elements.length;
+        long w = plan.within, neg = plan.negations[i + 1];
+        BigInteger[] endLeft = null, startRight = null;
+        if (neg != 0) {
+            long last = Long.MIN_VALUE, first = Long.MAX_VALUE;
+            boolean left = false, right = false;
+            for (int r = lo; r < mid; r++) if ((mask[r] & neg) != 0) { last = t[r]; left = true; }
+            for (int r = hi - 1; r >= mid; r--) if ((mask[r] & neg) != 0) { first = t[r]; right = true; }
+            if (left) {
+                endLeft = new BigInteger[mid - lo];
+                for (int r = lo; r < mid; r++) endLeft[r - lo] = t[r] >= last ? BigInteger.ONE : BigInteger.ZERO;
+            }
+            if (right) {
+                startRight = new BigInteger[hi - mid];
+                for (int r = mid; r < hi; r++) startRight[r - mid] = t[r] <= first ? BigInteger.ONE : BigInteger.ZERO;
+            }
+        }
+        BigInteger[][] h = backward(plan, t, mask, lo, mid, 0, i, endLeft);
+        BigInteger[][] fr = forward(plan, t, mask, mid, hi, i + 1, k - 1, startRight);
+        BigInteger[] ends = fr[k - 2 - i], starts = h[0];
+        BigInteger[] f = new BigInteger[mid - lo]; // per start row a: right parts ending before t_a + w
+        BigInteger sum = BigInteger.ZERO, total = BigInteger.ZERO;
+        for (int a = lo, e = mid; a < mid; a++) {
+            while (e < hi && !expired(t[a], t[e], w)) sum = sum.add(ends[e++ - mid]);
+            f[a - lo] = sum;
+            total = total.add(starts[a - lo].multiply(sum));
+        }
+        if (pairs == null) return total;
+        add(pairs, 0, lo, forward(plan, t, mask, lo, mid, 0, i, f), h);
+        BigInteger[] v = new BigInteger[hi - mid]; // per end row e: left parts starting after t_e - w
+        BigInteger reach = BigInteger.ZERO;
+        for (int a = lo; a < mid; a++) reach = reach.add(starts[a - lo]);
+        for (int e = mid, a = lo; e < hi; e++) {
+            while (a < mid && expired(t[a], t[e], w)) reach = reach.subtract(starts[a++ - lo]);
+            v[e - mid] = reach;
+        }
+        add(pairs, i + 1, mid, fr, backward(plan, t, mask, mid, hi, i + 1, k - 1, v));
+        return total;
+    }
+
+    /** {@code pairs[first + j][from + r] += f[j][r] * b[j][r]} for the positions pairs asks for. */
+    static void add(BigInteger[][] pairs, int first, int from, BigInteger[][] f, BigInteger[][] b) {
+        for (int j = 0; j < f.length; j++) {
+            BigInteger[] into = pairs[first + j];
+            if (into == null) continue;
+            for (int r = 0; r < f[j].length; r++) {
+                if (f[j][r].signum() != 0 && b[j][r].signum() != 0) {
+                    into[from + r] = into[from + r].add(f[j][r].multiply(b[j][r]));
+                }
+            }
+        }
+    }
+
+    /**
+     * Over rows [lo, hi) in time order, elements first..last: {@code out[j][r - lo]}, the
+     * partial matches of elements first..first+j ending at row r, a start at row r weighing
+     * {@code start[r - lo]} (null: 1). Equal times never chain; a negation instance at time x
+     * cuts the partial matches ending before x.
+     */
+    static BigInteger[][] forward(Plan plan, long[] t, long[] mask, int lo, int hi, int first, int last,
+                                  BigInteger[] start) {
+        long[] bits = plan.elements, neg = plan.negations;
+        int m = last - first + 1;
+        BigInteger[][] out = new BigInteger[m][hi - lo];
+        BigInteger[] live = new BigInteger[m], added = new BigInteger[m];
+        Arrays.fill(live, BigInteger.ZERO);
+        for (int s = lo; s < hi; ) {
+            int e = s;
+            while (e < hi && t[e] == t[s]) e++;
+            Arrays.fill(added, BigInteger.ZERO);
+            long seen = 0;
+            for (int r = s; r < e; r++) {
+                seen |= mask[r];
+                for (int j = 0; j < m; j++) {
+                    BigInteger x = (mask[r] & bits[first + j]) == 0 ? BigInteger.ZERO
+                        : j > 0 ? live[j - 1] : start == null ? BigInteger.ONE : start[r - lo];
+                    out[j][r - lo] = x;
+                    added[j] = added[j].add(x);
+                }
+            }
+            for (int j = 0; j < m - 1; j++) {
+                if ((seen & neg[first + j + 1]) != 0) live[j] = BigInteger.ZERO;
+                live[j] = live[j].add(added[j]);
+            }
+            s = e;
+        }
+        return out;
+    }
+
+    /** The mirror of {@link #forward}: the partial matches of elements first+j..last starting
+     * at row r, an end at row r weighing {@code end[r - lo]} (null: 1). */
+    static BigInteger[][] backward(Plan plan, long[] t, long[] mask, int lo, int hi, int first, int last,
+                                   BigInteger[] end) {
+        long[] bits = plan.elements, neg = plan.negations;
+        int m = last - first + 1;
+        BigInteger[][] out = new BigInteger[m][hi - lo];
+        BigInteger[] live = new BigInteger[m], added = new BigInteger[m];
+        Arrays.fill(live, BigInteger.ZERO);
+        for (int e = hi; e > lo; ) {
+            int s = e - 1;
+            while (s > lo && t[s - 1] == t[e - 1]) s--;
+            Arrays.fill(added, BigInteger.ZERO);
+            long seen = 0;
+            for (int r = s; r < e; r++) {
+                seen |= mask[r];
+                for (int j = 0; j < m; j++) {
+                    BigInteger x = (mask[r] & bits[first + j]) == 0 ? BigInteger.ZERO
+                        : j < m - 1 ? live[j + 1] : end == null ? BigInteger.ONE : end[r - lo];
+                    out[j][r - lo] = x;
+                    added[j] = added[j].add(x);
+                }
+            }
+            for (int j = 1; j < m; j++) {
+                if ((seen & neg[first + j]) != 0) live[j] = BigInteger.ZERO;
+                live[j] = live[j].add(added[j]);
+            }
+            e = s;
+        }
+        return out;
+    }
+
     /**
      * Per row (in time order), the matches that bind it to an element of {@code positions}:
      * the sum over those elements j of F_j(r) * B_j(r), the partial matches of elements 0..j
      * ending at r times those of j..k-1 starting at r (no window: the two halves are
-     * independent, and a negation only constrains the gap it stands in).
+     * independent, and a negation only constrains the gap it stands in). With WITHIN, by
+     * time blocks ({@link #blocks}).
      */
     static BigInteger[] pairs(Plan plan, long[] t, long[] mask, int[] positions) {
-        long[] bits = plan.elements, neg = plan.negations;
+        if (plan.within != null) {
+            int n = t.length;
+            BigInteger[][] byPosition = new BigInteger[plan.elements.length][];
+            for (int j : positions) {
+                byPosition[j] = new BigInteger[n];
+                Arrays.fill(byPosition[j], BigInteger.ZERO);
+            }
+            blocks(plan, t, mask, byPosition);
+            BigInteger[] out = new BigInteger[n];
+            Arrays.fill(out, BigInteger.ZERO);
+            for (int j : positions) for (int r = 0; r < n; r++) out[r] = out[r].add(byPosition[j][r]);
+            if (plan.edged()) edges(plan, t, mask, positions, out);
+            return out;
+        }
+        long[] bits = plan.elements.clone(), neg = plan.negations;
+        boolean gated = plan.gated();
         int k = bits.length, n = t.length;
         BigInteger[][] forward = new BigInteger[k][], backward = new BigInteger[k][];
         for (int j : positions) {
@@ -459,6 +783,7 @@ public final class SparkSeqAggregates {
         for (int start = 0; start < n; ) {  // prefixes, by time
             int end = start;
             while (end < n && t[end] == t[start]) end++;
+            if (gated) plan.gate(bits, t[start]);
             Arrays.fill(added, BigInteger.ZERO);
             long seen = 0;
             for (int r = start; r < end; r++) {
@@ -479,6 +804,7 @@ public final class SparkSeqAggregates {
         for (int end = n; end > 0; ) {  // suffixes, backwards in time
             int start = end - 1;
             while (start > 0 && t[start - 1] == t[end - 1]) start--;
+            if (gated) plan.gate(bits, t[start]);
             Arrays.fill(added, BigInteger.ZERO);
             long seen = 0;
             for (int r = start; r < end; r++) {
@@ -526,7 +852,10 @@ public final class SparkSeqAggregates {
             }
         }
         if (nn.signum() == 0) return null;
-        if (extremes) return plan.column == 3 ? decimal((BigInteger) extreme) : extreme;
+        if (extremes && plan.column == 3) {  // a DECIMAL of up to 18 digits arrives as its unscaled BIGINT
+            return decimal(extreme instanceof Long x ? BigInteger.valueOf(x) : (BigInteger) extreme);
+        }
+        if (extremes) return extreme;
         if (plan.column == 2) return m.kind.equals("avg") ? floatTotal / nn.doubleValue() : floatTotal;
         if (plan.column == 1) {
             if (m.kind.equals("avg")) {
@@ -569,15 +898,17 @@ public final class SparkSeqAggregates {
         return Decimal.apply(new java.math.BigDecimal(value), 38, 0);
     }
 
-    /** A count (or an integer sum) in the count type, or null with the error text set. */
+    /** A count (or an integer sum) in the count type, or null with the error text set;
+     * DOUBLE: the exact value rounded once (to nearest, as Python's float of an int). */
     static Object fitted(Plan plan, Measure m, BigInteger value, Object[] error) {
-        boolean fits = plan.decimal ? value.abs().compareTo(DECIMAL_MAX) <= 0
-                                    : value.compareTo(LONG_MIN) >= 0 && value.compareTo(LONG_MAX) <= 0;
+        if (plan.countType == 2) return value.doubleValue();
+        boolean fits = plan.countType == 1 ? value.abs().compareTo(DECIMAL_MAX) <= 0
+                                           : value.compareTo(LONG_MIN) >= 0 && value.compareTo(LONG_MAX) <= 0;
         if (!fits) {
             error[0] = m.before + digits(value) + m.after;
             return null;
         }
-        return plan.decimal ? decimal(value) : (Object) value.longValue();
+        return plan.countType == 1 ? decimal(value) : (Object) value.longValue();
     }
 
     /** The contract's result for one group: its measures, or the error of the first that does not fit. */
@@ -591,20 +922,67 @@ public final class SparkSeqAggregates {
             mask[i] = rows.mask[order[i]];
             if (rows.values != null) values[i] = rows.values[order[i]];
         }
-        BigInteger matches = count(plan, t, mask);
+        if (plan.slide != null) return slid(plan, t, mask, values);
         Object[] fields = new Object[plan.measures.length + 3];
+        Object error = measures(plan, t, mask, values, fields);
+        return new GenericArrayData(new Object[] {error == null ? new GenericInternalRow(fields) : failed(plan, error)});
+    }
+
+    /** The measures of rows in time order into {@code fields} (from index 2); the error text of
+     * the first that does not fit its type, else null. */
+    static Object measures(Plan plan, long[] t, long[] mask, Object[] values, Object[] fields) {
+        BigInteger matches = count(plan, t, mask);
         Object[] error = new Object[1];
         for (int j = 0; j < plan.measures.length && error[0] == null; j++) {
             Measure m = plan.measures[j];
             fields[j + 2] = m.counts() ? fitted(plan, m, matches.multiply(BigInteger.valueOf(m.factor)), error)
                                        : measure(plan, m, t, mask, values, error);
         }
-        if (error[0] != null) {
-            Object[] failed = new Object[fields.length];
-            failed[fields.length - 1] = UTF8String.fromString((String) error[0]);
-            return new GenericArrayData(new Object[] {new GenericInternalRow(failed)});
+        return error[0];
+    }
+
+    /** The one row of a group that failed: the error text, every other field NULL. */
+    static GenericInternalRow failed(Plan plan, Object error) {
+        Object[] fields = new Object[plan.measures.length + 3];
+        fields[fields.length - 1] = UTF8String.fromString((String) error);
+        return new GenericInternalRow(fields);
+    }
+
+    /**
+     * SLIDE s: one row per window {@code [k·s, k·s + w)} holding a row of a pattern symbol
+     * (SEMANTICS section 4), each counted on its own rows alone, as a plan without a window
+     * ({@link Plan#window}): its leading negation's earliest instance in the window is the
+     * latest time the first element may take, its trailing negation's latest the earliest
+     * the last may. The windows and their row ranges advance with the rows, in time order.
+     */
+    static GenericArrayData slid(Plan plan, long[] t, long[] mask, Object[] values) {
+        long w = plan.within, s = plan.slide, lead = plan.negations[0], trail = plan.trailing;
+        int n = t.length;
+        List<InternalRow> out = new ArrayList<>();
+        long next = Long.MIN_VALUE;
+        for (int r = 0, a = 0, b = 0; r < n; r++) {
+            if ((mask[r] & plan.patternMask) == 0) continue;
+            long last = Math.floorDiv(t[r], s);
+            for (long k = Math.max(next, Math.floorDiv(t[r] - w, s) + 1); k <= last; k++) {
+                long start = k * s, end = start + w;
+                while (a < n && t[a] < start) a++;
+                while (b < n && t[b] < end) b++;
+                long firstBy = Long.MAX_VALUE, lastFrom = Long.MIN_VALUE;
+                for (int i = a; i < b; i++) {
+                    if ((mask[i] & lead) != 0) firstBy = Math.min(firstBy, t[i]);
+                    if ((mask[i] & trail) != 0) lastFrom = Math.max(lastFrom, t[i]);
+                }
+                Object[] fields = new Object[plan.measures.length + 3];
+                Object error = measures(plan.window(firstBy, lastFrom), Arrays.copyOfRange(t, a, b),
+                                        Arrays.copyOfRange(mask, a, b), Arrays.copyOfRange(values, a, b), fields);
+                if (error != null) return new GenericArrayData(new Object[] {failed(plan, error)});
+                fields[0] = start;
+                fields[1] = end;
+                out.add(new GenericInternalRow(fields));
+            }
+            next = Math.max(next, last + 1);
         }
-        return new GenericArrayData(new Object[] {new GenericInternalRow(fields)});
+        return new GenericArrayData(out.toArray());
     }
 
     // --- the Catalyst aggregate --------------------------------------------------------------

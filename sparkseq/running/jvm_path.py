@@ -5,11 +5,14 @@ The aggregate (``sparkseq/jvm/SparkSeqAggregates.java``, shipped compiled in
 extension's jar is: ``python -m sparkseq.spark.jars --build`` / ``--check``) counts the
 plans :func:`sql_rewrites.planning.jvm_path.jvm_shape` covers without moving rows into Python
 workers. :func:`sparkseq.session` puts the jar on the driver's and executors' class
-path (:func:`sparkseq.spark.jars.aggregates_conf`). Where it cannot run — a session
-started without the jar, a stale jar, a class built for another Spark version, a Spark
-Connect client (no JVM in this process), a cluster whose executors were not given the
-jar — :func:`jvm_function` warns once (:class:`JvmPathUnavailable`) and returns None:
-the statement then runs on the Python path, with the same result.
+path (:func:`sparkseq.spark.jars.aggregates_conf`). A Spark Connect client has no JVM in
+its process: it takes the JVM path when its session on the server has the function, which
+sparkseq's Connect server registers in every client's session where it runs
+(:func:`share_jvm_function`). Where it cannot run — a session started without the jar, a
+stale jar, a class built for another Spark version, a Connect server without it, a
+cluster whose executors were not given the jar — :func:`jvm_function` warns once
+(:class:`JvmPathUnavailable`) and returns None: the statement then runs on the Python
+path, with the same result.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ def jvm_path_missing(spark: SparkSession) -> str | None:
 def _register(spark: SparkSession) -> str | None:
     jsession = getattr(spark, "_jsparkSession", None)
     if jsession is None:
-        return "a Spark Connect session has no JVM in this process to register it in"
+        return _missing_on_server(spark)
     try:
         check_jar(AGGREGATES_JAR, AGGREGATES_SOURCES)
     except JvmParserUnavailable as exc:
@@ -72,6 +75,25 @@ def _register(spark: SparkSession) -> str | None:
     return None
 
 
+def _missing_on_server(spark: SparkSession) -> str | None:
+    """Why a Spark Connect client's session on its server has no JVM path (None: it has)."""
+    try:
+        if spark.catalog.functionExists(JVM_FUNCTION):
+            return None
+    except Exception as exc:  # noqa: BLE001 - any failure of the question means: not known to be there
+        return f"the Spark Connect server did not say whether it has {JVM_FUNCTION}: {type(exc).__name__}: {exc}"
+    return (f"the Spark Connect server has no {JVM_FUNCTION} in this session (python -m sparkseq connect-server "
+            "registers it in every client's session where its driver can run it)")
+
+
+def share_jvm_function(home: SparkSession, spark: SparkSession) -> None:
+    """Register the JVM path's function in ``spark``, another session of ``home``'s JVM (a
+    Spark Connect client's, on sparkseq's server), when it runs in ``home``: the client's
+    own rewriting (``sparkseq.sql`` on the client) then finds it there and takes the JVM path."""
+    if jvm_path_missing(home) is None:
+        jvm_path_missing(spark)
+
+
 def jvm_function(spark: SparkSession) -> str | None:
     """The name of the JVM path's function, registered in ``spark``; None (after one
     :class:`JvmPathUnavailable` warning per process) when it cannot run there."""
@@ -86,4 +108,4 @@ def jvm_function(spark: SparkSession) -> str | None:
     return None
 
 
-__all__ = ["CLASS_NAME", "JvmPathUnavailable", "jvm_function", "jvm_path_missing"]
+__all__ = ["CLASS_NAME", "JvmPathUnavailable", "jvm_function", "jvm_path_missing", "share_jvm_function"]

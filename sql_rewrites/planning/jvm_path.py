@@ -9,10 +9,9 @@ registers it) is an engine function in the JVM with the contract of
 so :func:`jvm_query` is :func:`sql_rewrites.generation.generate.engine_query` with that call: the
 same events, the same GROUP BY, the same typed output and the same overflow error
 naming the partition. :func:`jvm_shape` says which plans it computes exactly
-(:data:`MAX_LENGTH` positive elements, one row each; negations between two of them
-without WITHIN, or WITHIN without negations; no SLIDE, edge negation, strategy,
-predicate or imprecise time; COUNT(*) and COUNT(X), and without WITHIN SUM, AVG, MIN and
-MAX of one column; count type BIGINT or DECIMAL);
+(:data:`MAX_LENGTH` positive elements, one row each; negations between two of them, and
+leading and trailing ones; with or without WITHIN and SLIDE; no strategy, predicate or
+imprecise time; COUNT(*), COUNT(X), SUM, AVG, MIN and MAX of one column; any count type);
 :func:`plan_literal` writes the plan as the Java side reads it, with the words of each
 measure's overflow error (:func:`udafs.errors.overflow_template`) so that both paths
 raise the same text.
@@ -35,8 +34,8 @@ JVM_FUNCTION = "sparkseq_jvm_aggregate"
 #: k(k-1)/2 counts per row.
 MAX_LENGTH = 6
 #: The SQL type a count overflows, per count type, as the Python engine names it
-#: (:func:`udafs.kernels.values.measures._to_count_type`).
-_TARGETS = {CountType.BIGINT: "BIGINT", CountType.DECIMAL: "DECIMAL(38,0)"}
+#: (:func:`udafs.kernels.values.measures._to_count_type`); a DOUBLE count never overflows.
+_TARGETS = {CountType.BIGINT: "BIGINT", CountType.DECIMAL: "DECIMAL(38,0)", CountType.DOUBLE: "DOUBLE"}
 #: "(" in the plan literal (:func:`plan_literal`): a JSON escape, which the Java side's JSON reader decodes.
 OPEN_PARENTHESIS = "\\u0028"
 _KINDS = (MeasureKind.COUNT_STAR, MeasureKind.COUNT, MeasureKind.SUM, MeasureKind.AVG, MeasureKind.MIN,
@@ -52,22 +51,12 @@ def jvm_shape(plan: Plan) -> str | None:
         return "an E-Cube runs all its cuboids in one Python pass"
     if plan.extended or plan.uncertain is not None:
         return "a STRATEGY, WHERE predicate or UNCERTAIN time needs the Python engine"
-    if plan.slide is not None:
-        return "SLIDE windows are counted by the Python engine"
-    if plan.has_edge_negation:
-        return "a leading or trailing negation is counted by the Python engine"
     if not 1 <= plan.length <= MAX_LENGTH:
         return f"the JVM path counts patterns of 1 to {MAX_LENGTH} positive elements, this one has {plan.length}"
     if any(element != Element(element.symbol) for element in plan.elements):
         return "a Kleene, quantified or optional element is counted by the Python engine"
-    if plan.within is not None and any(plan.negations):
-        return "a negation together with WITHIN is counted by the Python engine"
-    if plan.count_type not in _TARGETS:
-        return "COUNT TYPE DOUBLE is counted by the Python engine"
     if any(m.kind not in _KINDS for m in plan.measures):
         return "the JVM path computes COUNT, SUM, AVG, MIN and MAX measures"
-    if plan.columns and plan.within is not None:
-        return "SUM, AVG, MIN or MAX together with WITHIN is computed by the Python engine"
     if len(plan.columns) > 1:
         return "the JVM path reads one measure column, this plan reads several"
     return None
@@ -75,8 +64,9 @@ def jvm_shape(plan: Plan) -> str | None:
 
 def plan_literal(plan: Plan) -> str:
     """``plan`` as ``SparkSeqAggregates.Plan`` reads it (JSON): the bit of each element's
-    symbol, the negated symbols before each element (the gap after the previous one), the
-    window, the count type, the value column's type and, per measure, its kind, factor
+    symbol, the negated symbols before each element (the gap after the previous one; before
+    the first: the leading negation) and after the last, every symbol of the pattern, the
+    window and slide, the count type, the value column's type and, per measure, its kind, factor
     (COUNT(X): X's positions), the positions of X, the text of its overflow error around
     the number of digits, and for AVG of a DECIMAL Spark's rounding and the words of its sum's overflow.
 
@@ -100,7 +90,8 @@ def plan_literal(plan: Plan) -> str:
                          "positions": positions, "overflow": overflow, "places": m.places, "digits": m.digits,
                          "sum_overflow": _words(f"the sum of {what}", f"DECIMAL({m.digits}, s)", DECIMAL_SUM_OVERFLOW)})
     text = json.dumps({"elements": [1 << e.symbol for e in plan.elements],
-                       "negations": list(plan.negations[:-1]), "within": plan.within,
+                       "negations": list(plan.negations[:-1]), "trailing": plan.negations[-1],
+                       "pattern_mask": plan.pattern_symbols_mask, "within": plan.within, "slide": plan.slide,
                        "count_type": plan.count_type.value, "column": None if column is None else column.value,
                        "measures": measures}, separators=(",", ":"))
     # Parentheses only stand in JSON strings (the error words): written as JSON escapes, the

@@ -45,8 +45,12 @@ def engine_of(frame) -> set[str]:  # noqa: ANN001
 @pytest.mark.parametrize("within", ["10 minutes", "INTERVAL 10 MINUTES", timedelta(minutes=10)],
                          ids=["words", "sql", "timedelta"])
 def test_same_plan_and_rows_as_the_sql_form(spark, clicks, within: object) -> None:  # noqa: ANN001
-    by_sql = sparkseq.sql(spark, SQL)
-    by_api = clicks.transform(sparkseq.match_aggregate, **{**ARGS, "within": within})
+    spark.conf.set(PATH_CONF, "grouped")  # the Python engine's function, named by its plan (auto: the JVM path's)
+    try:
+        by_sql = sparkseq.sql(spark, SQL)
+        by_api = clicks.transform(sparkseq.match_aggregate, **{**ARGS, "within": within})
+    finally:
+        spark.conf.unset(PATH_CONF)
     assert engine_of(by_api) == engine_of(by_sql) and len(engine_of(by_sql)) == 1
     assert by_api.columns == by_sql.columns == ["customer_id", "window_start", "window_end", "n", "revenue"]
     order = ["customer_id", "window_start"]

@@ -1,13 +1,15 @@
 """The JVM path on local Spark: the same rows as the Python (kernel) path and the oracle.
 
 Random plans of the JVM shapes (:func:`sql_rewrites.planning.jvm_path.jvm_shape`: 1-6 positive
-elements with repeated symbols, negations between them without WITHIN, WITHIN without
-negations, COUNT(*) and COUNT(X), COUNT TYPE BIGINT or DECIMAL) over random events with
-ties and NULLs run through :func:`sparkseq.sql` forced ``jvm`` and forced ``grouped``,
-both compared with :func:`tests.support.oracle.evaluate` partition by partition; then the edges
-(strict WITHIN, ties, a WITHIN wider than any span, negation at a tie), the overflow
-message, the choice and EXPLAIN, and a session whose JVM lacks the jar (a real Spark
-session in a subprocess): one warning, the Python path, the same rows.
+elements with repeated symbols, negations between them, with or without WITHIN (some
+wider than any span), SLIDE windows, leading and trailing negations, COUNT(*),
+COUNT(X) and SUM/AVG/MIN/MAX of one column, every COUNT TYPE) over random events with
+ties, NULLs, NaN and infinities run through :func:`sparkseq.sql` forced ``jvm`` and
+forced ``grouped``, both compared with :func:`tests.support.oracle.evaluate` partition by
+partition; then the edges (strict WITHIN, ties, a WITHIN wider than any span, negation
+at a tie or at a block boundary), the overflow message, COUNT TYPE DOUBLE past BIGINT,
+the choice and EXPLAIN, and a session whose JVM lacks the jar (a real Spark session in a
+subprocess): one warning, the Python path, the same rows.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from sql_rewrites.syntax.dialect import SparkSeq
 from tests.conftest import run_property
 from tests.kernels.test_kernel_oracle import events, plans
 from tests.support import oracle
+from tests.support.doubles import same_double
 from tests.support.spark_cases import assert_same, events_frame, expected, got
 from tests.support.sql_cases import select_sql
 from udafs.plan import CountType, Element, Measure, MeasureKind, Plan
@@ -68,17 +71,15 @@ def path_conf(spark) -> Iterator[None]:
 @st.composite
 def jvm_plans(draw: st.DrawFn) -> Plan:
     """Random plans cut down to the JVM shapes."""
-    within = draw(st.sampled_from(["none", "within"]))
-    plan = draw(plans(max_len=6, max_kleene=0, window=within, middle_negation=within == "none" and draw(st.booleans()),
-                      sql=True))
-    # the one value column (tests.support.spark_cases: i BIGINT, f DOUBLE) without WITHIN
-    column = draw(st.integers(0, 1))
-    kept = [m for m in plan.measures if m.column is None or (plan.within is None and m.column == column)]
-    negations = (0, *plan.negations[1:-1], 0) if plan.within is None else (0,) * (plan.length + 1)
-    if plan.within is not None and draw(st.integers(0, 4)) == 0:
-        plan = dataclasses.replace(plan, within=2**40)  # wider than any span
-    count_type = draw(st.sampled_from([CountType.BIGINT, CountType.DECIMAL]))
-    plan = dataclasses.replace(plan, negations=negations, measures=tuple(kept), count_type=count_type)
+    window = draw(st.sampled_from(["none", "within", "slide"]))
+    plan = draw(plans(max_len=6, max_kleene=0, window=window, middle_negation=draw(st.booleans()),
+                      edges=window != "none" and draw(st.booleans()), sql=True))
+    column = draw(st.integers(0, 1))  # the one value column (tests.support.spark_cases: i BIGINT, f DOUBLE)
+    kept = [m for m in plan.measures if m.column is None or m.column == column]
+    if plan.slide is None and plan.within is not None and draw(st.integers(0, 4)) == 0:
+        plan = dataclasses.replace(plan, within=2**40)  # wider than any span (times below 0 in another block)
+    count_type = draw(st.sampled_from(list(CountType)))
+    plan = dataclasses.replace(plan, measures=tuple(kept), count_type=count_type)
     read = {m.column for m in plan.measures if m.column is not None}
     compiled = dataclasses.replace(plan, columns=tuple(plan.columns[c] for c in read),
                                    measures=tuple(dataclasses.replace(m, column=None if m.column is None else 0)
@@ -161,6 +162,50 @@ def test_a_negation_at_the_time_of_either_neighbour_cuts_nothing(spark, path_con
     assert have == expected(plan, [kept, cut]) == {(0, None): [1], (1, None): [1]}
 
 
+def test_a_negation_across_a_block_boundary_cuts_as_it_should(spark, path_conf: None) -> None:
+    """SEQ(A, B, !N, C) WITHIN 10: the JVM path counts with time blocks [0, 10), [10, 20), so a
+    match with b in one block and c in the next splits the negation's gap at 10; n at 9,
+    10 or 11 cuts it, n at b's or c's time or after c does not."""
+    counts = (Measure(MeasureKind.COUNT_STAR, name="n"), Measure(MeasureKind.COUNT, 1, name="nb"))
+    plan = dataclasses.replace(abc(within=10, negation=8), measures=counts)
+    a, b, c, n = 1, 2, 4, 8
+    groups = [oracle.Events(ts, mask, nulls(len(ts))) for ts, mask in [
+        ([5, 8, 9, 12], [a, b, n, c]), ([5, 8, 10, 12], [a, b, n, c]), ([5, 8, 11, 12], [a, b, n, c]),
+        ([5, 8, 12, 12], [a, b, n, c]), ([5, 8, 8, 12], [a, b, n, c]), ([5, 8, 12, 13], [a, b, c, n]),
+        ([9, 10, 11, 12], [a, b, n, c]), ([9, 10, 9, 12], [a, b, n, c]), ([3, 9, 10, 12, 14], [a, b, c, n, c])]]
+    have = run(spark, plan, groups, "jvm")
+    assert have == expected(plan, groups) == run(spark, plan, groups, "grouped")
+    assert [have[(g, None)][0] for g in range(len(groups))] == [0, 0, 0, 1, 1, 1, 0, 1, 1]
+
+
+def test_slide_windows_count_their_own_rows_and_edge_negations_inside_them(spark, path_conf: None) -> None:
+    """SEQ(!N, A, B, !M) WITHIN 10 SLIDE 5: windows [5k, 5k + 10); an n before a match's a
+    in the window cuts it, an m after its b too, and neither outside the window."""
+    plan = Plan(symbols=("A", "B", "N", "M"), elements=(Element(0), Element(1)), negations=(4, 0, 8), within=10,
+                slide=5, measures=(Measure(MeasureKind.COUNT_STAR, name="n"),))
+    a, b, n, m = 1, 2, 4, 8
+    groups = [oracle.Events([1, 3, 6, 7, 9, 12, 13], [a, b, n, a, b, m, b], nulls(7)),
+              oracle.Events([1, 3, 7, 9, 12, 13], [a, b, a, b, m, b], nulls(6))]
+    have = run(spark, plan, groups, "jvm")
+    assert have == expected(plan, groups) == run(spark, plan, groups, "grouped")
+    assert have == {(0, -5): [1], (0, 0): [2], (0, 5): [0], (0, 10): [0],
+                    (1, -5): [1], (1, 0): [3], (1, 5): [1], (1, 10): [0]}
+
+
+def test_leading_and_trailing_negations_under_within(spark, path_conf: None) -> None:
+    """SEQ(!N, A, B, !M) WITHIN 10: no n in (t_b - 10, t_a), no m in (t_b, t_a + 10); a match
+    violating both is subtracted once (added back after the two subtractions)."""
+    plan = Plan(symbols=("A", "B", "N", "M"), elements=(Element(0), Element(1)), negations=(4, 0, 8), within=10,
+                measures=(Measure(MeasureKind.COUNT_STAR, name="n"), Measure(MeasureKind.COUNT, 1, name="nb")))
+    a, b, n, m = 1, 2, 4, 8
+    groups = [oracle.Events(ts, mask, nulls(len(ts))) for ts, mask in [
+        ([0, 5, 8], [n, a, b]), ([-5, 5, 8], [n, a, b]), ([5, 8, 12], [a, b, m]), ([5, 8, 16], [a, b, m]),
+        ([4, 5, 8, 9], [n, a, b, m]), ([1, 5, 6, 7, 8, 12, 20], [n, a, b, n, a, b, m])]]
+    have = run(spark, plan, groups, "jvm")
+    assert have == expected(plan, groups) == run(spark, plan, groups, "grouped")
+    assert [have[(g, None)][0] for g in range(len(groups))] == [0, 1, 0, 1, 0, 1]
+
+
 def test_events_without_time_or_instance_take_no_part(spark, path_conf: None) -> None:
     """NULL times, NULL and non-finite DEFINE values: both paths, the same rows."""
     spark.createDataFrame(
@@ -201,6 +246,24 @@ def test_overflow_raises_the_python_message_naming_the_partition(spark, path_con
         messages.append(text[start:text.index("COUNT TYPE DOUBLE", start)])
     assert messages[0] == messages[1]
     assert '{"k":"large"}' in messages[0] and "20 decimal digits" in messages[0]
+
+
+@pytest.mark.parametrize("within", ["", " WITHIN 100000"])
+def test_double_counts_beyond_bigint_are_the_exact_count_rounded_once(spark, path_conf: None, big: str,
+                                                                      within: str) -> None:
+    """COUNT TYPE DOUBLE: the JVM counts exactly and rounds once; the Python path, past int64,
+    counts in floating point (the same number up to rounding)."""
+    text = BIG.format(pattern="A, A, A, A, A, A", count_type=" COUNT TYPE DOUBLE", within=within)
+    rows = {}
+    for path in ("jvm", "grouped"):
+        spark.conf.set(PATH_CONF, path)
+        frame = sparkseq.sql(spark, text)
+        assert frame.schema["n"].dataType.simpleString() == "double"
+        rows[path] = {r["k"]: (r["n"], r["nb"]) for r in frame.collect()}
+    assert rows["jvm"]["large"] == (float(comb(4000, 6)), float(6 * comb(4000, 6)))
+    assert rows["jvm"]["small"] == (float(comb(2000, 6)), float(6 * comb(2000, 6)))
+    for key, pair in rows["grouped"].items():
+        assert all(same_double(have, want) for have, want in zip(pair, rows["jvm"][key])), (key, pair)
 
 
 @pytest.mark.parametrize("within", ["", " WITHIN 100000"])
@@ -296,13 +359,16 @@ def test_a_jvm_without_the_jar_runs_the_python_path_with_one_warning(tmp_path: P
 
 DECIMALS = ("SELECT k, n, s, a, lo, hi FROM dec MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERN SEQ(A, B, !N, A) "
             "DEFINE A AS type = 'A', B AS type = 'B', N AS type = 'N' "
-            "MEASURES COUNT(*) AS n, SUM(A.x) AS s, AVG(A.x) AS a, MIN(A.x) AS lo, MAX(A.x) AS hi) AS m")
+            "MEASURES COUNT(*) AS n, SUM(A.x) AS s, AVG(A.x) AS a, MIN(A.x) AS lo, MAX(A.x) AS hi{within}) AS m")
 
 
-@pytest.mark.parametrize("x_type", ["DECIMAL(20, 3)", "DECIMAL(38, 2)", "BIGINT", "DOUBLE"])
-def test_value_measures_with_negation_match_the_python_path(spark, path_conf: None, x_type: str) -> None:
+@pytest.mark.parametrize("within", ["", " WITHIN 3", " WITHIN 6"])
+@pytest.mark.parametrize("x_type", ["DECIMAL(10, 2)", "DECIMAL(20, 3)", "DECIMAL(38, 2)", "BIGINT", "DOUBLE"])
+def test_value_measures_with_negation_match_the_python_path(spark, path_conf: None, x_type: str,
+                                                            within: str) -> None:
     """SUM, AVG, MIN and MAX of one column (NULLs, NaN and infinities among the DOUBLEs),
-    a negation between two elements, ties: the two paths, the same values and types."""
+    a negation between two elements, ties, with and without WITHIN: the two paths, the
+    same values and types."""
     values = ["1.5", "-2.25", "NULL", "1000000.125", "3", "-0.001", "7.75", "NULL"]
     if x_type == "BIGINT":
         values = ["15", "-2", "NULL", "1000000", "3", "-1", "9223372036854775", "NULL"]
@@ -314,24 +380,27 @@ def test_value_measures_with_negation_match_the_python_path(spark, path_conf: No
     spark.sql(f"CREATE OR REPLACE TEMP VIEW dec AS SELECT * FROM VALUES {rows}, ('u', 4, 'B', NULL) "
               "AS t(k, ts, type, x)")
     out = {}
+    text = DECIMALS.format(within=within)
     for path in ("jvm", "grouped"):
         spark.conf.set(PATH_CONF, path)
-        frame = sparkseq.sql(spark, DECIMALS)
+        frame = sparkseq.sql(spark, text)
         out[path] = (frame.schema.simpleString(), sorted(map(repr, frame.collect())))
     assert out["jvm"] == out["grouped"]
+    assert any("n=0" not in row for row in out["jvm"][1])  # some key has a match
     spark.conf.set(PATH_CONF, "auto")
-    assert "path          jvm" in sparkseq.explain(spark, DECIMALS)
+    assert "path          jvm" in sparkseq.explain(spark, text)
 
 
-def test_sum_overflow_names_the_measure_and_partition_as_the_python_path(spark, path_conf: None) -> None:
+@pytest.mark.parametrize("within", ["", " WITHIN 2"])
+def test_sum_overflow_names_the_measure_and_partition_as_the_python_path(spark, path_conf: None, within: str) -> None:
     spark.sql("CREATE OR REPLACE TEMP VIEW sums AS SELECT 'u' AS k, id AS ts, 4611686018427387904 AS x "
               "FROM range(3)")
     text = ("SELECT k, s FROM sums MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERN SEQ(A, A) DEFINE A AS TRUE "
-            "MEASURES SUM(A.x) AS s) AS m")
+            f"MEASURES SUM(A.x) AS s{within}) AS m")
     messages = []
     for path in ("jvm", "grouped"):
         spark.conf.set(PATH_CONF, path)
-        with pytest.raises(PySparkException) as info:  # 2 * 3 pairs of 2**62
+        with pytest.raises(PySparkException) as info:  # 2 * 3 pairs of 2**62 (WITHIN 2: 2 * 2)
             sparkseq.sql(spark, text).collect()
         text_of = str(info.value)
         start = text_of.index("measure 's' (SUM)")

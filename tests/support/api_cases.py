@@ -26,10 +26,6 @@ STEPS = [("buy", "get"), ("pay", "get"), ("view", "look")]
 MA = ("SELECT k, n, paid FROM api_clicks MATCH_AGGREGATE (PARTITION BY k ORDER BY t PATTERN SEQ(view, !pay, buy) "
       "TYPE BY action MEASURES COUNT(*) AS n, SUM(buy.price) AS paid WITHIN 40) AS m ORDER BY k")
 NO_WINDOW = MA.replace(" WITHIN 40", "")
-#: NO_WINDOW reading two value columns: a shape the JVM path does not count. A Connect client
-#: has no JVM path (sparkseq.running.jvm_path), so for EXPLAIN to read the same on both sessions the
-#: statement must take the Python path on the local one too.
-NO_WINDOW_PYTHON = NO_WINDOW.replace("AS paid", "AS paid, MAX(view.t) AS seen")
 CUBE = ("SELECT k, pattern, n FROM api_clicks MATCH_AGGREGATE (PARTITION BY k ORDER BY t PATTERN SEQ(view, buy) "
         "CUBE (CONCEPT ROLLUP 2) TYPE BY action HIERARCHY api_steps MEASURES COUNT(*) AS n WITHIN 40) AS m")
 SCRIPT = f"{MA};\n{MA.replace('buy', 'pay')};\n{NO_WINDOW}"
@@ -191,7 +187,7 @@ CASES: dict[str, Callable[[Any, str], object]] = {
                                                f"WHERE t < 300; {MA.replace('FROM api_clicks', 'FROM api_early')}"),
     "spark_sql": lambda spark, _: spark.sql(MA).collect(),
     "explain": lambda spark, _: sparkseq.explain(spark, MA).split("Spark SQL:")[0],
-    "explain_big_key": lambda spark, _: _big_key(spark, lambda: sparkseq.explain(spark, NO_WINDOW_PYTHON).split(
+    "explain_big_key": lambda spark, _: _big_key(spark, lambda: sparkseq.explain(spark, NO_WINDOW).split(
         "Spark SQL:")[0]),
     "workload": _workload,
     "cube": lambda spark, _: _cube(spark),
