@@ -18,7 +18,8 @@ from typing import NamedTuple
 #: Packages with native code the workers must have installed (sparkseq ships the rest).
 WORKER_PACKAGES = ("numpy", "pyarrow", "pandas")
 #: Modules whose import proves the shipped packages work: the UDF bodies' modules.
-WORKER_MODULES = ("udafs.spark_udfs", "udafs.spark_shared", "udafs.spark_udtf", "sparkseq.functions")
+WORKER_MODULES = ("udafs.spark_udfs", "udafs.spark_shared", "udafs.spark_udtf", "udafs.spark_seq_functions",
+                  "sql_rewrites.seq_functions")
 
 
 class Report(NamedTuple):
