@@ -17,7 +17,7 @@ Each round times, interleaved so that the machine's load hits all alike:
 
 * ``counting``: ``catalyst`` with the counting done — the exact COUNT(*) of SEQ(A, B, C)
   WITHIN 10 minutes per key in Java (the prefix-count recurrence of
-  sql_rewrites/native.py, long arithmetic that raises on overflow): what the finished
+  sql_rewrites/planning/native.py, long arithmetic that raises on overflow): what the finished
   aggregate would cost. Not part of sparkseq; its counts must equal the kernel path's.
 
 Prints each round's times, the median of each, and the median over rounds of each
@@ -40,8 +40,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import sparkseq  # noqa: E402
 from native import FLOOR, MATCH, generate, spark_counts  # noqa: E402  (bench/ is on sys.path as a script)
 from spark_e2e import WINDOW_MICROS  # noqa: E402
-from sparkseq.jvm_parser import compile_jar  # noqa: E402
-from sparkseq.session import scratch_dir  # noqa: E402
+from sparkseq.spark.jars import compile_jar  # noqa: E402
+from sparkseq.spark.session import scratch_dir  # noqa: E402
 from timing import interleaved_rounds, print_ratios_to_kernel_and_count  # noqa: E402
 
 SOURCE = Path(__file__).resolve().parent / "jvm" / "AggregateFloors.java"

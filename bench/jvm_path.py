@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import sparkseq  # noqa: E402
 from native import FLOOR, MATCH, generate, spark_counts  # noqa: E402  (bench/ is on sys.path as a script)
-from sparkseq.execution_paths import PATH_CONF  # noqa: E402
+from sparkseq.running.execution_paths import PATH_CONF  # noqa: E402
 from timing import interleaved_rounds, print_ratios_to_kernel_and_count  # noqa: E402
 
 

@@ -32,8 +32,8 @@ from pyspark.sql import SparkSession  # noqa: E402
 
 import sparkseq  # noqa: E402
 from spark_e2e import WINDOW_MICROS, write_events  # noqa: E402  (bench/ is on sys.path as a script)
-from sparkseq.execution_paths import PATH_CONF  # noqa: E402
-from sparkseq.sql_api import sql  # noqa: E402
+from sparkseq.running.execution_paths import PATH_CONF  # noqa: E402
+from sparkseq.statements.sql_api import sql  # noqa: E402
 from timing import median_time  # noqa: E402
 
 SYMBOLS = "ABCDE"

@@ -54,9 +54,9 @@ from pyspark.sql import SparkSession  # noqa: E402
 import sparkseq  # noqa: E402
 from native import FLOOR, MATCH, SYMBOLS, WINDOW_BUFFER_ROWS, generate, spark_counts  # noqa: E402
 from spark_e2e import WINDOW_MICROS, floor_sql, write_events  # noqa: E402  (bench/ is on sys.path as a script)
-from sparkseq.execution_paths import PATH_CONF  # noqa: E402
-from sparkseq.session import scratch_dir  # noqa: E402
-from sql_rewrites.timesplit import Path as ExecutionPath  # noqa: E402
+from sparkseq.running.execution_paths import PATH_CONF  # noqa: E402
+from sparkseq.spark.session import scratch_dir  # noqa: E402
+from sql_rewrites.planning.timesplit import Path as ExecutionPath  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH_VENV = ROOT / ".venv-bench"

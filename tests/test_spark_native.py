@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 from pyspark.errors import PySparkException
 
 import sparkseq
-from sparkseq.execution_paths import PATH_CONF
-from sparkseq.sql_api import sql
-from sql_rewrites.native import native_shape
+from sparkseq.running.execution_paths import PATH_CONF
+from sparkseq.statements.sql_api import sql
+from sql_rewrites.planning.native import native_shape
 from tests import oracle
 from tests.spark_cases import assert_same, events_frame, expected, got
 from tests.sql_cases import select_sql

@@ -6,13 +6,13 @@ import pytest
 import sqlglot
 from sqlglot import exp
 
-from sql_rewrites.analysis import analyze_sql
-from sql_rewrites.generate import engine_input
-from sql_rewrites.native import BIGINT_LENGTH, DECIMAL, MAX_LENGTH, arithmetic, native_query, native_shape
-from sql_rewrites.timesplit import NATIVE_AUTO_LENGTH, Path, choose_path, planned_path
+from sql_rewrites.analysis.analyzer import analyze_sql
+from sql_rewrites.generation.generate import engine_input
+from sql_rewrites.planning.native import BIGINT_LENGTH, DECIMAL, MAX_LENGTH, arithmetic, native_query, native_shape
+from sql_rewrites.planning.timesplit import NATIVE_AUTO_LENGTH, Path, choose_path, planned_path
 from udafs.errors import CountOverflowError, OverflowSlot, measure_words, overflow_template
 from udafs.plan import CountType, Element, Measure, MeasureKind, Plan, Strategy, ValueType
-from udafs.spark_udfs import Verbatim
+from udafs.workers.grouped import Verbatim
 
 ABC = Plan(symbols=("A", "B", "C"), elements=(Element(0), Element(1), Element(2)), negations=(0, 0, 0, 0),
            within=10)

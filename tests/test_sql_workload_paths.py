@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sql_rewrites.timesplit import SPLIT_ROWS, STREAM_ROWS, KeyStatistics, Path, statistics_threshold
-from sql_rewrites.workload_paths import group_paths, group_threshold
+from sql_rewrites.planning.timesplit import SPLIT_ROWS, STREAM_ROWS, KeyStatistics, Path, statistics_threshold
+from sql_rewrites.planning.workload_paths import group_paths, group_threshold
 from tests.test_sql_timesplit import BIG, NO_WINDOW, PLAN
 
 HUGE = KeyStatistics(rows=STREAM_ROWS + 1, first=0, last=10_000)

@@ -16,12 +16,12 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from sql_rewrites.analysis.seq_functions import BY_NAME, COUNT, SIGNATURES, SUM, FunctionArgumentError, Signature
 from sql_rewrites.errors import NonNumericMeasureError, OrderByError, UnknownHierarchyError, WindowTypeMismatchError
-from sql_rewrites.seq_functions import BY_NAME, COUNT, SIGNATURES, SUM, FunctionArgumentError, Signature
 from tests import oracle
 from tests.test_spark_sql_functions import MEASURES, cases, close
 from udafs.plan import Plan
-from udafs.spark_seq_functions import FunctionOverflowError, seq_body
+from udafs.workers.seq_functions import FunctionOverflowError, seq_body
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 ARROW_TIME = {"bigint": pa.int64(), "timestamp": pa.timestamp("us", tz="UTC"), "timestamp_ntz": pa.timestamp("us")}
@@ -172,7 +172,7 @@ def test_one_body_per_signature_named_as_the_function() -> None:
 
 
 def test_the_bodies_import_nothing_of_the_compiler() -> None:
-    code = ("import sys, udafs.spark_seq_functions; "
+    code = ("import sys, udafs.workers.seq_functions; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('sql_rewrites', 'sparkseq', 'sqlglot')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
