@@ -1,6 +1,6 @@
 """One group's ``seq_*`` call as its worker body and the compiler hand it to each other.
 
-The body of a ``seq_*`` function (:mod:`udafs.spark_seq_functions`) reads the Arrow
+The body of a ``seq_*`` function (:mod:`udafs.workers.seq_functions`) reads the Arrow
 arguments of one group into a :class:`CallArguments` of plain values; the compiler's
 description of the function (:class:`sql_rewrites.seq_functions.Signature`)
 checks them, with the errors the function raises, and returns the :class:`Compiled`
