@@ -2,7 +2,7 @@
 
 The body of a ``seq_*`` function (:mod:`udafs.workers.seq_functions`) reads the Arrow
 arguments of one group into a :class:`CallArguments` of plain values; the compiler's
-description of the function (:class:`sql_rewrites.seq_functions.Signature`)
+description of the function (:class:`sql_rewrites.analysis.seq_functions.Signature`)
 checks them, with the errors the function raises, and returns the :class:`Compiled`
 pattern the body evaluates. Pure Python and numpy, so the compiler imports it without
 pyarrow, and the body without the compiler.
