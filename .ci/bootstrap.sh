@@ -8,7 +8,7 @@ if ! command -v java >/dev/null 2>&1 && [ -z "${JAVA_HOME:-}" ]; then
     echo "sparkseq needs Java 17 or later for Spark (install a JDK, or set JAVA_HOME)" >&2
     exit 1
 fi
-# OpenLDAP's slapd: tests/test_server_security.py starts one (its own configuration, a
+# OpenLDAP's slapd: tests/servers/test_server_security.py starts one (its own configuration, a
 # loopback port; never the system service). Installed from the OS packages when missing.
 if [ ! -x /usr/sbin/slapd ] && ! command -v slapd >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

@@ -18,12 +18,15 @@ Reference, same run: the batch MATCH_AGGREGATE (``sparkseq.sql`` over a static r
 the same files), its events/s, and the check that every window the stream emitted
 equals the batch row for it.
 
-``--operators``: the same events through four stateful shapes, each as one
+``--operators``: the same events through six stateful shapes, each as one
 AvailableNow query reading one file per micro-batch (median of ``--repeat``): the
 stateless floor (shuffle by key hash + an Arrow map that only counts rows), sparkseq's
-live operator (``applyInPandasWithState`` per bucket of keys), ``applyInPandasWithState``
-per key and ``transformWithStateInPandas`` per key (both with a function that only
-counts rows; the latter needs ``protobuf``). Ratios are to the floor.
+two live operators — in the JVM (``sparkseq/jvm/SparkSeqLive.java``, ``flatMapGroupsWithState``
+per key, ``sparkseq.path=jvm``) and in Python (``applyInPandasWithState`` per bucket of
+keys, ``sparkseq.path=grouped``) —, ``applyInPandasWithState`` per key and
+``transformWithStateInPandas`` per key (both with a function that only counts rows; the
+latter needs ``protobuf``). Ratios are to the floor. ``--path`` chooses the live operator
+of the rate phases (default ``auto``: the JVM one where it loads).
 
 Last, a summary: the highest rate sustained (backlog of at most the file in flight)
 against the targets (0.5 M events/s, p95 latency < 2 s) and its ratio to the batch
@@ -33,7 +36,7 @@ first ``--flink-files`` files (bench/flink_match_recognize.py: what it computes 
 why that is less than sparkseq computes) and the ratio to it.
 
 Usage: .venv/bin/python bench/streaming.py [--keys K] [--rates R1,R2,...] [--seconds S]
-       [--speedup X] [--flink PYTHON [--flink-files N]]
+       [--speedup X] [--path auto|jvm|grouped] [--flink PYTHON [--flink-files N]]
        [--operators [--events N] [--files F] [--repeat R]]
 """
 
@@ -114,7 +117,7 @@ def run_rates(spark: SparkSession, args: argparse.Namespace, work: Path) -> None
     source = work / "src"
     source.mkdir()
     spark.readStream.schema(SCHEMA).parquet(str(source)).withWatermark("ts", DELAY).createOrReplaceTempView("clicks")
-    query = (sparkseq.sql(spark, FUNNEL.format(source="clicks")).writeStream.format("parquet")
+    query = (live_frame(spark, "clicks", args.path).writeStream.format("parquet")
              .option("path", str(work / "out")).option("checkpointLocation", str(work / "ck")).start())
     print(f"{'rate ev/s':>10} {'processed ev/s':>15} {'p50 s':>6} {'p95 s':>6} {'backlog files':>14} "
           f"{'state rows':>11} {'state MB':>9}", flush=True)
@@ -227,7 +230,7 @@ def reference(spark: SparkSession, work: Path, source: Path, events: int) -> flo
 
 
 def run_operators(spark: SparkSession, args: argparse.Namespace, work: Path) -> None:
-    """The four stateful shapes of the module docstring on the same files."""
+    """The stateful shapes of the module docstring on the same files."""
     from pyspark.sql import functions as F
 
     rng = np.random.default_rng(7)
@@ -244,7 +247,8 @@ def run_operators(spark: SparkSession, args: argparse.Namespace, work: Path) -> 
     shapes = {
         "floor: shuffle + count (stateless)": lambda: frame.repartition(2, F.xxhash64("k")).mapInArrow(
             _count_batches, "n BIGINT"),
-        "sparkseq live (per bucket of keys)": lambda: sparkseq.sql(spark, FUNNEL.format(source="clicks_ops")),
+        "sparkseq live, Python operator (per bucket of keys)": lambda: live_frame(spark, "clicks_ops", "grouped"),
+        "sparkseq live, JVM operator (per key)": lambda: live_frame(spark, "clicks_ops", "jvm"),
         "applyInPandasWithState per key, count only": lambda: frame.groupBy("k").applyInPandasWithState(
             _count_group, "n BIGINT", "n BIGINT", "Update", "NoTimeout"),
     }
@@ -270,6 +274,16 @@ def run_operators(spark: SparkSession, args: argparse.Namespace, work: Path) -> 
     for name, values in times.items():
         med = statistics.median(values)
         print(f"  {name:<50} {med:7.1f} s  {args.events / med:>10,.0f} events/s  {med / floor:5.2f}x the floor")
+
+
+def live_frame(spark: SparkSession, source: str, path: str) -> object:
+    """The funnel over ``source`` as a live operator, built with ``sparkseq.path=path``:
+    ``jvm`` the JVM live operator, ``grouped`` the Python one, ``auto`` the JVM one where it loads."""
+    spark.conf.set("sparkseq.path", path)
+    try:
+        return sparkseq.sql(spark, FUNNEL.format(source=source))
+    finally:
+        spark.conf.unset("sparkseq.path")
 
 
 def _count_batches(batches):  # noqa: ANN001, ANN202 - an Arrow map function
@@ -311,6 +325,8 @@ def main() -> None:
                         help="events per second, one phase each (comma-separated)")
     parser.add_argument("--seconds", type=int, default=20, help="seconds per rate phase")
     parser.add_argument("--speedup", type=int, default=48, help="event-time seconds per wall-clock second")
+    parser.add_argument("--path", choices=("auto", "jvm", "grouped"), default="auto",
+                        help="the live operator of the rate phases: jvm, grouped (Python) or auto (default)")
     parser.add_argument("--operators", action="store_true", help="compare stateful shapes instead (docstring)")
     parser.add_argument("--events", type=int, default=2_000_000, help="--operators: events in all")
     parser.add_argument("--files", type=int, default=10, help="--operators: files = micro-batches")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,14 +16,18 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 #: Hypothesis profiles, chosen by ``HYPOTHESIS_PROFILE`` (or ``--hypothesis-profile``).
-#: ``ci`` (the default): each property test runs the examples its ``@settings`` asks for
-#: (Hypothesis' 100 where none), no deadline (the machine is shared; a slow example is not a
-#: failure). ``deep``, to run before merging: every property test runs DEEP_EXAMPLES_FACTOR
-#: times as many examples (:func:`scale_examples`).
+#: ``ci`` (the default): each property test without Spark runs the examples its ``@settings``
+#: asks for (Hypothesis' 100 where none); one that queries Spark (it uses the ``spark``
+#: fixture) a third of them, at least one — every example is a few Spark jobs, and the kernel
+#: tests check the same properties against the oracle with many more; no deadline (the
+#: machine is shared; a slow example is not a failure). ``deep``, to run before merging:
+#: every property test runs DEEP_EXAMPLES_FACTOR times what its ``@settings`` asks for
+#: (:func:`scale_examples`).
 settings.register_profile("ci", deadline=None, print_blob=True)
 settings.register_profile("deep", deadline=None, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 DEEP_EXAMPLES_FACTOR = 10
+CI_SPARK_EXAMPLES_DIVISOR = 3
 
 #: JVM options of the Spark drivers the tests start in subprocesses (``python -m sparkseq``
 #: commands and servers, Connect and local-cluster drivers, progress children, the installed
@@ -33,8 +37,98 @@ DEEP_EXAMPLES_FACTOR = 10
 #: and its first query). The suite's own session (``spark`` below) starts with the user's
 #: ``SPARK_SUBMIT_OPTS`` only: it runs for the whole suite, where C2's code pays (docs/sharing.md).
 SUBPROCESS_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
-_USER_SUBMIT_OPTS = os.environ.get("SPARK_SUBMIT_OPTS")
-os.environ["SPARK_SUBMIT_OPTS"] = " ".join(filter(None, [_USER_SUBMIT_OPTS, SUBPROCESS_JVM_OPTIONS]))
+#: The user's own ``SPARK_SUBMIT_OPTS``, kept for the pytest-xdist workers: they inherit the
+#: environment the first pytest process has already given the subprocess JVMs' options.
+_USER_OPTS_ENV = "SPARKSEQ_TESTS_USER_SUBMIT_OPTS"
+os.environ.setdefault(_USER_OPTS_ENV, os.environ.get("SPARK_SUBMIT_OPTS", ""))
+_USER_SUBMIT_OPTS = os.environ[_USER_OPTS_ENV] or None
+
+#: Where the class-data archive of a sparkseq driver's JVM is (:func:`class_archive`), set by
+#: the first pytest process for its pytest-xdist workers; set it empty to run without one.
+CLASS_ARCHIVE_ENV = "SPARKSEQ_TESTS_CLASS_ARCHIVE"
+
+
+def class_archive_options() -> list[str]:
+    """The JVM options that map the class-data archive, if there is one. A JVM whose class
+    path differs from the archive's (a server with one more jar, another ``SPARK_CONF_DIR``,
+    the installed wheel's jars) loads its classes as without it, silently (``-Xlog:cds*=off``:
+    the JVM would print a warning into the output some tests read)."""
+    archive = os.environ.get(CLASS_ARCHIVE_ENV)
+    return [f"-XX:SharedArchiveFile={archive}", "-Xlog:cds*=off"] if archive else []
+
+
+def _submit_options() -> None:
+    """``SPARK_SUBMIT_OPTS`` of the subprocess JVMs: the user's, C1 only, the class-data archive."""
+    os.environ["SPARK_SUBMIT_OPTS"] = " ".join(
+        filter(None, [_USER_SUBMIT_OPTS, SUBPROCESS_JVM_OPTIONS, *class_archive_options()]))
+
+
+_submit_options()
+
+
+def class_archive(config: pytest.Config) -> Path | None:
+    """A class-data archive (JDK CDS, ``-XX:SharedArchiveFile``) of the classes a sparkseq
+    driver loads to start and run a ``seq_*`` query, in sparkseq's scratch directory; written
+    once, by one ``python -m sparkseq sql`` run with ``-XX:ArchiveClassesAtExit``, and again
+    when the JDK, pyspark's jars or sparkseq's jars change (its name holds a digest of them).
+    Every Spark driver JVM of the tests maps it instead of reading, parsing and verifying
+    those classes again: the JVM of one ``python -m sparkseq sql`` run took 5 CPU-s with it,
+    10.5 without (docs/measurements.md). None without a ``java`` (Spark's tests fail then), or
+    when writing it failed (the tests then run without one)."""
+    import hashlib
+    import shutil
+    import subprocess
+    import sys
+
+    import pyspark
+
+    from sparkseq.spark.session import scratch_dir
+
+    java = shutil.which("java", path=os.pathsep.join(
+        filter(None, [os.path.join(os.environ.get("JAVA_HOME", ""), "bin"), os.environ.get("PATH")])))
+    if java is None:
+        return None
+    # what the archive must match: the JDK, every jar on a driver's class path (the archive
+    # records each one's size and time), pyspark's folder
+    jars = [Path(java).resolve(), *sorted((Path(pyspark.__file__).parent / "jars").glob("*.jar")),
+            *sorted((Path(__file__).resolve().parents[1] / "sparkseq" / "jvm").glob("*.jar"))]
+    digest = hashlib.sha256()
+    for path in jars:
+        stat = path.stat()
+        digest.update(f"{path}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
+    folder = scratch_dir() / "jvm-class-archive"
+    folder.mkdir(exist_ok=True)
+    archive = folder / f"sparkseq-driver-{digest.hexdigest()[:16]}.jsa"
+    if archive.is_file():
+        return archive
+    for old in folder.glob("*.jsa"):
+        old.unlink(missing_ok=True)
+    # written under a name of this process, then renamed: a JVM mapping a half-written
+    # archive dies (SIGBUS)
+    partial = folder / f"{archive.stem}.{os.getpid()}.partial"
+    env = {**os.environ, "SPARK_SUBMIT_OPTS": " ".join(filter(None, [
+        _USER_SUBMIT_OPTS, SUBPROCESS_JVM_OPTIONS, f"-XX:ArchiveClassesAtExit={partial}", "-Xlog:cds*=off"]))}
+    query = ("SELECT k, seq_count(ts, tp, 'SEQ(a, b)') AS n FROM VALUES (1, 1, 'a'), (1, 2, 'b') AS t(k, ts, tp) "
+             "GROUP BY k")
+    done = subprocess.run([sys.executable, "-m", "sparkseq", "sql", query], env=env, capture_output=True, text=True,
+                          timeout=900)
+    if done.returncode != 0 or not partial.is_file():
+        partial.unlink(missing_ok=True)
+        config.issue_config_time_warning(pytest.PytestWarning(
+            f"no JVM class-data archive (the tests' JVMs start slower): {done.stderr[-2000:]}"), stacklevel=2)
+        return None
+    partial.replace(archive)
+    return archive
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The first pytest process writes or finds the class-data archive (:func:`class_archive`);
+    its pytest-xdist workers, started afterwards, inherit where it is."""
+    if CLASS_ARCHIVE_ENV in os.environ or hasattr(config, "workerinput"):
+        return
+    archive = class_archive(config)
+    os.environ[CLASS_ARCHIVE_ENV] = str(archive or "")
+    _submit_options()
 
 
 @pytest.fixture(scope="session")
@@ -45,13 +139,14 @@ def spark() -> Iterator[SparkSession]:
     from sparkseq.spark.session import INITIAL_PARTITIONS, scratch_dir
     from udafs.workers.faults import KILL_WORKER_ONCE
 
-    # Armed only by creating the file (tests/test_spark_local_cluster.py): a worker kills itself once.
+    # Armed only by creating the file (tests/spark/test_spark_local_cluster.py): a worker kills itself once.
     kill_file = scratch_dir() / f"kill-worker-once-{os.getpid()}"
-    with pytest.MonkeyPatch.context() as patch:  # the JVM starts with the user's options only
-        if _USER_SUBMIT_OPTS is None:
-            patch.delenv("SPARK_SUBMIT_OPTS")
+    with pytest.MonkeyPatch.context() as patch:  # the JVM starts with the user's options and the archive
+        options = " ".join(filter(None, [_USER_SUBMIT_OPTS, *class_archive_options()]))
+        if options:
+            patch.setenv("SPARK_SUBMIT_OPTS", options)
         else:
-            patch.setenv("SPARK_SUBMIT_OPTS", _USER_SUBMIT_OPTS)
+            patch.delenv("SPARK_SUBMIT_OPTS")
         session = sparkseq.session("local[2]", app_name="sparkseq-tests", conf={
             "spark.sql.shuffle.partitions": "2", INITIAL_PARTITIONS: "2",
             f"spark.executorEnv.{KILL_WORKER_ONCE}": str(kill_file)})
@@ -73,9 +168,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The ``deep`` hypothesis profile: more examples for every property test."""
-    if settings.get_current_profile_name().startswith("deep"):
+    """The hypothesis profiles' example counts: ``deep``, more for every property test;
+    ``ci``, fewer for those that query Spark."""
+    profile = settings.get_current_profile_name()
+    if profile.startswith("deep"):
         scale_examples(items, DEEP_EXAMPLES_FACTOR)
+    elif profile == "ci":
+        scale_examples([item for item in items if "spark" in getattr(item, "fixturenames", ())],
+                       1, CI_SPARK_EXAMPLES_DIVISOR)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -108,18 +208,36 @@ def known_file_seconds() -> dict[str, float]:
         return {}
 
 
-def scale_examples(items: list[pytest.Item], factor: int) -> None:
+def run_property(test: Callable[[], None]) -> None:
+    """Run ``test``, a property test (``@given``) defined inside a Spark test function, with
+    the examples the hypothesis profile gives a Spark property test (a third in ``ci``,
+    DEEP_EXAMPLES_FACTOR times in ``deep``: :func:`pytest_collection_modifyitems` cannot
+    reach a test made while its test function runs)."""
+    profile = settings.get_current_profile_name()
+    if profile.startswith("deep"):
+        _scale(test, DEEP_EXAMPLES_FACTOR, 1)
+    elif profile == "ci":
+        _scale(test, 1, CI_SPARK_EXAMPLES_DIVISOR)
+    test()
+
+
+def _scale(test: object, factor: int, divisor: int) -> None:
+    chosen = test._hypothesis_internal_use_settings  # type: ignore[attr-defined]
+    test._hypothesis_internal_use_settings = settings(  # type: ignore[attr-defined]
+        chosen, max_examples=-(-chosen.max_examples * factor // divisor))
+
+
+def scale_examples(items: list[pytest.Item], factor: int, divisor: int = 1) -> None:
     """Multiply the ``max_examples`` of every hypothesis test among ``items`` by ``factor``
-    (once per test function: parametrized tests share it)."""
+    and divide it by ``divisor``, rounding up (once per test function: parametrized tests
+    share it)."""
     done: set[int] = set()
     for item in items:
         test = getattr(getattr(item, "obj", None), "__func__", getattr(item, "obj", None))
         if not getattr(test, "is_hypothesis_test", False) or id(test) in done:
             continue
         done.add(id(test))
-        chosen = test._hypothesis_internal_use_settings  # type: ignore[union-attr]
-        test._hypothesis_internal_use_settings = settings(  # type: ignore[union-attr]
-            chosen, max_examples=chosen.max_examples * factor)
+        _scale(test, factor, divisor)
 
 
 _file_seconds: dict[str, float] = {}

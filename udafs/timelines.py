@@ -6,7 +6,7 @@ one timeline — the rows of any of their symbols, cut into the windows of any o
 with every common prefix counted once (the PreTree) and, for plans cut after an element
 (``cuts``), every common suffix counted once backwards and connected at that element
 (Chop-Connect at one element). Exactness does not depend on the choice: any grouping of
-plans of one shape and any cuts give each plan's own counts (tests/test_kernel_pretree.py).
+plans of one shape and any cuts give each plan's own counts (tests/kernels/test_kernel_pretree.py).
 Only the cost does, and this module chooses by the cost model below.
 
 The choice is made once, before the pass, from row counts per symbol:

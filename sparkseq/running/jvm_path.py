@@ -19,7 +19,7 @@ import weakref
 
 from pyspark.sql import SparkSession
 
-from sparkseq.spark.jars import AGGREGATES_JAR, AGGREGATES_SOURCE, JvmParserUnavailable, check_jar
+from sparkseq.spark.jars import AGGREGATES_JAR, AGGREGATES_SOURCES, JvmParserUnavailable, check_jar
 from sql_rewrites.planning.jvm_path import JVM_FUNCTION
 
 CLASS_NAME = "sparkseq.jvm.SparkSeqAggregates"
@@ -48,7 +48,7 @@ def _register(spark: SparkSession) -> str | None:
     if jsession is None:
         return "a Spark Connect session has no JVM in this process to register it in"
     try:
-        check_jar(AGGREGATES_JAR, AGGREGATES_SOURCE)
+        check_jar(AGGREGATES_JAR, AGGREGATES_SOURCES)
     except JvmParserUnavailable as exc:
         return str(exc)
     gateway = spark.sparkContext._jvm

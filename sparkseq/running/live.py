@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import hashlib
 import re
+import struct
+from dataclasses import dataclass
 from typing import Any
 
 from pyspark.errors import AnalysisException
@@ -40,14 +42,17 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.streaming.state import GroupStateTimeout
 
+from sparkseq.running.execution_paths import Path, forced_path
+from sparkseq.running.jvm_path import jvm_function
+from sparkseq.spark.gateway import jvm
 from sparkseq.spark.jvm_parser import Place, with_origins
 from sql_rewrites.errors import StreamingError
-from sql_rewrites.generation.live import LiveQuery, live_query
+from sql_rewrites.generation.live import LiveQuery, jvm_live_literal, jvm_live_shape, live_query
 from sql_rewrites.logical.query import MatchAggregateQuery
 from sql_rewrites.rewriter import Replaced, Replacement
 from sql_rewrites.syntax.dialect import SparkSeq
 from sql_rewrites.syntax.expressions import node_position
-from udafs.plan import ValueType
+from udafs.plan import Plan, ValueType
 from udafs.workers import grouped as spark_udfs
 from udafs.workers import live as spark_live
 
@@ -57,6 +62,7 @@ BUCKETS_CONF = "sparkseq.streaming.buckets"
 DEFAULT_BUCKETS = 32
 WATERMARK_DELAY = "spark.watermarkDelayMs"  # the metadata Spark's withWatermark puts on the column
 VIEW_PREFIX = "__sparkseq_live_"  # the views holding live operators' results
+JVM_VIEW_PREFIX = VIEW_PREFIX + "jvm_"  # ... of the JVM live operator (sparkseq/jvm/SparkSeqLive.java)
 #: Spark's grouping folds -0.0 into 0.0; the key text must too.
 _FLOATING = (T.FloatType, T.DoubleType)
 _AS_TEXT = (T.BooleanType, T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.DecimalType, T.DateType,
@@ -92,9 +98,10 @@ def replacer(spark: SparkSession, sql: str, *, register: bool = True, batch: set
         check_watermark(live, source, sql)
         events = spark.sql(with_origins(spark, query.scoped_sql(live.events), [live], sql, place))
         check_keys(live, events, sql)
-        view = view_name(live)
+        in_jvm = runs_in_jvm(spark, live.plan)
+        view = view_name(live, in_jvm)
         if register:
-            frame(spark, live, events).createOrReplaceTempView(view)
+            frame(spark, live, events, in_jvm).createOrReplaceTempView(view)
         return live.output(view), view
 
     return replace
@@ -134,10 +141,11 @@ def check_watermark(live: LiveQuery, source: DataFrame, sql: str | None) -> None
         f"SELECT * FROM stream WATERMARK {column} DELAY OF INTERVAL 10 MINUTES", where)
 
 
-def view_name(live: LiveQuery) -> str:
-    """The temporary view holding a live operator's results (named by what it computes)."""
+def view_name(live: LiveQuery, in_jvm: bool = False) -> str:
+    """The temporary view holding a live operator's results (named by what it computes, and
+    by :data:`JVM_VIEW_PREFIX` when the JVM live operator runs it)."""
     text = live.plan.to_json() + live.events.sql(dialect=SparkSeq)
-    return VIEW_PREFIX + hashlib.sha1(text.encode()).hexdigest()[:12]
+    return (JVM_VIEW_PREFIX if in_jvm else VIEW_PREFIX) + hashlib.sha1(text.encode()).hexdigest()[:12]
 
 
 def check_keys(live: LiveQuery, events: DataFrame, sql: str | None) -> None:
@@ -157,13 +165,77 @@ def check_keys(live: LiveQuery, events: DataFrame, sql: str | None) -> None:
                 "(e.g. to_json(...))", node_position(key.expression, sql))
 
 
-def frame(spark: SparkSession, live: LiveQuery, events: DataFrame) -> DataFrame:
+def frame(spark: SparkSession, live: LiveQuery, events: DataFrame, in_jvm: bool = False) -> DataFrame:
     """The live operator's streaming DataFrame over its ``events``: partition keys by name
     and the engine's result fields named :attr:`LiveQuery.fields` (module docstring,
-    steps 2-4)."""
-    buckets = bucket_count(spark)
+    steps 2-4; in the JVM when ``in_jvm``: :func:`runs_in_jvm`)."""
     types = {k: events.schema[k].dataType for k in live.keys}
     key = F.to_json(F.array(*(encode_key(events[k], types[k]) for k in live.keys))) if live.keys else F.lit("[]")
+    if in_jvm:
+        result = jvm_operator(spark, live, events, key)
+    else:
+        result = python_operator(spark, live, events, key)
+    parsed = F.from_json(result[spark_live.KEY], T.ArrayType(T.StringType()))
+    keys = [decode_key(parsed[i], types[k]).alias(k) for i, k in enumerate(live.keys)]
+    fields = [c for c in result.columns if c != spark_live.KEY]
+    return result.select(*keys, *(result[c].alias(name) for c, name in zip(fields, live.fields)))
+
+
+def runs_in_jvm(spark: SparkSession, plan: Plan) -> bool:
+    """Whether the live operator of ``plan`` runs in the JVM (``SparkSeqLive``): ``auto`` picks
+    it for the shapes :func:`sql_rewrites.generation.live.jvm_live_shape` covers where the JVM path's jar
+    loads (else the Python operator, after the one :class:`~sparkseq.running.jvm_path.JvmPathUnavailable`
+    warning); ``sparkseq.path=jvm`` forces it (an uncovered shape is an error naming why), any
+    other forced path the Python operator.
+
+    Raises
+    ------
+    ValueError
+        ``sparkseq.path=jvm`` and a plan the JVM live operator does not evaluate.
+    """
+    forced = forced_path(spark)
+    if forced is not None and forced is not Path.JVM:
+        return False
+    reason = jvm_live_shape(plan)
+    if reason is not None:
+        if forced is Path.JVM:
+            raise ValueError(f"sparkseq.path=jvm, but this plan cannot run on the JVM live operator: {reason}")
+        return False
+    return jvm_function(spark) is not None
+
+
+def jvm_state_digest(plan_json: str) -> str:
+    """What the JVM live operator's stored state must have been written for (the plan; the
+    state carries its layout version apart)."""
+    return hashlib.sha1(f"jvm-live|{plan_json}".encode()).hexdigest()[:16]
+
+
+def jvm_operator(spark: SparkSession, live: LiveQuery, events: DataFrame, key: Column) -> DataFrame:
+    """The live operator in the JVM (``sparkseq/jvm/SparkSeqLive.java``): one state per
+    partition key, ``key`` and the contract's result fields out, no Python worker."""
+    plan = live.plan
+    values = [_jvm_value(events[name], vt, events.schema[name].dataType).alias(f"v{j}")
+              for j, (name, vt) in enumerate(zip(live.values, plan.columns))]
+    rows = events.select(key.alias(spark_live.KEY), events[live.event_time], events[live.ts].cast("bigint").alias("ts"),
+                         events[live.mask].cast("bigint").alias("mask"), *values)
+    window = (plan.within or 0, plan.slide or 0)  # 0: none (a window is positive)
+    jdf = jvm(spark).sparkseq.jvm.SparkSeqLive.operator(rows._jdf, jvm_live_literal(plan), *window,
+                                                         jvm_state_digest(plan.to_json()))
+    return DataFrame(jdf, spark)
+
+
+def _jvm_value(column: Column, vt: ValueType, dtype: T.DataType) -> Column:
+    """A value column as ``SparkSeqLive`` reads it: BIGINT, DOUBLE, or a DECIMAL as it is
+    (its unscaled integer is read), NULL as NULL."""
+    if isinstance(dtype, T.DecimalType):
+        return column
+    return column.cast("double" if vt is ValueType.FLOAT else "bigint")
+
+
+def python_operator(spark: SparkSession, live: LiveQuery, events: DataFrame, key: Column) -> DataFrame:
+    """The live operator in Python: ``applyInPandasWithState`` per bucket of keys
+    (:mod:`udafs.workers.live`), ``key`` and the contract's result fields out."""
+    buckets = bucket_count(spark)
     values = []
     for j, (name, vt) in enumerate(zip(live.values, live.plan.columns)):
         values += [engine_value(events[name], vt, events.schema[name].dataType).alias(f"v{j}"),
@@ -172,13 +244,9 @@ def frame(spark: SparkSession, live: LiveQuery, events: DataFrame) -> DataFrame:
                          events[live.event_time], events[live.ts].alias("ts"), events[live.mask].alias("mask"), *values)
     plan_json = live.plan.to_json()
     mode = "Append" if live.plan.slide is not None else "Update"
-    result = rows.groupBy("bucket").applyInPandasWithState(
+    return rows.groupBy("bucket").applyInPandasWithState(
         spark_live.live_function(plan_json, buckets), spark_live.output_ddl(live.plan), spark_live.STATE_DDL, mode,
         GroupStateTimeout.EventTimeTimeout)
-    parsed = F.from_json(result[spark_live.KEY], T.ArrayType(T.StringType()))
-    keys = [decode_key(parsed[i], types[k]).alias(k) for i, k in enumerate(live.keys)]
-    fields = [c for c in result.columns if c != spark_live.KEY]
-    return result.select(*keys, *(result[c].alias(name) for c, name in zip(fields, live.fields)))
 
 
 def engine_value(column: Column, vt: ValueType, dtype: T.DataType) -> Column:
@@ -230,17 +298,21 @@ def bucket_count(spark: SparkSession) -> int:
 
 def check_checkpoint(spark: SparkSession, checkpoint: str, plans: list[str]) -> None:
     """Refuse, before a query starts, a checkpoint whose live-operator state was written
-    for other plans than ``plans`` (``Plan.to_json()`` of the statement's live operators).
-    Reads one stored state per stateful operator with Spark's ``statestore`` source (a
-    small job); a checkpoint without state passes.
+    for other plans than ``plans`` (``Plan.to_json()`` of the statement's live operators),
+    by the other live operator (JVM or Python: :func:`runs_in_jvm` decides for this run), or
+    in a JVM state layout this sparkseq does not read. Reads one stored state per stateful
+    operator with Spark's ``statestore`` source (a small job); a checkpoint without state passes.
 
     Raises
     ------
     StreamingError
-        Naming the digests found and expected.
+        Naming the digests found and expected, or the operator and layout found.
     """
     buckets = bucket_count(spark)
-    expected = {spark_live.state_digest(p, buckets) for p in plans}
+    python = {spark_live.state_digest(p, buckets) for p in plans}
+    jvm_digests = {jvm_state_digest(p) for p in plans}
+    in_jvm = [runs_in_jvm(spark, Plan.from_json(p)) for p in plans]
+    expected = {jvm_state_digest(p) if j else spark_live.state_digest(p, buckets) for p, j in zip(plans, in_jvm)}
     try:
         operators = [r.operatorId for r in spark.read.format("state-metadata").load(checkpoint).collect()]
     except AnalysisException:
@@ -248,13 +320,64 @@ def check_checkpoint(spark: SparkSession, checkpoint: str, plans: list[str]) -> 
     for op in operators:
         rows = (spark.read.format("statestore").option("operatorId", op).load(checkpoint)
                 .select("value.groupState.state").limit(1).collect())
-        found = spark_live.stored_digest(rows[0][0]) if rows and rows[0][0] is not None else None
-        if found is not None and found not in expected:
+        if not rows or rows[0][0] is None:
+            continue
+        blob = bytes(rows[0][0])
+        stored = jvm_state(blob)
+        found = stored.digest if stored is not None else spark_live.stored_digest(blob)
+        if found is None or found in expected:
+            continue
+        if found in python | jvm_digests:
+            wrote, runs = ("JVM", "Python") if stored is not None else ("Python", "JVM")
             raise StreamingError(
-                f"the checkpoint {checkpoint} holds state written by a different MATCH_AGGREGATE, or by an earlier "
-                f"sparkseq whose state layout differs (state digest {found}; this statement's: "
-                f"{', '.join(sorted(expected))}); a query restarted from a checkpoint "
-                "must be the same statement (and bucket count) — start a changed query with a new checkpoint location")
+                f"the checkpoint {checkpoint} holds state written by sparkseq's {wrote} live operator, and this run "
+                f"would use the {runs} one (sparkseq.path, or whether sparkseq-aggregates.jar loads, differs from the "
+                f"first run); run it as the first run did (sparkseq.path={'jvm' if wrote == 'JVM' else 'grouped'}), "
+                "or start it with a new checkpoint location")
+        raise StreamingError(
+            f"the checkpoint {checkpoint} holds state written by a different MATCH_AGGREGATE, or by an earlier "
+            f"sparkseq whose state layout differs (state digest {found}; this statement's: "
+            f"{', '.join(sorted(expected))}); a query restarted from a checkpoint "
+            "must be the same statement (and bucket count) — start a changed query with a new checkpoint location")
+
+
+#: The first bytes of the JVM live operator's state (``SparkSeqLive.MAGIC``) and the layout
+#: version this sparkseq writes and reads (``SparkSeqLive.VERSION``).
+JVM_STATE_MAGIC = b"SQJL"
+JVM_STATE_VERSION = 1
+
+
+@dataclass(frozen=True)
+class JvmState:
+    """The head of one key's state written by the JVM live operator: the statement's digest,
+    the first window not yet emitted (SLIDE; None before any) and the times of the rows held."""
+
+    digest: str
+    next_window: int | None
+    ts: tuple[int, ...]
+
+
+def jvm_state(blob: bytes) -> JvmState | None:
+    """What a stored state of the JVM live operator holds (``SparkSeqLive.KeyState.toBytes``:
+    big-endian), None for state it did not write (the Python operator's).
+
+    Raises
+    ------
+    StreamingError
+        State of another layout version than :data:`JVM_STATE_VERSION`.
+    """
+    if blob[:4] != JVM_STATE_MAGIC:
+        return None
+    version, size = struct.unpack_from(">bH", blob, 4)
+    if version != JVM_STATE_VERSION:
+        raise StreamingError(f"the checkpoint holds JVM live-operator state of layout version {version}; this sparkseq "
+                             f"reads layout version {JVM_STATE_VERSION} — start the query with a new checkpoint "
+                             "location (or run the sparkseq that wrote it)")
+    at = 7 + size
+    digest = blob[7:at].decode()
+    next_window, n = struct.unpack_from(">qi", blob, at)
+    pairs = struct.unpack_from(f">{2 * n}q", blob, at + 12)
+    return JvmState(digest, None if next_window == -(2**63) else next_window, tuple(pairs[::2]))
 
 
 #: One of Spark's errors in a text: ``[CONDITION] message SQLSTATE: code``, then the place of
@@ -317,6 +440,9 @@ def progress(last: dict | None) -> dict[str, Any] | None:
     }
 
 
-__all__ = ["VIEW_PREFIX", "replacer", "source_frame", "engine_value", "check_watermark", "check_keys", "frame",
+__all__ = ["JVM_VIEW_PREFIX", "VIEW_PREFIX", "replacer", "source_frame", "engine_value", "check_watermark",
+           "check_keys", "frame",
            "view_name", "encode_key", "decode_key", "progress", "bucket_count", "check_checkpoint", "BUCKETS_CONF",
+           "runs_in_jvm", "jvm_operator", "python_operator", "jvm_state", "JvmState", "jvm_state_digest",
+           "JVM_STATE_MAGIC", "JVM_STATE_VERSION",
            "DEFAULT_BUCKETS", "failure_message"]

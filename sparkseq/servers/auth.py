@@ -24,7 +24,7 @@ other address needs authentication, or ``--no-auth`` said explicitly
   and a TLS relay in the driver JVM (``SparkSeqServerSecurity.TlsTunnel``, ALPN ``h2``)
   serves the address asked for.
 
-Facts this rests on (pyspark 4.3, checked by ``tests/test_server_security.py``):
+Facts this rests on (pyspark 4.3, checked by ``tests/servers/test_server_security.py``):
 HiveServer2 takes ``hive.server2.authentication``, ``hive.server2.use.SSL`` and the
 keystore from the Hadoop configuration of the SparkContext (the HiveConf
 ``startWithContext`` builds), but its LDAP and CUSTOM providers build a fresh

@@ -40,6 +40,10 @@ JAVA_RELEASE = "17"  # Spark 4 runs on Java 17 and later
 #: checked by the same commands (``--build``, ``--check``) and the same rule as the extension's.
 AGGREGATES_SOURCE = SOURCE.with_name("SparkSeqAggregates.java")
 AGGREGATES_JAR = SOURCE.with_name("sparkseq-aggregates.jar")
+#: The live operator in the JVM (:mod:`sparkseq.running.live`), compiled into the same jar.
+LIVE_SOURCE = SOURCE.with_name("SparkSeqLive.java")
+#: Everything :data:`AGGREGATES_JAR` is built from (its recorded digest covers them all).
+AGGREGATES_SOURCES = (AGGREGATES_SOURCE, LIVE_SOURCE)
 JAVAC_TIMEOUT_S = 180  # javac takes 2-3 s here; a loaded 2-core machine can take far longer
 
 
@@ -47,8 +51,14 @@ class JvmParserUnavailable(SparkSeqError):
     """The parser extension cannot be used; the message says why and what to do instead."""
 
 
-def source_digest(source: Path = SOURCE) -> str:
-    """SHA-256 of the Java source, line endings normalised (a Windows checkout hashes alike)."""
+def source_digest(source: Path | tuple[Path, ...] = SOURCE) -> str:
+    """SHA-256 of the Java source, line endings normalised (a Windows checkout hashes alike);
+    of several sources, the SHA-256 of their names and digests, one line each."""
+    if isinstance(source, tuple):
+        if len(source) == 1:
+            return source_digest(source[0])
+        lines = "".join(f"{s.name} {source_digest(s)}\n" for s in source)
+        return hashlib.sha256(lines.encode()).hexdigest()
     return hashlib.sha256(source.read_bytes().replace(b"\r\n", b"\n")).hexdigest()
 
 
@@ -59,8 +69,8 @@ def build_info(jar: Path = JAR) -> dict[str, str]:
     return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
 
 
-def check_jar(jar: Path = JAR, source: Path = SOURCE) -> Path:
-    """``jar`` when it exists and was built from the shipped ``source``.
+def check_jar(jar: Path = JAR, source: Path | tuple[Path, ...] = SOURCE) -> Path:
+    """``jar`` when it exists and was built from the shipped ``source`` (or sources).
 
     Raises
     ------
@@ -73,7 +83,8 @@ def check_jar(jar: Path = JAR, source: Path = SOURCE) -> Path:
         raise JvmParserUnavailable(f"sparkseq's parser extension {jar} cannot be read ({exc}); reinstall sparkseq, "
                                    "or rebuild it: python -m sparkseq.spark.jars --build (needs a JDK)") from None
     if recorded != source_digest(source):
-        raise JvmParserUnavailable(f"{jar.name} was built from another version of {source.name}; rebuild it: "
+        names = ", ".join(s.name for s in source) if isinstance(source, tuple) else source.name
+        raise JvmParserUnavailable(f"{jar.name} was built from another version of {names}; rebuild it: "
                                    "python -m sparkseq.spark.jars --build (needs a JDK)")
     return jar
 
@@ -92,14 +103,15 @@ def build(jar: Path = JAR) -> Path:
 
 
 def build_aggregates(jar: Path = AGGREGATES_JAR) -> Path:
-    """Compile the JVM path's aggregate (:data:`AGGREGATES_SOURCE`) into ``jar``, as :func:`build`.
+    """Compile the JVM path's aggregate and live operator (:data:`AGGREGATES_SOURCES`) into
+    ``jar``, as :func:`build`.
 
     Raises
     ------
     JvmParserUnavailable
         No ``javac``, or compiling failed.
     """
-    return compile_jar((AGGREGATES_SOURCE,), jar, {"source_sha256": source_digest(AGGREGATES_SOURCE)})
+    return compile_jar(AGGREGATES_SOURCES, jar, {"source_sha256": source_digest(AGGREGATES_SOURCES)})
 
 
 def compile_jar(sources: tuple[Path, ...], jar: Path, info: dict[str, str] | None = None) -> Path:
@@ -195,7 +207,7 @@ def aggregates_conf(conf: dict[str, str] | None = None) -> dict[str, str]:
     :mod:`sparkseq.running.jvm_path`). Like :func:`extension_conf`, it must be given before the JVM starts."""
     conf = dict(conf or {})
     try:
-        jar = str(check_jar(AGGREGATES_JAR, AGGREGATES_SOURCE))
+        jar = str(check_jar(AGGREGATES_JAR, AGGREGATES_SOURCES))
     except JvmParserUnavailable:
         return conf
     for key in ("spark.driver.extraClassPath", "spark.executor.extraClassPath"):
@@ -210,7 +222,8 @@ def main(argv: list[str] | None = None) -> int:
                                      description="Build or check sparkseq's Spark parser extension jar.")
     action = parser.add_mutually_exclusive_group(required=True)
     action.add_argument("--build", action="store_true",
-                        help=f"compile {SOURCE.name} and {AGGREGATES_SOURCE.name} (needs a JDK) into {JAR.name} "
+                        help=f"compile {SOURCE.name}, {AGGREGATES_SOURCE.name} and {LIVE_SOURCE.name} (needs a JDK) "
+                             f"into {JAR.name} "
                              f"and {AGGREGATES_JAR.name}")
     action.add_argument("--check", action="store_true", help="check that each jar was built from its source")
     args = parser.parse_args(argv)
@@ -219,13 +232,13 @@ def main(argv: list[str] | None = None) -> int:
             build()
             build_aggregates()
         check_jar()
-        check_jar(AGGREGATES_JAR, AGGREGATES_SOURCE)
+        check_jar(AGGREGATES_JAR, AGGREGATES_SOURCES)
     except JvmParserUnavailable as exc:
         print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
-    for jar, source in ((JAR, SOURCE), (AGGREGATES_JAR, AGGREGATES_SOURCE)):
+    for jar, names in ((JAR, SOURCE.name), (AGGREGATES_JAR, " + ".join(s.name for s in AGGREGATES_SOURCES))):
         info = build_info(jar)
-        print(f"{jar}: built from {source.name} (sha256 {info['source_sha256'][:12]}...) by javac {info['javac']} "
+        print(f"{jar}: built from {names} (sha256 {info['source_sha256'][:12]}...) by javac {info['javac']} "
               f"--release {info['release']} against pyspark {info['pyspark']}")
     return 0
 

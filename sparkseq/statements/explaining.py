@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from sparkseq.running.live import JVM_VIEW_PREFIX as LIVE_JVM_VIEW_PREFIX
 from sparkseq.running.live import VIEW_PREFIX as LIVE_VIEW_PREFIX
 from sql_rewrites.clauses.windows import describe_length
 from sql_rewrites.engine_contract import engine_result_type
@@ -64,8 +65,10 @@ def describe_operator(operator: OperatorExplanation, path: PathChoice | CubePath
     if operator.function_name.startswith(LIVE_VIEW_PREFIX):
         emitted = ("each (partition, window) row once, when the watermark passes the window's end (append mode)"
                    if q.plan.slide is not None else "a running result per partition when it changed (update mode)")
-        rows.append(("live", f"streaming source: state per partition key (applyInPandasWithState per bucket of "
-                             f"keys), results in view {operator.function_name}; {emitted}"))
+        how = ("flatMapGroupsWithState per key in the JVM, SparkSeqLive" if
+               operator.function_name.startswith(LIVE_JVM_VIEW_PREFIX) else "applyInPandasWithState per bucket of keys")
+        rows.append(("live", f"streaming source: state per partition key ({how}), results in view "
+                             f"{operator.function_name}; {emitted}"))
     else:
         rows.append(("engine", f"{operator.function_name} -> {engine_result_type(q.plan)}"))
     if isinstance(path, CubePaths):  # an E-Cube: one grouped call, or each cuboid on its path

@@ -85,7 +85,7 @@ class PythonAggregate:
 
 #: Spark aggregate functions that sqlglot reads as anonymous calls (it knows the others as
 #: ``exp.AggFunc`` subclasses), so a SELECT mixing them with Python aggregates is split too.
-#: tests/test_spark_aggregates.py checks that, with these, every aggregate in Spark's own
+#: tests/spark/test_spark_aggregates.py checks that, with these, every aggregate in Spark's own
 #: function registry is recognised.
 SPARK_AGGREGATES = frozenset({
     "bit_and", "bit_or", "bit_xor", "bool_and", "bool_or", "collect_list", "collect_set", "collect_union",

@@ -15,6 +15,9 @@ the watermark advances. From the compiler it takes a :class:`LiveQuery`:
 
 :func:`live_query` refuses, with :class:`~sql_rewrites.errors.StreamingError`, what a
 live stream cannot answer. Pure: analysed queries in, sqlglot trees out.
+
+The JVM live operator (``sparkseq/jvm/SparkSeqLive.java``) runs the plans
+:func:`jvm_live_shape` accepts, from the plan literal :func:`jvm_live_literal` writes.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from sql_rewrites.generation.generate import (
 )
 from sql_rewrites.logical.query import MatchAggregateQuery
 from sql_rewrites.logical.sql_types import OrderKind
+from sql_rewrites.planning.jvm_path import jvm_shape, plan_literal
 from sql_rewrites.syntax.dialect import SparkSeq
 from sql_rewrites.syntax.expressions import node_position
 from udafs.plan import Plan, Strategy, funnel_measures
@@ -149,4 +153,39 @@ def _single(plan: Plan) -> bool:
                 plan.strategy is not Strategy.SKIP_TILL_ANY_MATCH)) == 1
 
 
-__all__ = ["LiveQuery", "live_query", "check_live"]
+def jvm_live_shape(plan: Plan) -> str | None:
+    """None when the JVM live operator evaluates ``plan`` exactly, else why not (in SQL words).
+
+    With SLIDE each window is counted on its own rows: its rows are less than WITHIN apart,
+    so the window's count is the plan's count without WITHIN, and every shape the JVM path
+    counts without a window is covered (middle negation, COUNT, SUM, AVG, MIN, MAX). Without
+    SLIDE the running result is carried from one time group to the next: COUNT(*) and
+    COUNT(X) of the JVM path's shapes, without a negation under WITHIN."""
+    if plan.has_edge_negation:
+        return "a leading or trailing negation is counted by the Python live operator"
+    if plan.slide is not None:
+        return jvm_shape(dataclasses.replace(plan, within=None, slide=None))
+    if plan.columns:
+        return "without SLIDE, SUM, AVG, MIN and MAX are carried by the Python live operator"
+    if plan.within is not None and any(plan.negations):
+        return "without SLIDE, a negation together with WITHIN is counted by the Python live operator"
+    return jvm_shape(plan)
+
+
+def jvm_live_literal(plan: Plan) -> str:
+    """The plan as ``SparkSeqLive`` reads it: the JVM path's literal
+    (:func:`sql_rewrites.planning.jvm_path.plan_literal`) of the plan each window is counted with
+    (without WITHIN and SLIDE when it slides); the live window travels apart.
+
+    Raises
+    ------
+    ValueError
+        ``plan`` is not a JVM live shape (:func:`jvm_live_shape`).
+    """
+    reason = jvm_live_shape(plan)
+    if reason is not None:
+        raise ValueError(f"this plan cannot run on the JVM live operator: {reason}")
+    return plan_literal(dataclasses.replace(plan, within=None, slide=None) if plan.slide is not None else plan)
+
+
+__all__ = ["LiveQuery", "live_query", "check_live", "jvm_live_shape", "jvm_live_literal"]

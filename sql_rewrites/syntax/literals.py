@@ -4,7 +4,7 @@ write any text so that Spark reads it back unchanged.
 sqlglot's Spark tokenizer finds where each quoted literal begins and ends the way
 Spark's lexer does (a backslash escapes the next character; a quote ends the text),
 but decodes the text by other rules. Spark's rules (``SparkParserUtils.unescapeSQLString``
-and the lexer, checked against Spark itself by ``tests/test_spark_literals.py``):
+and the lexer, checked against Spark itself by ``tests/spark/test_spark_literals.py``):
 
 * ``'it''s'`` and ``"a""b"``: a doubled quote of the literal's own kind is one quote
   (sqlglot reads two literals, ``'it'`` and ``'s'``, and concatenates them);

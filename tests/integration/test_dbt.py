@@ -26,7 +26,7 @@ from typing import IO
 
 import pytest
 
-from tests.test_thrift_server import free_port, query, read_banner
+from tests.servers.test_thrift_server import free_port, query, read_banner
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT = ROOT / "examples" / "bi" / "dbt"

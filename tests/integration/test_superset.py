@@ -45,7 +45,7 @@ from typing import Any
 import pytest
 
 from tests.integration.test_dbt import Server, client_rows, kill, start_server
-from tests.test_thrift_server import free_port
+from tests.servers.test_thrift_server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent

@@ -154,7 +154,7 @@ class RangeTimeline(Timeline):
     segments, where the plain :class:`Timeline` scans and sums the whole timeline per
     symbol; the replicated rows' ``ts``, ``mask`` and ``origin`` are built only if read.
     Every method returns what :class:`Timeline` returns on the same rows
-    (tests/test_kernel_segments.py). Ranges may be empty and may cut a tie group (the cut
+    (tests/kernels/test_kernel_segments.py). Ranges may be empty and may cut a tie group (the cut
     part is then a tie group of its segment, as in :class:`Timeline`).
     """
 

@@ -1,0 +1,1 @@
+"""Tests: sql_rewrites without Spark: parsing, analysis, planning, generated SQL."""

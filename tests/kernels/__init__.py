@@ -1,0 +1,1 @@
+"""Tests: the engine without Spark: udafs' kernels, plans and worker-side code against the oracle."""

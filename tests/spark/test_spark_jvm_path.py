@@ -1,0 +1,339 @@
+"""The JVM path on local Spark: the same rows as the Python (kernel) path and the oracle.
+
+Random plans of the JVM shapes (:func:`sql_rewrites.planning.jvm_path.jvm_shape`: 1-6 positive
+elements with repeated symbols, negations between them without WITHIN, WITHIN without
+negations, COUNT(*) and COUNT(X), COUNT TYPE BIGINT or DECIMAL) over random events with
+ties and NULLs run through :func:`sparkseq.sql` forced ``jvm`` and forced ``grouped``,
+both compared with :func:`tests.support.oracle.evaluate` partition by partition; then the edges
+(strict WITHIN, ties, a WITHIN wider than any span, negation at a tie), the overflow
+message, the choice and EXPLAIN, and a session whose JVM lacks the jar (a real Spark
+session in a subprocess): one warning, the Python path, the same rows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from math import comb
+from pathlib import Path
+
+import pyspark
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pyspark.errors import PySparkException
+from sqlglot import exp
+
+import sparkseq
+from sparkseq.running.execution_paths import PATH_CONF
+from sparkseq.running.jvm_path import jvm_path_missing
+from sparkseq.spark import jars
+from sparkseq.statements.sql_api import sql
+from sql_rewrites.planning.jvm_path import JVM_FUNCTION, jvm_shape, plan_literal
+from sql_rewrites.syntax.dialect import SparkSeq
+from tests.conftest import run_property
+from tests.kernels.test_kernel_oracle import events, plans
+from tests.support import oracle
+from tests.support.spark_cases import assert_same, events_frame, expected, got
+from tests.support.sql_cases import select_sql
+from udafs.plan import CountType, Element, Measure, MeasureKind, Plan
+
+SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_shipped_jar_is_built_from_the_shipped_source(tmp_path: Path) -> None:
+    jar = jars.AGGREGATES_JAR
+    assert jars.check_jar(jar, jars.AGGREGATES_SOURCES) == jar, \
+        "sparkseq/jvm/sparkseq-aggregates.jar is stale: run python -m sparkseq.spark.jars --build"
+    assert jars.build_info(jars.AGGREGATES_JAR)["pyspark"] == pyspark.__version__
+    edited = tmp_path / jars.AGGREGATES_SOURCE.name
+    edited.write_text(jars.AGGREGATES_SOURCE.read_text() + "// edited\n")
+    with pytest.raises(jars.JvmParserUnavailable, match="built from another version of SparkSeqAggregates"):
+        jars.check_jar(jars.AGGREGATES_JAR, edited)
+
+
+@pytest.fixture()
+def path_conf(spark) -> Iterator[None]:
+    yield
+    spark.conf.unset(PATH_CONF)
+
+
+@st.composite
+def jvm_plans(draw: st.DrawFn) -> Plan:
+    """Random plans cut down to the JVM shapes."""
+    within = draw(st.sampled_from(["none", "within"]))
+    plan = draw(plans(max_len=6, max_kleene=0, window=within, middle_negation=within == "none" and draw(st.booleans()),
+                      sql=True))
+    # the one value column (tests.support.spark_cases: i BIGINT, f DOUBLE) without WITHIN
+    column = draw(st.integers(0, 1))
+    kept = [m for m in plan.measures if m.column is None or (plan.within is None and m.column == column)]
+    negations = (0, *plan.negations[1:-1], 0) if plan.within is None else (0,) * (plan.length + 1)
+    if plan.within is not None and draw(st.integers(0, 4)) == 0:
+        plan = dataclasses.replace(plan, within=2**40)  # wider than any span
+    count_type = draw(st.sampled_from([CountType.BIGINT, CountType.DECIMAL]))
+    plan = dataclasses.replace(plan, negations=negations, measures=tuple(kept), count_type=count_type)
+    read = {m.column for m in plan.measures if m.column is not None}
+    compiled = dataclasses.replace(plan, columns=tuple(plan.columns[c] for c in read),
+                                   measures=tuple(dataclasses.replace(m, column=None if m.column is None else 0)
+                                                  for m in plan.measures))
+    assert jvm_shape(compiled) is None  # what the SQL compiles to: one value column
+    return plan
+
+
+@st.composite
+def cases(draw: st.DrawFn) -> tuple[Plan, list[oracle.Events]]:
+    plan = draw(jvm_plans())
+    return plan, draw(st.lists(events(plan), min_size=1, max_size=10))
+
+
+def run(spark, plan: Plan, groups: list[oracle.Events], path: str, view: str = "jvm_cases") -> dict:
+    events_frame(spark, groups).createOrReplaceTempView(view)
+    spark.conf.set(PATH_CONF, path)
+    return got(plan, sql(spark, select_sql(plan, view)).collect())
+
+
+def test_random_jvm_plans_match_the_python_path_and_the_oracle(spark, path_conf: None) -> None:
+    assert jvm_path_missing(spark) is None  # else sparkseq.path=jvm would fall back to the Python path
+    @SETTINGS
+    @given(cases())
+    def check(case: tuple[Plan, list[oracle.Events]]) -> None:
+        plan, groups = case
+        want = expected(plan, groups)
+        assert_same(plan, run(spark, plan, groups, "jvm"), want)
+        assert_same(plan, run(spark, plan, groups, "grouped"), want)
+
+    run_property(check)
+
+
+def abc(within: int | None = 10, negation: int = 0) -> Plan:
+    """SEQ(A, B, [!N,] C) with COUNT(*) AS n; A, B, C, N are mask bits 1, 2, 4, 8."""
+    return Plan(symbols=("A", "B", "C", "N"), elements=(Element(0), Element(1), Element(2)),
+                negations=(0, 0, negation, 0), within=within, measures=(Measure(MeasureKind.COUNT_STAR, name="n"),))
+
+
+def nulls(n: int) -> tuple[list[None], list[None]]:
+    return [None] * n, [None] * n
+
+
+#: What the parser extension takes for the operator in a statement (``SparkSeqExtension.OPERATOR``).
+OPERATOR = re.compile(r"(?i)\bMATCH_AGGREGATE\s*\(")
+
+
+@pytest.mark.parametrize("count_type", [CountType.BIGINT, CountType.DECIMAL])
+def test_the_plan_literal_never_reads_as_the_operator(count_type: CountType) -> None:
+    """The overflow words the plan literal carries name MATCH_AGGREGATE; as SQL they must not
+    read as the operator, else the parser extension hands the generated statement to the
+    rewriter (the DEFINE conditions' origins dropped: errors quote generated SQL) or, with
+    no rewriter installed, refuses it."""
+    literal = plan_literal(dataclasses.replace(abc(None), count_type=count_type))
+    words = "".join(json.loads(literal)["measures"][0]["overflow"])
+    assert OPERATOR.search(words) or count_type is CountType.DECIMAL, words
+    assert "(" not in literal and not OPERATOR.search(exp.Literal.string(literal).sql(dialect=SparkSeq))
+
+
+@pytest.mark.parametrize("gap", [9, 10, 11])
+def test_within_boundary_is_strict(spark, path_conf: None, gap: int) -> None:
+    """a at 0, b at 1, c at gap: a match only when gap < 10 (WITHIN 10)."""
+    ev = oracle.Events([0, 1, gap], [1, 2, 4], nulls(3))
+    assert run(spark, abc(), [ev], "jvm") == {(0, None): [1 if gap < 10 else 0]} == expected(abc(), [ev])
+
+
+def test_ties_never_follow_each_other(spark, path_conf: None) -> None:
+    """a, b and c all at time 5, then b and c at 6, c at 7: only a5 b6 c7 is a match."""
+    ev = oracle.Events([5, 5, 5, 6, 6, 7], [1, 2, 4, 2, 4, 4], nulls(6))
+    for within in (None, 10):
+        assert run(spark, abc(within), [ev], "jvm") == expected(abc(within), [ev]) == {(0, None): [1]}
+
+
+def test_a_negation_at_the_time_of_either_neighbour_cuts_nothing(spark, path_conf: None) -> None:
+    """SEQ(A, B, !N, C): n at b's time and at c's time leave a1 b2 c4; n at 3 cuts b2's matches."""
+    plan = abc(within=None, negation=8)
+    kept = oracle.Events([1, 2, 2, 4, 4], [1, 2, 8, 8, 4], nulls(5))
+    cut = oracle.Events([1, 2, 3, 4, 5, 6], [1, 2, 8, 4, 2, 4], nulls(6))
+    have = run(spark, plan, [kept, cut], "jvm")
+    assert have == expected(plan, [kept, cut]) == {(0, None): [1], (1, None): [1]}
+
+
+def test_events_without_time_or_instance_take_no_part(spark, path_conf: None) -> None:
+    """NULL times, NULL and non-finite DEFINE values: both paths, the same rows."""
+    spark.createDataFrame(
+        [("u", 1, 1.0), ("u", None, 2.0), ("u", 2, float("nan")), ("u", 3, float("inf")), ("u", 4, None),
+         ("u", 5, float("-inf")), ("v", None, 1.0), ("w", 1, None)],
+        "k STRING, ts BIGINT, x DOUBLE").createOrReplaceTempView("jvm_nulls")
+    text = ("SELECT k, n FROM jvm_nulls MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERN SEQ(A, B) "
+            "DEFINE A AS x < 2, B AS x > 2 MEASURES COUNT(*) AS n) AS m")
+    rows = {}
+    for path in ("jvm", "grouped"):
+        spark.conf.set(PATH_CONF, path)
+        rows[path] = sorted(map(tuple, sparkseq.sql(spark, text).collect()))
+    assert rows["jvm"] == rows["grouped"] == [("u", 2)]  # 1.0 before NaN (above every value) and inf
+
+
+BIG = ("SELECT k, n, nb FROM big MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERN SEQ({pattern}) "
+       "DEFINE A AS TRUE MEASURES COUNT(*) AS n, COUNT(A) AS nb{count_type}{within}) AS m")
+
+
+@pytest.fixture()
+def big(spark) -> str:
+    """One key of 2,000 rows with distinct times and one of 4,000: SEQ of six A over 4,000
+    rows has C(4000, 6) = 5.7e18 matches (a BIGINT), and COUNT(A) is six times that (not)."""
+    spark.range(6000).selectExpr("CASE WHEN id < 2000 THEN 'small' ELSE 'large' END AS k",
+                                 "id AS ts").createOrReplaceTempView("big")
+    return "big"
+
+
+def test_overflow_raises_the_python_message_naming_the_partition(spark, path_conf: None, big: str) -> None:
+    six = BIG.format(pattern="A, A, A, A, A, A", count_type="", within="")
+    messages = []
+    for path in ("jvm", "grouped"):
+        spark.conf.set(PATH_CONF, path)
+        with pytest.raises(PySparkException) as info:  # COUNT(A) = 6 C(4000, 6) = 3.4e19 > 2**63
+            sparkseq.sql(spark, six).collect()
+        text = str(info.value)
+        start = text.index("measure 'nb' (COUNT)")
+        messages.append(text[start:text.index("COUNT TYPE DOUBLE", start)])
+    assert messages[0] == messages[1]
+    assert '{"k":"large"}' in messages[0] and "20 decimal digits" in messages[0]
+
+
+@pytest.mark.parametrize("within", ["", " WITHIN 100000"])
+def test_decimal_counts_beyond_bigint(spark, path_conf: None, big: str, within: str) -> None:
+    """Intermediates overflow long: the JVM counts again exactly, as the kernels do."""
+    text = BIG.format(pattern="A, A, A, A, A, A", count_type=" COUNT TYPE DECIMAL", within=within)
+    rows = {}
+    for path in ("jvm", "grouped"):
+        spark.conf.set(PATH_CONF, path)
+        rows[path] = {r["k"]: (r["n"], r["nb"]) for r in sparkseq.sql(spark, text).collect()}
+    assert rows["jvm"] == rows["grouped"]
+    assert rows["jvm"]["large"] == (comb(4000, 6), 6 * comb(4000, 6))
+
+
+def test_auto_picks_the_jvm_path_explains_it_and_runs_no_python(spark, path_conf: None, big: str) -> None:
+    text = BIG.format(pattern="A, A, A", count_type="", within=" WITHIN 100")
+    spark.conf.set(PATH_CONF, "auto")
+    explained = sparkseq.explain(spark, text)
+    assert "path          jvm (counted in the JVM" in explained and JVM_FUNCTION in explained
+    frame = sparkseq.sql(spark, text)
+    plan = frame._jdf.queryExecution().executedPlan().toString()
+    assert "Python" not in plan and "ObjectHashAggregate" in plan
+    rows = {r["k"]: r["n"] for r in frame.collect()}
+    spark.conf.set(PATH_CONF, "grouped")
+    assert "grouped (forced by sparkseq.path)" in sparkseq.explain(spark, text)
+    assert rows == {r["k"]: r["n"] for r in sparkseq.sql(spark, text).collect()}
+    # a3 < a2 < a1 consecutive ids within 100: per last row t, C(min(t, 99), 2) pairs before it
+    assert rows["small"] == sum(comb(min(t, 99), 2) for t in range(2000))
+
+
+def test_forcing_the_jvm_path_on_an_uncovered_shape_names_the_reason(spark, path_conf: None, big: str) -> None:
+    spark.conf.set(PATH_CONF, "jvm")
+    text = BIG.format(pattern="A, A+", count_type="", within="")
+    with pytest.raises(Exception, match="cannot run on the JVM path: a Kleene"):
+        sparkseq.sql(spark, text)
+    spark.conf.set(PATH_CONF, "auto")
+    assert "path          grouped" in sparkseq.explain(spark, text)  # auto: uncovered shapes stay in Python
+
+
+def test_big_keys_keep_the_time_split_and_the_others_run_in_the_jvm(spark, path_conf: None, big: str) -> None:
+    text = BIG.format(pattern="A, A, A", count_type="", within=" WITHIN 100")
+    spark.conf.set("sparkseq.timeSplit.splitRows", "3000")
+    spark.conf.set("sparkseq.timeSplit.chunkRows", "1000")
+    try:
+        spark.conf.set(PATH_CONF, "auto")
+        explained = sparkseq.explain(spark, text)
+        rows = {r["k"]: r["n"] for r in sparkseq.sql(spark, text).collect()}
+        spark.conf.set(PATH_CONF, "grouped")
+        assert rows == {r["k"]: r["n"] for r in sparkseq.sql(spark, text).collect()}
+    finally:
+        spark.conf.unset("sparkseq.timeSplit.splitRows")
+        spark.conf.unset("sparkseq.timeSplit.chunkRows")
+    assert "time-split (keys over 3,000 rows" in explained
+    assert "the other keys on the JVM path, counted in the JVM" in explained
+    assert JVM_FUNCTION in explained
+
+
+FALLBACK = textwrap.dedent("""
+    import json, warnings
+    from pyspark.sql import SparkSession
+    import sparkseq
+    from sparkseq.running.jvm_path import JvmPathUnavailable
+    spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+             .config("spark.sql.shuffle.partitions", "1").getOrCreate())  # no sparkseq jar on the class path
+    sparkseq.register(spark)
+    spark.sql("CREATE TEMP VIEW ev AS SELECT * FROM VALUES ('u', 1, 'A'), ('u', 2, 'B'), ('u', 2, 'A'), "
+              "('u', 3, 'B') AS t(k, ts, type)")
+    text = ("SELECT k, n FROM ev MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERN SEQ(A, B) TYPE BY type "
+            "MEASURES COUNT(*) AS n) AS m")
+    out = {}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for path in ("auto", "jvm", "auto"):
+            spark.conf.set("sparkseq.path", path)
+            out.setdefault(path, []).append([tuple(r) for r in sparkseq.sql(spark, text).collect()])
+        explained = sparkseq.explain(spark, text)
+    print(json.dumps({"rows": out, "explained": explained,
+                      "warnings": [str(w.message) for w in caught if issubclass(w.category, JvmPathUnavailable)]}))
+""")
+
+
+def test_a_jvm_without_the_jar_runs_the_python_path_with_one_warning(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", FALLBACK], capture_output=True, text=True, timeout=600, env=env,
+                          cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["rows"] == {"auto": [[["u", 3]], [["u", 3]]], "jvm": [[["u", 3]]]}
+    assert len(report["warnings"]) == 1
+    assert "sparkseq.jvm.SparkSeqAggregates is not on this JVM's class path" in report["warnings"][0]
+    assert "not on the JVM path: the class" in report["explained"]
+
+
+DECIMALS = ("SELECT k, n, s, a, lo, hi FROM dec MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERN SEQ(A, B, !N, A) "
+            "DEFINE A AS type = 'A', B AS type = 'B', N AS type = 'N' "
+            "MEASURES COUNT(*) AS n, SUM(A.x) AS s, AVG(A.x) AS a, MIN(A.x) AS lo, MAX(A.x) AS hi) AS m")
+
+
+@pytest.mark.parametrize("x_type", ["DECIMAL(20, 3)", "DECIMAL(38, 2)", "BIGINT", "DOUBLE"])
+def test_value_measures_with_negation_match_the_python_path(spark, path_conf: None, x_type: str) -> None:
+    """SUM, AVG, MIN and MAX of one column (NULLs, NaN and infinities among the DOUBLEs),
+    a negation between two elements, ties: the two paths, the same values and types."""
+    values = ["1.5", "-2.25", "NULL", "1000000.125", "3", "-0.001", "7.75", "NULL"]
+    if x_type == "BIGINT":
+        values = ["15", "-2", "NULL", "1000000", "3", "-1", "9223372036854775", "NULL"]
+    if x_type == "DOUBLE":
+        values = ["1.5", "double('NaN')", "NULL", "double('inf')", "-0.0", "0.0", "double('-inf')", "2.5"]
+    types = ["A", "B", "A", "N", "A", "B", "A", "A"]
+    rows = ", ".join(f"('{k}', {t}, '{ty}', CAST({v} AS {x_type}))" for k in ("u", "w")
+                     for t, (ty, v) in enumerate(zip(types, values)) if k == "u" or t % 3)
+    spark.sql(f"CREATE OR REPLACE TEMP VIEW dec AS SELECT * FROM VALUES {rows}, ('u', 4, 'B', NULL) "
+              "AS t(k, ts, type, x)")
+    out = {}
+    for path in ("jvm", "grouped"):
+        spark.conf.set(PATH_CONF, path)
+        frame = sparkseq.sql(spark, DECIMALS)
+        out[path] = (frame.schema.simpleString(), sorted(map(repr, frame.collect())))
+    assert out["jvm"] == out["grouped"]
+    spark.conf.set(PATH_CONF, "auto")
+    assert "path          jvm" in sparkseq.explain(spark, DECIMALS)
+
+
+def test_sum_overflow_names_the_measure_and_partition_as_the_python_path(spark, path_conf: None) -> None:
+    spark.sql("CREATE OR REPLACE TEMP VIEW sums AS SELECT 'u' AS k, id AS ts, 4611686018427387904 AS x "
+              "FROM range(3)")
+    text = ("SELECT k, s FROM sums MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERN SEQ(A, A) DEFINE A AS TRUE "
+            "MEASURES SUM(A.x) AS s) AS m")
+    messages = []
+    for path in ("jvm", "grouped"):
+        spark.conf.set(PATH_CONF, path)
+        with pytest.raises(PySparkException) as info:  # 2 * 3 pairs of 2**62
+            sparkseq.sql(spark, text).collect()
+        text_of = str(info.value)
+        start = text_of.index("measure 's' (SUM)")
+        messages.append(text_of[start:text_of.index("COUNT TYPE DOUBLE", start)])
+    assert messages[0] == messages[1] and '{"k":"u"}' in messages[0]
