@@ -18,8 +18,9 @@ from hypothesis import HealthCheck, given, settings
 
 from sql_rewrites.analysis.seq_functions import BY_NAME, COUNT, SIGNATURES, SUM, FunctionArgumentError, Signature
 from sql_rewrites.errors import NonNumericMeasureError, OrderByError, UnknownHierarchyError, WindowTypeMismatchError
-from tests import oracle
-from tests.test_spark_sql_functions import MEASURES, cases, close
+from tests.conftest import run_property
+from tests.spark.test_spark_sql_functions import MEASURES, cases, close
+from tests.support import oracle
 from udafs.plan import Plan
 from udafs.workers.seq_functions import FunctionOverflowError, seq_body
 
@@ -69,7 +70,7 @@ def test_functions_match_oracle(window: str) -> None:
                 have = call(f"seq_{kind.value}", ts, types, pattern, length, name, values[column])
                 assert close(have, w), (kind, have, w)
 
-    check()
+    run_property(check)
 
 
 def test_window_functions_match_oracle() -> None:
@@ -94,7 +95,7 @@ def test_window_functions_match_oracle() -> None:
                             values[column]).as_py()
                 assert all(close(h[kind.value], w[2][j]) for h, w in zip(have, want)), (kind, have, want)
 
-    check()
+    run_property(check)
 
 
 def test_non_finite_nan_and_null_values() -> None:
