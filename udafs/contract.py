@@ -39,6 +39,7 @@ pyarrow or Spark. Types are Spark SQL DDL text.
 
 from __future__ import annotations
 
+import enum
 from typing import TYPE_CHECKING
 
 from udafs.plan import CountType, Measure, MeasureKind, Plan, ValueType
@@ -68,6 +69,19 @@ def takes_seq(plan: Plan) -> bool:
 def takes_bounds(plan: Plan) -> bool:
     """True when ``plan``'s engine function takes ``lo, hi`` (possible times) after ``mask``."""
     return plan.uncertain is not None
+
+
+class OrderKind(str, enum.Enum):
+    """How an ORDER BY column (or a ``seq_*`` function's ``ts``) becomes the engine's int64 time."""
+
+    TIMESTAMP = "timestamp"
+    TIMESTAMP_NTZ = "timestamp_ntz"
+    INTEGRAL = "integral"
+
+    @property
+    def takes_intervals(self) -> bool:
+        """True when WITHIN / SLIDE are INTERVAL literals (in microseconds)."""
+        return self is not OrderKind.INTEGRAL
 
 
 def measure_field(index: int) -> str:
@@ -140,7 +154,7 @@ def result_field_names(plan: Plan) -> tuple[str, ...]:
 
 __all__ = [
     "WINDOW_START", "WINDOW_END", "ERROR", "PARTITION_SLOT", "ALL_ROWS", "COUNT_TYPE_SQL", "VALUE_TYPE_SQL",
-    "DECIMAL",
+    "DECIMAL", "OrderKind",
     "measure_field", "takes_seq", "takes_bounds", "value_type", "engine_type", "steps_type", "measure_type",
     "result_fields",
     "result_type", "result_field_names",

@@ -5,7 +5,7 @@ Two kinds of functions exist:
 * fixed-signature functions (:data:`FUNCTIONS`), one SQL signature for every plan,
   registered by :func:`register` so that any SQL client of the session can call them
   with a plan literal (``sparkseq_count(plan, ts, mask)``) or a pattern string
-  (``seq_count(ts, type, 'SEQ(A, B)')``, :mod:`sparkseq.spark.functions`);
+  (``seq_count(ts, type, 'SEQ(A, B)')``, :mod:`udafs.workers.seq_functions`);
 * per-plan functions: :func:`engine_function` registers, once per distinct plan and
   named by a digest of it, the grouped-aggregate function that MATCH_AGGREGATE calls;
   the plan is bound into the function, so it is not shipped with every row.
@@ -35,8 +35,7 @@ from pyspark.sql.udtf import UserDefinedTableFunction
 if TYPE_CHECKING:
     from pyspark.sql._typing import UserDefinedFunctionLike
 
-from sparkseq.spark import functions
-from sql_rewrites.analysis.seq_functions import Hierarchies, Signature
+from sql_rewrites.analysis.seq_functions import SIGNATURES, Hierarchies, Signature
 from sql_rewrites.generation.aggregates import OnEmpty, PythonAggregate
 from sql_rewrites.logical.sql_types import spark_json_type
 from udafs import contract
@@ -45,6 +44,7 @@ from udafs.plan import MeasureKind, Plan
 from udafs.workers import grouped as spark_udfs
 from udafs.workers import streaming as spark_udtf
 from udafs.workers import timesplit as spark_timesplit
+from udafs.workers.seq_functions import seq_body
 
 
 @dataclass(frozen=True)
@@ -85,11 +85,11 @@ def return_type(ddl: str) -> DataType | str:
 
 #: Registered by :func:`register`: the plan-literal functions and the BI functions
 #: taking pattern strings (``seq_count(ts, type, 'SEQ(A, B)', INTERVAL 10 MINUTES)``,
-#: see :mod:`sparkseq.spark.functions`).
+#: see :mod:`udafs.workers.seq_functions`).
 FUNCTIONS: list[FunctionSpec] = [
     FunctionSpec("sparkseq_count", spark_udfs.count_matches, "bigint"),
     FunctionSpec("sparkseq_count_windows", spark_udfs.count_windows, spark_udfs.COUNT_WINDOWS_DDL),
-    *(FunctionSpec(sig.name, body, sig.return_type) for sig, body in functions.FUNCTIONS),
+    *(FunctionSpec(sig.name, seq_body(sig), sig.return_type) for sig in SIGNATURES),
 ]
 
 
@@ -106,7 +106,7 @@ def _on_empty(sig: Signature) -> OnEmpty:
 PYTHON_AGGREGATES: dict[str, PythonAggregate] = {
     "sparkseq_count": PythonAggregate("sparkseq_count", 1, OnEmpty.ZERO),
     "sparkseq_count_windows": PythonAggregate("sparkseq_count_windows", 1, OnEmpty.EMPTY),
-    **{sig.name: PythonAggregate(sig.name, sig.params.index("ts"), _on_empty(sig)) for sig, _ in functions.FUNCTIONS},
+    **{sig.name: PythonAggregate(sig.name, sig.params.index("ts"), _on_empty(sig)) for sig in SIGNATURES},
 }
 
 
@@ -141,8 +141,8 @@ def register_hierarchy_functions(spark: SparkSession, hierarchies: Hierarchies) 
     """Register the ``seq_*`` functions again with ``hierarchies`` bound in, so patterns
     such as ``'SEQ(DELL, Finance) HIERARCHY sectors'`` resolve in the Python workers.
     Called whenever the session's concept hierarchies change."""
-    for sig, body in functions.bodies(hierarchies):
-        _register(spark, sig.name, Registered(grouped_aggregate(body, sig.return_type)))
+    for sig in SIGNATURES:
+        _register(spark, sig.name, Registered(grouped_aggregate(seq_body(sig, hierarchies), sig.return_type)))
 
 
 def engine_function(spark: SparkSession, plan: Plan | MultiPlan) -> str:

@@ -19,7 +19,7 @@ from typing import NamedTuple
 WORKER_PACKAGES = ("numpy", "pyarrow", "pandas")
 #: Modules whose import proves the shipped packages work: the UDF bodies' modules.
 WORKER_MODULES = ("udafs.workers.grouped", "udafs.workers.shared", "udafs.workers.streaming",
-                  "sparkseq.spark.functions")
+                  "udafs.workers.seq_functions", "sql_rewrites.analysis.seq_functions")
 
 
 class Report(NamedTuple):

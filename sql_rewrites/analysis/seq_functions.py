@@ -5,7 +5,9 @@ HIERARCHY h'``) is parsed by the dialect's own parser into a :class:`PatternArgu
 and compiled into an engine plan plus the type values each symbol covers
 (:func:`compile_call`); :func:`check_calls` checks the literal arguments of a parsed
 statement before any Spark job, with the errors the functions raise when they run.
-The functions themselves (Arrow in, Arrow out) are :mod:`sparkseq.spark.functions`.
+The bodies the Python workers run (Arrow in, Arrow out) are :mod:`udafs.workers.seq_functions`: each
+reads one group's arguments as plain values and hands them to its :class:`Signature`, which
+checks them and compiles the pattern (:func:`compile_arguments`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -25,20 +29,24 @@ from sqlglot.errors import SqlglotError
 from sql_rewrites.clauses.pattern import compile_type_pattern
 from sql_rewrites.clauses.selection import check_quantified_strategy
 from sql_rewrites.clauses.symbols import compile_pattern
-from sql_rewrites.clauses.windows import WindowSpec, describe_length, window_length
+from sql_rewrites.clauses.windows import WindowSpec, describe_length, interval_text_length, window_length
 from sql_rewrites.errors import (
     NegatedMeasureError,
+    NonNumericMeasureError,
+    OrderByError,
     SqlRewriteError,
     UnknownHierarchyError,
     UnknownSymbolError,
+    WindowTypeMismatchError,
     position_of,
 )
 from sql_rewrites.logical.hierarchy import ConceptHierarchy
-from sql_rewrites.logical.sql_types import OrderKind
+from sql_rewrites.logical.sql_types import ORDER_TYPES_HELP, SUM_TYPES_HELP, OrderKind
 from sql_rewrites.syntax.dialect import SparkSeq, parse_into
 from sql_rewrites.syntax.expressions import MatchPattern, PatternArgument, node_position
 from udafs.errors import SparkSeqError
-from udafs.plan import CountType, Measure, MeasureKind, Plan, Strategy, ValueType
+from udafs.plan import CountType, Measure, MeasureKind, Strategy, ValueType
+from udafs.seq_calls import CallArguments, Compiled, Constant, Hierarchies
 
 
 class FunctionArgumentError(SparkSeqError, ValueError):
@@ -100,6 +108,11 @@ class Signature:
                                         f"{' (within is optional)' if optional else ''}, got {len(args)}")
         return dict(zip(self.params, list(args) + [None]))
 
+    def compiled(self, call: CallArguments, hierarchies: Hierarchies = ()) -> Compiled:
+        """One group's ``call`` checked, with this function's errors, and its pattern compiled
+        (:func:`compile_arguments`): what the function's worker body asks."""
+        return compile_arguments(self, call, hierarchies)
+
 
 COUNT, SUM, AVG, MIN, MAX = (Signature(k) for k in (MeasureKind.COUNT_STAR, MeasureKind.SUM, MeasureKind.AVG,
                                                      MeasureKind.MIN, MeasureKind.MAX))
@@ -113,21 +126,6 @@ BY_NAME: dict[str, Signature] = {sig.name: sig for sig in SIGNATURES}
 
 
 # --- the compiled pattern of a call ------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Compiled:
-    """A plan plus what turns a type column into the plan's symbol mask: a row whose type is
-    ``values[i]`` is an instance of the symbols in the bitmask ``bits[i]``."""
-
-    plan: Plan
-    values: tuple[str, ...]  # distinct type values of the pattern
-    bits: np.ndarray  # bits[i]: OR of the symbols whose type value is values[i]
-
-
-#: The session's concept hierarchies as bound into the registered functions:
-#: ``((casefolded name, ((child, parent), ...)), ...)`` (hashable, picklable).
-Hierarchies = tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
 
 
 def pattern_argument(text: str) -> PatternArgument:
@@ -228,6 +226,87 @@ def measured_symbol(sig: Signature, parsed: MatchPattern, pattern: str, symbol: 
             f"{sig.name}: symbol {symbol} appears only negated (!{symbol}) in {pattern!r}; a measure needs a "
             "symbol that is bound to rows of the match")
     return found[0].index
+
+
+# --- one group's call, as its worker body read it ---------------------------------------
+
+
+def compile_arguments(sig: Signature, call: CallArguments, hierarchies: Hierarchies = ()) -> Compiled:
+    """The compiled pattern of one group's call, its arguments checked first, in the order
+    of the function's parameters (the errors the function raises in a Python worker).
+
+    Raises
+    ------
+    OrderByError, FunctionArgumentError, WindowSpecError, NonNumericMeasureError
+        And the errors of :func:`compile_call`.
+    """
+    kind = _event_time_kind(sig, call)
+    pattern = _constant(sig, "pattern", call.pattern)
+    if not isinstance(pattern, str):
+        raise FunctionArgumentError(f"{sig.usage}: pattern must be a string such as 'SEQ(A, B)'")
+    within = _window_argument(sig, "within", call.within, kind)
+    slide = _window_argument(sig, "slide", call.slide, kind)
+    if sig.windows and (within is None or slide is None):
+        raise FunctionArgumentError(f"{sig.usage}: within and slide are required (not NULL)")
+    clock = kind.takes_intervals
+    shown = None if within is None or slide is None else (describe_length(within, clock), describe_length(slide, clock))
+    WindowSpec.checked(within, slide, shown=shown)
+    if sig.counts:
+        return compile_call(sig, pattern, within, slide, None, None, hierarchies)
+    symbol = _constant(sig, "symbol", call.symbol)
+    if symbol is None:
+        raise FunctionArgumentError(f"{sig.usage}: symbol must name a symbol of the pattern, e.g. 'B'")
+    if call.value_type is None:
+        raise NonNumericMeasureError(f"{sig.name}: the value column is {call.value_sql_type}, not numeric; "
+                                     f"{sig.name} accepts {SUM_TYPES_HELP}")
+    return compile_call(sig, pattern, within, slide, str(symbol), call.value_type, hierarchies)
+
+
+def _event_time_kind(sig: Signature, call: CallArguments) -> OrderKind:
+    kind = call.time_kind
+    if kind is None:
+        raise OrderByError(f"{sig.name}: ts is {call.time_type}; the event time must be {ORDER_TYPES_HELP} "
+                           "(e.g. CAST(ts AS TIMESTAMP))")
+    if sig.windows and kind is not OrderKind.TIMESTAMP:
+        raise OrderByError(f"{sig.name} returns TIMESTAMP window bounds and needs a TIMESTAMP event time, got "
+                           f"{'TIMESTAMP_NTZ' if kind is OrderKind.TIMESTAMP_NTZ else call.time_type}; cast it, or "
+                           "use MATCH_AGGREGATE ... SLIDE, whose window bounds have the ORDER BY column's type")
+    return kind
+
+
+def _constant(sig: Signature, name: str, argument: Constant) -> object:
+    """The one value of a constant argument (None when NULL or left out)."""
+    if argument.varies:
+        raise FunctionArgumentError(f"{sig.usage}: {name} must be the same for every row of a group "
+                                    "(write it as a literal)")
+    return argument.value
+
+
+def _window_argument(sig: Signature, name: str, argument: Constant, kind: OrderKind) -> int | None:
+    """The ``within`` / ``slide`` argument in engine units (µs for timestamps), checked against
+    ``ts``; None when NULL or absent (:class:`WindowSpec` checks the two together)."""
+    value = _constant(sig, name, argument)
+    if value is None:
+        return None
+    if isinstance(value, timedelta):  # an INTERVAL ... DAY TO SECOND
+        if not kind.takes_intervals:
+            raise WindowTypeMismatchError(f"{sig.name}: ts is numeric, so {name} takes a plain number in the "
+                                          f"same units, e.g. 600, not an interval")
+        return value // timedelta(microseconds=1)
+    if isinstance(value, str):
+        if not kind.takes_intervals:
+            raise WindowTypeMismatchError(f"{sig.name}: ts is numeric, so {name} takes a plain number, "
+                                          f"got {value!r}")
+        return interval_text_length(value, name.upper())
+    if isinstance(value, (int, Decimal)) and not isinstance(value, bool):
+        if kind.takes_intervals:
+            raise WindowTypeMismatchError(f"{sig.name}: ts is a timestamp, so {name} takes an interval, e.g. "
+                                          f"INTERVAL 10 MINUTES or '10 minutes', got {value}")
+        if value != int(value):
+            raise FunctionArgumentError(f"{sig.name}: {name} must be a whole number, got {value}")
+        return int(value)
+    raise FunctionArgumentError(f"{sig.usage}: {name} must be an INTERVAL, a string like '10 minutes' or a "
+                                f"number, got {argument.arrow_type}")
 
 
 # --- checks before any Spark job ---------------------------------------------------------
@@ -359,5 +438,6 @@ def _is_null(node: exp.Expr | None) -> bool:
 
 __all__ = ["BY_NAME", "COUNT", "SUM", "AVG", "MIN", "MAX", "STEPS", "MAX_STEP", "SIGNATURES", "Compiled",
            "FunctionArgumentError",
-           "Hierarchies", "Signature", "check_calls", "check_statement_calls", "compile_call", "hierarchy_name",
+           "Hierarchies", "Signature", "check_calls", "check_statement_calls", "compile_arguments", "compile_call",
+           "hierarchy_name",
            "hierarchy_of", "measured_symbol", "pattern_argument", "strategy_of"]

@@ -27,7 +27,6 @@ DOUBLE from a ``CAST(x AS DOUBLE)`` column.
 
 from __future__ import annotations
 
-import enum
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from sql_rewrites.syntax.dialect import SparkSeq
+from udafs.contract import OrderKind
 from udafs.plan import ValueType
 
 DType = exp.DType
@@ -46,19 +46,6 @@ MAX_EXACT_INT_DIGITS = 18  # every DECIMAL(18, 0) value fits int64
 EPOCH_NTZ = "1970-01-01 00:00:00"
 #: Spark's text of a string type with a collation: ``string collate UTF8_LCASE``.
 COLLATED_STRING = re.compile(r"\s*string\s+collate\s+([A-Za-z0-9_]+)\s*", re.IGNORECASE)
-
-
-class OrderKind(str, enum.Enum):
-    """How an ORDER BY column becomes the engine's int64 time."""
-
-    TIMESTAMP = "timestamp"
-    TIMESTAMP_NTZ = "timestamp_ntz"
-    INTEGRAL = "integral"
-
-    @property
-    def takes_intervals(self) -> bool:
-        """True when WITHIN / SLIDE are INTERVAL literals (in microseconds)."""
-        return self is not OrderKind.INTEGRAL
 
 
 ORDER_TYPES_HELP = "TIMESTAMP, TIMESTAMP_NTZ, TINYINT, SMALLINT, INT, BIGINT or DECIMAL(p, 0) with p <= 18"

@@ -102,7 +102,8 @@ def test_the_zip_is_built_once_and_imports_without_the_checkout(tmp_path: Path) 
     # -S: no site packages, hence no editable install of sparkseq; the zip and the
     # driver's packages' directory (not its .pth hooks) on the path only.
     site = next(p for p in sys.path if p.endswith("site-packages"))
-    code = "import sys; import udafs.workers.grouped, sparkseq.spark.functions; print(udafs.__file__)"
+    code = ("import sys; import udafs.workers.grouped, udafs.workers.seq_functions, "
+            "sql_rewrites.analysis.seq_functions; print(udafs.__file__)")
     done = subprocess.run([sys.executable, "-S", "-c", code], cwd=tmp_path, capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": os.pathsep.join([str(first), site])})
     assert done.returncode == 0, done.stderr
