@@ -1,6 +1,6 @@
-"""Go/no-go for a JVM aggregate on the native path: the floors of its candidates, in one run.
+"""Go/no-go for a JVM aggregate: the floors of its candidates, in one run.
 
-Same data as bench/native.py (its ``generate``: ``--events`` events over ``--keys`` keys).
+Same data as bench/sequence_events.py (its ``generate``: ``--events`` events over ``--keys`` keys).
 Each round times, interleaved so that the machine's load hits all alike:
 
 * ``count``: Spark's ``SELECT k, count(*) FROM events GROUP BY k`` (the JVM floor);
@@ -17,7 +17,7 @@ Each round times, interleaved so that the machine's load hits all alike:
 
 * ``counting``: ``catalyst`` with the counting done — the exact COUNT(*) of SEQ(A, B, C)
   WITHIN 10 minutes per key in Java (the prefix-count recurrence of
-  sql_rewrites/native.py, long arithmetic that raises on overflow): what the finished
+  the JVM path, sql_rewrites/jvm_path.py, long arithmetic that raises on overflow): what the finished
   aggregate would cost. Not part of sparkseq; its counts must equal the kernel path's.
 
 Prints each round's times, the median of each, and the median over rounds of each
@@ -38,7 +38,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import sparkseq  # noqa: E402
-from native import FLOOR, MATCH, generate, spark_counts  # noqa: E402  (bench/ is on sys.path as a script)
+from sequence_events import FLOOR, MATCH, generate, spark_counts  # noqa: E402  (bench/ is on sys.path as a script)
 from spark_e2e import WINDOW_MICROS  # noqa: E402
 from sparkseq.jvm_parser import compile_jar  # noqa: E402
 from sparkseq.session import scratch_dir  # noqa: E402

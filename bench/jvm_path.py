@@ -1,6 +1,6 @@
 """The JVM path against the kernel path and Spark's own ``count(*)``, same-round ratios.
 
-Same data as bench/native.py (its ``generate``: ``--events`` events over ``--keys`` keys,
+Same data as bench/sequence_events.py (its ``generate``: ``--events`` events over ``--keys`` keys,
 ``--per-window`` events per key per 10 minutes). Each round times, interleaved so that
 the machine's load hits all alike, ``sparkseq.sql`` of SEQ(A, B, C) WITHIN 10 minutes,
 COUNT(*) per key (and with ``--open`` the same pattern with a middle negation and no
@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import sparkseq  # noqa: E402
-from native import FLOOR, MATCH, generate, spark_counts  # noqa: E402  (bench/ is on sys.path as a script)
+from sequence_events import FLOOR, MATCH, generate, spark_counts  # noqa: E402  (bench/ is on sys.path as a script)
 from sparkseq.execution_paths import PATH_CONF  # noqa: E402
 from timing import interleaved_rounds, print_ratios_to_kernel_and_count  # noqa: E402
 

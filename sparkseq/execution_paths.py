@@ -19,14 +19,11 @@ module reads the estimates, registers the functions a path calls and asks Spark 
 its hash partitioning sends a chunk; the SQL it runs or hands to the rewriter is built
 by :mod:`sql_rewrites.path_queries`. Session settings:
 
-* ``sparkseq.path``: ``auto`` (default), ``native``, ``grouped`` (the kernel path), ``time-split``,
+* ``sparkseq.path``: ``auto`` (default), ``grouped`` (the kernel path), ``time-split``,
   ``streaming`` or ``jvm`` (tests, benchmarks). ``auto`` and ``jvm`` run on the JVM path
   (:mod:`sql_rewrites.jvm_path`, :mod:`sparkseq.jvm_path`) what would run grouped when the
   plan is a JVM shape; ``jvm`` on another shape is an error naming why, and where the JVM
-  path cannot run (no jar in the JVM, Spark Connect) both warn once and run in Python.
-  ``auto`` runs natively (:mod:`sql_rewrites.native`) what the cost rule
-  :data:`~sql_rewrites.timesplit.NATIVE_AUTO_LENGTH` allows (today nothing: it measured slower),
-  and only with Spark's ANSI arithmetic on;
+  path cannot run (no jar in the JVM, Spark Connect) both warn once and run in Python;
 * ``sparkseq.streaming.rows``: keys over this many rows in a plan that cannot be split go to
   the bounded-memory streaming path (default :data:`~sql_rewrites.timesplit.STREAM_ROWS`);
 * ``sparkseq.timeSplit.splitRows`` / ``sparkseq.timeSplit.chunkRows``: the thresholds
@@ -59,7 +56,6 @@ from sql_rewrites.jvm_path import jvm_shape
 from sql_rewrites.logical import MatchAggregateQuery
 from sql_rewrites.markers import positional_markers
 from sql_rewrites.path_queries import (
-    NATIVE_NAME,
     PathFunctions,
     big_keys_sql,
     cube_on_paths,
@@ -78,7 +74,6 @@ from sql_rewrites.timesplit import (
     big_key_threshold,
     choose_path,
     jvm_choice,
-    native_reason,
     planned_path,
     room_for_key,
     sized_path,
@@ -186,7 +181,7 @@ def _python_decision(spark: SparkSession | None, query: MatchAggregateQuery, *, 
     _no_forced_streaming(forced, streaming)
     split_rows, chunk_rows, stream_rows = thresholds(spark, streaming)
     threshold = big_key_threshold(plan, split_rows, stream_rows)
-    if forced is not None or threshold is None or native_reason(plan, ansi) is None:
+    if forced is not None or threshold is None:
         return planned_path(plan, forced, split_rows, chunk_rows, stream_rows, ansi=ansi)
     room = key_room(spark, query, threshold)
     if room is None:
@@ -351,7 +346,7 @@ def planned_replacer(spark: SparkSession | None, then: Replacement | None = None
 
 class PathReplacer:
     """The ``replace`` hook (:data:`sql_rewrites.rewriter.Replacement`) that runs each
-    statement on its path (native, time-split, streaming, or those by key size; grouped is
+    statement on its path (time-split, streaming, JVM, or those by key size; grouped is
     the rewriter's default); ``choices`` records each operator's :class:`PathChoice` by ordinal.
     Without ``streaming`` (a persistent view's query), never the streaming path."""
 
@@ -398,8 +393,6 @@ def path_functions(spark: SparkSession, query: MatchAggregateQuery, plan: Plan, 
     grouped = None
     if choice.by_key_size is not None or choice.path is Path.GROUPED:
         grouped = engine_function(spark, plan) if register else engine_function_name(plan)
-    if choice.path is Path.NATIVE:
-        return PathFunctions()
     if choice.path is Path.STREAMING:
         types = key_types(spark, query)
         stream = stream_function(spark, plan, types) if register else stream_function_name(plan, types)
@@ -432,7 +425,6 @@ def decide_group(spark: SparkSession, query: MatchAggregateQuery, plans: Sequenc
 __all__ = [
     "CHUNK_ROWS_CONF",
     "ANSI_CONF",
-    "NATIVE_NAME",
     "PATH_CONF",
     "SPLIT_ROWS_CONF",
     "STREAM_ROWS_CONF",

@@ -6,8 +6,8 @@ partitioning sends a chunk; every query it runs or hands back to the rewriter is
 here from plain values — the analysed operator, a :class:`~sql_rewrites.timesplit.PathChoice`
 and the names of the registered functions (:class:`PathFunctions`):
 
-* :func:`path_output`: an engine input's typed output on a path (native, grouped,
-  time split, streaming, JVM);
+* :func:`path_output`: an engine input's typed output on a path (grouped, time split,
+  streaming, JVM);
 * :func:`operator_on_path` / :func:`cube_on_paths`: the operator's replacement, a
   statement alone or an E-Cube as the UNION ALL of its cuboids
   (:mod:`sql_rewrites.cube_paths`);
@@ -31,13 +31,9 @@ from sql_rewrites.cube_paths import cube_branches, cube_union, cuboid_statements
 from sql_rewrites.generate import EngineInput, InternalNames, aliased, engine_input, engine_query, sanitize
 from sql_rewrites.jvm_path import JVM_FUNCTION, jvm_query
 from sql_rewrites.logical import MatchAggregateQuery
-from sql_rewrites.native import native_query
 from sql_rewrites.rewriter import Replaced
 from sql_rewrites.sql_types import DType
 from sql_rewrites.timesplit import Path, PathChoice, streaming_query, time_split_query
-
-#: The name an operator on the native path reports in place of an engine function.
-NATIVE_NAME = "native"
 
 
 @dataclass(frozen=True)
@@ -46,7 +42,7 @@ class PathFunctions:
     (``engine``), the streaming UDTF (``stream``), or the time split's chunk and combine
     functions (``split``) with how its chunks are spread over tasks — ``task_keys[p]``
     a BIGINT Spark's hash partitioning sends to task ``p`` (one chunk per task), else
-    hashed over ``chunk_tasks`` tasks. The native path calls none."""
+    hashed over ``chunk_tasks`` tasks."""
 
     engine: str | None = None
     stream: str | None = None
@@ -65,8 +61,6 @@ def path_output(spec: EngineInput, source: exp.Expr, choice: PathChoice,
     ValueError
         ``functions`` lacks a function the path calls, or the path refuses the plan.
     """
-    if choice.path is Path.NATIVE:
-        return native_query(spec, source), NATIVE_NAME
     if choice.path is Path.JVM:
         return jvm_query(spec, source), JVM_FUNCTION
     if choice.path is Path.STREAMING:
@@ -90,8 +84,6 @@ def path_name(choice: PathChoice, functions: PathFunctions) -> str:
     ValueError
         ``functions`` lacks the function the path calls.
     """
-    if choice.path is Path.NATIVE:
-        return NATIVE_NAME
     if choice.path is Path.JVM:
         return JVM_FUNCTION
     if choice.path is Path.TIME_SPLIT:
@@ -247,7 +239,6 @@ def key_types_sql(query: MatchAggregateQuery) -> str | None:
 
 
 __all__ = [
-    "NATIVE_NAME",
     "PathFunctions",
     "cube_on_paths",
     "key_types_sql",

@@ -53,7 +53,6 @@ from sql_rewrites.generate import (
     sanitize,
 )
 from sql_rewrites.jvm_path import JVM_REASON, jvm_shape
-from sql_rewrites.native import native_shape
 from sql_rewrites.sql_types import DType
 from udafs.plan import Plan, splittable, streamable
 
@@ -93,7 +92,6 @@ STREAM_ROWS = 8_000_000
 class Path(str, enum.Enum):
     """How a statement's engine runs."""
 
-    NATIVE = "native"  # plain Spark SQL window functions, no Python (sql_rewrites.native)
     GROUPED = "grouped"  # one grouped Arrow UDAF call per partition key
     TIME_SPLIT = "time-split"  # big keys cut into time chunks, partials combined
     STREAMING = "streaming"  # rows sorted by (key hash, time) through the streaming UDTF
@@ -194,8 +192,7 @@ def choose_path(plan: Plan, big_keys: list[KeyStatistics] | None, forced: Path |
     """The path of one statement from the statistics of its keys over
     :func:`statistics_threshold` rows.
 
-    Native whenever :func:`native_reason` allows it (``ansi``: Spark's ANSI arithmetic is
-    on, so that an overflow raises); otherwise time split when a key exceeds ``split_rows``
+    Time split when a key exceeds ``split_rows``
     and its span holds :data:`MIN_CHUNKS` chunks of twice the window; otherwise streaming
     when a key exceeds ``stream_rows`` (too big for one worker's memory); otherwise grouped.
     A split key's chunk count is rounded up to a multiple of ``chunk_multiple``. ``big_keys`` None means no
@@ -207,16 +204,9 @@ def choose_path(plan: Plan, big_keys: list[KeyStatistics] | None, forced: Path |
         if shape is not None:
             raise ValueError(f"this statement cannot run on the JVM path: {shape}")
         return PathChoice(forced, "forced by sparkseq.path", split_rows, chunk_rows)
-    native = native_reason(plan, ansi, forced=forced is Path.NATIVE)
-    if forced is Path.NATIVE:
-        if native is not None:
-            raise ValueError(f"this statement cannot run on the native path: {native}")
-        return PathChoice(forced, "forced by sparkseq.path", split_rows, chunk_rows)
     reason, stream_reason = splittable(plan), streamable(plan)
     if forced is not None:
         return _forced(plan, forced, reason, stream_reason, split_rows, chunk_rows)
-    if native is None:
-        return PathChoice(Path.NATIVE, NATIVE_REASON, split_rows, chunk_rows)
     keys = big_keys or []
     if reason is None and plan.within is not None:  # splittable: it has a window
         min_span = MIN_CHUNKS * 2 * plan.within
@@ -237,8 +227,8 @@ def choose_path(plan: Plan, big_keys: list[KeyStatistics] | None, forced: Path |
                                           f"{max(k.rows for k in huge):,}) and "
                                           f"{reason or 'no time split'}: bounded-memory streaming")
     if reason is not None:
-        return PathChoice(Path.GROUPED, f"{native}; not splittable by time: {reason}")
-    return PathChoice(Path.GROUPED, f"{native}; no partition key holds more than {split_rows:,} rows")
+        return PathChoice(Path.GROUPED, f"not splittable by time: {reason}")
+    return PathChoice(Path.GROUPED, f"no partition key holds more than {split_rows:,} rows")
 
 
 def planned_path(plan: Plan, forced: Path | None = None, split_rows: int = SPLIT_ROWS, chunk_rows: int = CHUNK_ROWS,
@@ -248,7 +238,7 @@ def planned_path(plan: Plan, forced: Path | None = None, split_rows: int = SPLIT
     if forced is not None:
         return choose_path(plan, None, forced, split_rows, chunk_rows, stream_rows, ansi=ansi)
     threshold = big_key_threshold(plan, split_rows, stream_rows)
-    if threshold is None or native_reason(plan, ansi) is None:
+    if threshold is None:
         return choose_path(plan, [], None, split_rows, chunk_rows, stream_rows, ansi=ansi)
     sized = sized_path(plan, split_rows, chunk_rows, stream_rows, "")
     return PathChoice(Path.GROUPED, f"decided from Spark's size estimate of the source: unless it rules out keys over "
@@ -323,38 +313,6 @@ def big_key_path(plan: Plan, split_rows: int = SPLIT_ROWS, chunk_rows: int = CHU
         return PathChoice(Path.STREAMING, "through the bounded-memory streaming function", split_rows, chunk_rows)
     return PathChoice(Path.GROUPED, f"not splittable by time ({splittable(plan)}) nor streamable "
                                     f"({streamable(plan)})", split_rows, chunk_rows)
-
-
-#: Why a statement runs native (the cost rule; the measurements are in docs/engine.md).
-NATIVE_REASON = ("positive pattern counted by Spark window functions: no rows travel to Python, "
-                 "whatever the partition sizes")
-
-
-#: The cost rule: ``auto`` runs a native shape natively up to this pattern length. Zero:
-#: measured on this project's 2-core machine (bench/native.py, docs/engine.md "Native
-#: path") the native path leads at 1 M events (1,000 rows per key) for lengths 2-3 in
-#: three shapes of four, but at 10 M (10,000 rows per key) the kernel path wins every
-#: shape (0.31-0.90x native's time) and length 5 everywhere (5-7x), so no length alone
-#: picks the faster path. ``sparkseq.path=native`` forces it up to ``MAX_LENGTH``.
-NATIVE_AUTO_LENGTH = 0
-
-
-def native_reason(plan: Plan, ansi: bool = True, forced: bool = False) -> str | None:
-    """None when the statement runs native, else why not: the shape
-    (:func:`sql_rewrites.native.native_shape`), ANSI arithmetic off (an overflow would
-    then be NULL or wrapped instead of raised), or, unless ``forced``, the cost rule
-    (:data:`NATIVE_AUTO_LENGTH`)."""
-    shape = native_shape(plan)
-    if shape is not None:
-        return shape
-    if not ansi:
-        return "the native path needs ANSI arithmetic (spark.sql.ansi.enabled) so that an overflow raises"
-    if not forced and plan.length > NATIVE_AUTO_LENGTH:
-        pays = (f"native pays up to length {NATIVE_AUTO_LENGTH}" if NATIVE_AUTO_LENGTH
-                else "slower than the kernel path at every length measured")
-        return (f"a pattern of {plan.length} element(s) costs more natively than on the kernel path "
-                f"({pays}, docs/engine.md; sparkseq.path=native forces it)")
-    return None
 
 
 def _forced(plan: Plan, forced: Path, reason: str | None, stream_reason: str | None, split_rows: int,
@@ -675,7 +633,6 @@ __all__ = [
     "CHUNK_ROWS",
     "MIN_CHUNKS",
     "MIN_ROW_BYTES",
-    "NATIVE_AUTO_LENGTH",
     "SPLIT_ROWS",
     "STREAM_ROWS",
     "KeyStatistics",
@@ -684,7 +641,6 @@ __all__ = [
     "Path",
     "PathChoice",
     "choose_path",
-    "native_reason",
     "big_key_path",
     "big_key_threshold",
     "planned_path",

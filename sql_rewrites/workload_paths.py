@@ -9,7 +9,7 @@ and their sizes are the same for all):
 
 * a member whose path is **grouped** stays in the shared pass (the pass then holds only
   such members);
-* a member whose path is **time-split**, **streaming** (or **native**) leaves the pass
+* a member whose path is **time-split** or **streaming** leaves the pass
   and runs on its own, on that path, with the group's statistics (no second job);
 * when fewer than two members stay, the one left runs alone grouped (a pass of one
   member shares nothing).

@@ -13,9 +13,9 @@ from sql_rewrites.cube_paths import cuboid_statements, sized_cube_paths
 from sql_rewrites.dialect import SparkSeq, parse_statement
 from sql_rewrites.expressions import MatchAggregate
 from sql_rewrites.generate import engine_input
+from sql_rewrites.jvm_path import JVM_FUNCTION
 from sql_rewrites.markers import positional_markers
 from sql_rewrites.path_queries import (
-    NATIVE_NAME,
     PathFunctions,
     big_keys_sql,
     cube_on_paths,
@@ -57,8 +57,8 @@ def test_each_path_needs_its_functions() -> None:
     for path in (Path.GROUPED, Path.STREAMING, Path.TIME_SPLIT):
         with pytest.raises(ValueError, match="needs"):
             operator_on_path(q, PathChoice(path, ""), PathFunctions())
-    _, name = operator_on_path(q, PathChoice(Path.NATIVE, ""), PathFunctions())
-    assert name == NATIVE_NAME
+    _, name = operator_on_path(q, PathChoice(Path.JVM, ""), PathFunctions())  # a session function of its own
+    assert name == JVM_FUNCTION
     _, name = operator_on_path(q, PathChoice(Path.STREAMING, ""), PathFunctions(stream="my_stream"))
     assert name == "my_stream"
 

@@ -29,8 +29,7 @@ from sql_rewrites.timesplit import (
 )
 from udafs.plan import Element, Measure, MeasureKind, Plan, Strategy, ValueType
 
-#: A MAX measure keeps these plans off the native path (tests/test_sql_native.py), whose
-#: statements never need key statistics.
+#: A MAX measure under WITHIN keeps these plans off the JVM path.
 KERNEL_ONLY = dict(measures=(Measure(MeasureKind.MAX, 1, 0, "x"),), columns=(ValueType.INT,))
 PLAN = Plan(symbols=("A", "B"), elements=(Element(0), Element(1)), negations=(0, 0, 0), within=10, **KERNEL_ONLY)
 NO_WINDOW = Plan(symbols=("A", "B"), elements=(Element(0), Element(1)), negations=(0, 0, 0), **KERNEL_ONLY)

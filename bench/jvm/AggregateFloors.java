@@ -167,7 +167,7 @@ public final class AggregateFloors {
     /**
      * Candidate (c) with the counting done: COUNT(*) of SEQ(S_0 .. S_{k-1}) WITHIN w per key
      * (element i matches rows whose mask has a bit of {@code bits[i]}), the prefix-count
-     * recurrence of sql_rewrites/native.py in exact long arithmetic (an overflow raises).
+     * recurrence of the JVM path (sparkseq/jvm/SparkSeqAggregates.java) in exact long arithmetic (an overflow raises).
      */
     public static final class Counting extends TypedImperativeAggregate<Rows> implements Serializable {
         private final Catalyst rows;
