@@ -54,7 +54,7 @@ from sequence_events import FLOOR, MATCH, SYMBOLS, generate, spark_counts  # noq
 from spark_e2e import WINDOW_MICROS, floor_sql, write_events  # noqa: E402  (bench/ is on sys.path as a script)
 from sparkseq.execution_paths import PATH_CONF  # noqa: E402
 from sparkseq.session import scratch_dir  # noqa: E402
-from sql_rewrites.timesplit import Path as ExecutionPath  # noqa: E402
+from sql_rewrites.planner import Path as ExecutionPath  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH_VENV = ROOT / ".venv-bench"

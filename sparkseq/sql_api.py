@@ -49,7 +49,7 @@ from pyspark.sql import DataFrame, SparkSession
 from sparkseq import hierarchies as registry
 from sparkseq import live
 from sparkseq.catalog import PendingRelation, SessionSchemas
-from sparkseq.execution_paths import PathReplacer, decide, planned_replacer
+from sparkseq.execution_paths import PathReplacer
 from sparkseq.explaining import LIVE_VIEW_PREFIX, describe_statement
 from sparkseq.placeholders import format_text
 from sparkseq.registration import engine_function, engine_function_name
@@ -252,13 +252,14 @@ def explain(source: Source, text: str | None = None, *, hierarchies: HierarchyRe
             continue
         schemas = _pending_aware(source, created)
         resolver = registry.resolver(session, hierarchies, overlay)
-        replace = planned_replacer(session, live.replacer(session, text, register=False) if session is not None
-                                   else None)
+        replace = PathReplacer(session, live.replacer(session, text, register=False) if session is not None
+                               else None, register=False)
         try:
             explained = compile_statement(text, statement, schemas, resolver, engine_function_name, pretty=True,
                                           replace=replace)
-            paths = [None if op.function_name.startswith(LIVE_VIEW_PREFIX)
-                     else decide(session, op.query) for op in explained.operators]
+            # the decision each operator runs on, as made once for the SQL above (none for a live operator)
+            paths = [None if op.function_name.startswith(LIVE_VIEW_PREFIX) else replace.choices.get(i)
+                     for i, op in enumerate(explained.operators)]
             parts.append(describe_statement(explained, number, len(statements), paths))
         except PendingRelation as pending:
             parts.append(f"-- statement {number} of {len(statements)}\n{statement.text}\n\n(reads {pending.name}, "

@@ -3,7 +3,7 @@
 The Spark layer (:mod:`sparkseq.execution_paths`) asks Spark for estimates and
 statistics, registers the engine functions a path calls and finds where Spark's hash
 partitioning sends a chunk; every query it runs or hands back to the rewriter is built
-here from plain values — the analysed operator, a :class:`~sql_rewrites.timesplit.PathChoice`
+here from plain values — the analysed operator, a :class:`~sql_rewrites.planner.PathChoice`
 and the names of the registered functions (:class:`PathFunctions`):
 
 * :func:`path_output`: an engine input's typed output on a path (grouped, time split,
@@ -14,8 +14,9 @@ and the names of the registered functions (:class:`PathFunctions`):
 * :func:`by_key_size`: a replacement that counts its keys as it runs (no statistics job
   before it): the rows of the keys up to a threshold on the grouped path, those of the
   bigger keys on their own path, UNION ALL;
-* :func:`big_keys_sql`, :func:`key_types_sql`: the statistics job and the query whose
-  schema names the partition keys' types (the streaming UDTF's output names them).
+* :func:`key_types_sql`: the query whose schema names the partition keys' types (the
+  streaming UDTF's output names them). A sharing group's statistics job is
+  :func:`sql_rewrites.shared.statistics_sql`.
 
 Every identifier is quoted: user text only ever enters as names and values.
 """
@@ -31,9 +32,10 @@ from sql_rewrites.cube_paths import cube_branches, cube_union, cuboid_statements
 from sql_rewrites.generate import EngineInput, InternalNames, aliased, engine_input, engine_query, sanitize
 from sql_rewrites.jvm_path import JVM_FUNCTION, jvm_query
 from sql_rewrites.logical import MatchAggregateQuery
+from sql_rewrites.planner import Path, PathChoice
 from sql_rewrites.rewriter import Replaced
 from sql_rewrites.sql_types import DType
-from sql_rewrites.timesplit import Path, PathChoice, streaming_query, time_split_query
+from sql_rewrites.timesplit import streaming_query, time_split_query
 
 
 @dataclass(frozen=True)
@@ -101,7 +103,7 @@ def _needed(name: str | None, choice: PathChoice) -> str:
 
 def operator_on_path(query: MatchAggregateQuery, choice: PathChoice, functions: PathFunctions) -> Replaced:
     """The operator ``query`` (no E-Cube) replaced by its statement on ``choice``'s path;
-    with :attr:`~sql_rewrites.timesplit.PathChoice.by_key_size`, only the keys over it take
+    with :attr:`~sql_rewrites.planner.PathChoice.by_key_size`, only the keys over it take
     that path and the others the grouped path (:func:`by_key_size`; ``functions.engine``)."""
     spec = engine_input(query)
     if choice.by_key_size is None:
@@ -165,7 +167,7 @@ def by_key_size(query: MatchAggregateQuery, threshold: int, small: Callable[[exp
     not deterministic (a CTE read twice is not inlined then) and reads again otherwise; with
     no key over ``threshold``, adaptive execution drops the ``big`` branch once the
     broadcast count is known to be empty. A key's count covers every source row (an upper
-    bound of its engine rows, as the statistics job's, :func:`big_keys_sql`); a key whose
+    bound of its engine rows, as the statistics job's, :func:`sql_rewrites.shared.statistics_sql`); a key whose
     values hash like a big key's (about one in 2**64) joins it, which is exact on any path.
     """
     names = InternalNames(c.name for c in query.source_schema.columns)
@@ -201,33 +203,6 @@ def _alias_of(source: exp.Expr) -> str | None:
     return source.name if isinstance(source, exp.Table) else None
 
 
-def big_keys_sql(query: MatchAggregateQuery, threshold: int, limit: int) -> str:
-    """The statistics job over the operator's source: row count ``n``, first and last
-    engine time ``t0`` and ``t1`` and, with PARTITION BY, ``xxhash64`` of the key values
-    ``h`` (as the time-split query computes it) of the keys with more than ``threshold``
-    rows, the ``limit`` largest first.
-
-    Counts every source row of a key, not only the instances of a pattern symbol: an
-    upper bound that needs no DEFINE condition evaluated and reads only the key and time
-    columns (measured: the exact count through the engine's mask cost as much again as
-    a plain ``GROUP BY``; bench/scale.py's 1,000-key statement paid for it).
-    """
-    spec = engine_input(query)
-    count = exp.Count(this=exp.Star())
-    select = (exp.select(exp.alias_(count.copy(), "n"), exp.alias_(exp.Min(this=spec.time.copy()), "t0"),
-                         exp.alias_(exp.Max(this=spec.time.copy()), "t1"))
-              .from_(query.node.this.copy()))
-    if spec.keys:
-        select = select.group_by(*(e.copy() for _, e in spec.keys))
-        # the hash of the key values as the events select projects them (same expressions)
-        key_hash = exp.Anonymous(this="xxhash64", expressions=[e.copy() for _, e in spec.keys])
-        select = select.select(exp.alias_(exp.Max(this=key_hash), "h"))
-    select = select.having(exp.GT(this=count, expression=exp.Literal.number(threshold)))
-    select = select.order_by(exp.Ordered(this=exp.column("n"), desc=True)).limit(limit)
-    sanitize(select)
-    return query.scoped_sql(select)
-
-
 def key_types_sql(query: MatchAggregateQuery) -> str | None:
     """A query whose schema is the operator's partition keys (None without PARTITION BY)."""
     spec = engine_input(query)
@@ -244,7 +219,6 @@ __all__ = [
     "key_types_sql",
     "operator_on_path",
     "path_output",
-    "big_keys_sql",
     "by_key_size",
     "path_name",
 ]
