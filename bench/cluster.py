@@ -4,10 +4,10 @@ with and without adaptive coalescing of the cached plan, and the worker check's 
 One ``local-cluster[2,1,1024]`` session (two executor JVMs with their own Python
 workers) with ``spark.sql.shuffle.partitions=200``, Spark's default on a cluster. A
 workload of three MATCH_AGGREGATE statements over one source (one shared, cached pass:
-:mod:`sparkseq.workloads`) runs ``--repeat`` times with
+:mod:`sparkseq.statements.workloads`) runs ``--repeat`` times with
 ``spark.sql.optimizer.canChangeCachedPlanOutputPartitioning`` off (Spark's default) and
 on (sparkseq's), alternating; each run reports its time and the tasks of its jobs.
-Then :func:`sparkseq.cluster.check_workers` runs ``--repeat`` times on warm workers.
+Then :func:`sparkseq.spark.cluster.check_workers` runs ``--repeat`` times on warm workers.
 Medians are printed, with the ratio off/on (the machine is shared: single timings are
 noise). The session's start, including the first (cold) check, is printed once.
 
@@ -25,8 +25,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import sparkseq  # noqa: E402
-from sparkseq import cluster  # noqa: E402
-from sparkseq.session import CACHED_PLAN_COALESCING  # noqa: E402
+from sparkseq.spark import cluster  # noqa: E402
+from sparkseq.spark.session import CACHED_PLAN_COALESCING  # noqa: E402
 
 MASTER = "local-cluster[2,1,1024]"
 WORKLOAD = ";\n".join(

@@ -33,8 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import sparkseq  # noqa: E402
 from scale import Monitor  # noqa: E402  (bench/ is on sys.path when run as a script)
-from sparkseq.execution_paths import CHUNK_ROWS_CONF, PATH_CONF, SPLIT_ROWS_CONF  # noqa: E402
-from sparkseq.session import scratch_dir  # noqa: E402
+from sparkseq.running.execution_paths import CHUNK_ROWS_CONF, PATH_CONF, SPLIT_ROWS_CONF  # noqa: E402
+from sparkseq.spark.session import scratch_dir  # noqa: E402
 
 STATEMENT = ("SELECT * FROM one_key MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERN SEQ(S0, S1, S2) "
              "CUBE (PATTERN ROLLUP 1, PATTERN ROLLUP 3) DEFINE S0 AS s = 0, S1 AS s = 1, S2 AS s = 2 "

@@ -50,17 +50,17 @@ from sqlglot import exp  # noqa: E402
 
 import sparkseq  # noqa: E402
 from examples.stock_sectors import CUBE, HIERARCHY, WORKLOAD_7, WORKLOAD_8, make_ticks, patterns_statement  # noqa: E402
-from sparkseq import hierarchies  # noqa: E402
-from sparkseq.catalog import SessionSchemas  # noqa: E402
-from sparkseq.session import scratch_dir  # noqa: E402
+from sparkseq.spark import hierarchies  # noqa: E402
+from sparkseq.spark.catalog import SessionSchemas  # noqa: E402
+from sparkseq.spark.session import scratch_dir  # noqa: E402
 from sql_rewrites import rewrite  # noqa: E402
 from timing import median_time  # noqa: E402  (bench/ is on sys.path when run as a script)
 from udafs.kernels import evaluate_group  # noqa: E402
-from udafs.kernels.many import evaluate_many  # noqa: E402
-from udafs.kernels.measures import Column  # noqa: E402
+from udafs.kernels.multiplan.many import evaluate_many  # noqa: E402
+from udafs.kernels.values.measures import Column  # noqa: E402
 from udafs.multiplan import MultiPlan  # noqa: E402
 from udafs.plan import Plan  # noqa: E402
-from udafs.spark_udfs import column_arrays  # noqa: E402
+from udafs.workers.grouped import column_arrays  # noqa: E402
 
 Group = tuple[np.ndarray, np.ndarray, list[Column]]  # one day's engine input: ts, symbol masks, columns
 

@@ -40,8 +40,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import sparkseq  # noqa: E402
 from sequence_events import FLOOR, MATCH, generate, spark_counts  # noqa: E402  (bench/ is on sys.path as a script)
 from spark_e2e import WINDOW_MICROS  # noqa: E402
-from sparkseq.jvm_parser import compile_jar  # noqa: E402
-from sparkseq.session import scratch_dir  # noqa: E402
+from sparkseq.spark.jvm_parser import compile_jar  # noqa: E402
+from sparkseq.spark.session import scratch_dir  # noqa: E402
 from timing import interleaved_rounds, print_ratios_to_kernel_and_count  # noqa: E402
 
 SOURCE = Path(__file__).resolve().parent / "jvm" / "AggregateFloors.java"
@@ -69,7 +69,7 @@ def main() -> None:
     parser.add_argument("--candidates", default=",".join(CANDIDATES))
     args = parser.parse_args()
     jar = compile_jar((SOURCE,), scratch_dir() / "bench-aggregate-floors.jar")
-    spark = sparkseq.session(conf={"spark.driver.extraClassPath": str(jar), FALLBACK: str(1 << 20)})
+    spark = sparkseq.spark.session(conf={"spark.driver.extraClassPath": str(jar), FALLBACK: str(1 << 20)})
     floors = getattr(spark.sparkContext._jvm, CLASS)
     floors.register(spark._jsparkSession)
     bits = spark.sparkContext._gateway.new_array(spark.sparkContext._jvm.long, 3)

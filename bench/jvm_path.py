@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import sparkseq  # noqa: E402
 from sequence_events import FLOOR, MATCH, generate, spark_counts  # noqa: E402  (bench/ is on sys.path as a script)
-from sparkseq.execution_paths import PATH_CONF  # noqa: E402
+from sparkseq.running.execution_paths import PATH_CONF  # noqa: E402
 from timing import interleaved_rounds, print_ratios_to_kernel_and_count  # noqa: E402
 
 
@@ -41,7 +41,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--open", action="store_true", help="SEQ(A, B, !D, C) without WITHIN instead")
     args = parser.parse_args()
-    spark = sparkseq.session()
+    spark = sparkseq.spark.session()
     generate(spark, args.events, args.keys, args.per_window)
     if args.open:
         text = MATCH.format(pattern="A, B, !D, C", within="")

@@ -91,8 +91,8 @@ class WorkersMemory:
 def run_one(path: str, events: int) -> None:
     """Run the statement on ``path`` in this process and print one line."""
     import sparkseq
-    from sparkseq.execution_paths import PATH_CONF
-    from sparkseq.session import scratch_dir
+    from sparkseq.running.execution_paths import PATH_CONF
+    from sparkseq.spark.session import scratch_dir
 
     spark = sparkseq.session("local[2]")
     source = str(scratch_dir() / f"scale-{events}.parquet")

@@ -52,9 +52,9 @@ from pyspark.sql import SparkSession  # noqa: E402
 import sparkseq  # noqa: E402
 from sequence_events import FLOOR, MATCH, SYMBOLS, generate, spark_counts  # noqa: E402
 from spark_e2e import WINDOW_MICROS, floor_sql, write_events  # noqa: E402  (bench/ is on sys.path as a script)
-from sparkseq.execution_paths import PATH_CONF  # noqa: E402
-from sparkseq.session import scratch_dir  # noqa: E402
-from sql_rewrites.planner import Path as ExecutionPath  # noqa: E402
+from sparkseq.running.execution_paths import PATH_CONF  # noqa: E402
+from sparkseq.spark.session import scratch_dir  # noqa: E402
+from sql_rewrites.planning.planner import Path as ExecutionPath  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH_VENV = ROOT / ".venv-bench"
@@ -221,7 +221,7 @@ def main() -> None:
         names.remove("jvm path")
         print("jvm path: skipped (this sparkseq has no sparkseq.path=jvm)", file=sys.stderr)
     worker = PeerWorker() if any(name in PEERS for name in names) else None
-    spark = sparkseq.session()
+    spark = sparkseq.spark.session()
     versions = "".join(f", {name} {version}" for name, version in (worker.versions if worker else {}).items())
     print(f"{spark.sparkContext.master}, Spark {spark.version}{versions}; SEQ(A, B, C) WITHIN 10 minutes, "
           f"COUNT(*) per key", flush=True)

@@ -78,7 +78,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.timing import median_time, timed_after_warmup  # noqa: E402
 from udafs.kernels import evaluate_group  # noqa: E402
-from udafs.kernels.predicates import choose  # noqa: E402
+from udafs.kernels.predicates.methods import choose  # noqa: E402
 from udafs.plan import CmpOp, CountType, Element, Plan, Predicate, ValueType  # noqa: E402
 
 MAX_PAIRS = 30_000_000

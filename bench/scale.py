@@ -32,8 +32,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import sparkseq  # noqa: E402
-from sparkseq.execution_paths import PATH_CONF  # noqa: E402
-from sparkseq.session import scratch_dir  # noqa: E402
+from sparkseq.running.execution_paths import PATH_CONF  # noqa: E402
+from sparkseq.spark.session import scratch_dir  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")

@@ -1,4 +1,4 @@
-"""What checking a script before it runs costs (sparkseq.scripts).
+"""What checking a script before it runs costs (sparkseq.statements.scripts).
 
 ``sparkseq.sql`` checks every statement — compiled, then parsed and analysed by Spark in a
 scratch copy of the session — before the first runs (a one-statement script is left to
@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pyspark.sql import SparkSession  # noqa: E402
 
 import sparkseq  # noqa: E402
-from sparkseq.scripts import Checked, check_script, run_script  # noqa: E402
+from sparkseq.statements.scripts import Checked, check_script, run_script  # noqa: E402
 from sql_rewrites.rewriter import split_statements  # noqa: E402
 
 OPERATOR = ("SELECT k, n FROM bench_events MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERN SEQ(a, b, !c) "

@@ -18,8 +18,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pyspark.sql import SparkSession  # noqa: E402
 
 from spark_e2e import write_events  # noqa: E402  (bench/ is on sys.path as a script)
-from sparkseq.execution_paths import PATH_CONF  # noqa: E402
-from sparkseq.sql_api import sql  # noqa: E402
+from sparkseq.running.execution_paths import PATH_CONF  # noqa: E402
+from sparkseq.statements.sql_api import sql  # noqa: E402
 
 SYMBOLS = "ABCDE"
 MATCH = """SELECT k, n FROM events MATCH_AGGREGATE (

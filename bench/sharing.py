@@ -10,7 +10,7 @@ Two synthetic streams, generated once with ``spark.range`` and written to parque
 
 Every query: ``WITHIN INTERVAL 10 MINUTES SLIDE INTERVAL 1 MINUTE``, ``COUNT(*)`` per
 key and window. For 20, 60 and 120 queries (``--queries``) the script prints the time
-of (shared) :func:`sparkseq.workloads.collect_workload` on the whole script — planning
+of (shared) :func:`sparkseq.statements.workloads.collect_workload` on the whole script — planning
 and running every statement, the group's pass, and every statement's rows collected to
 the driver as Arrow by one result job — and of (alone) each statement run by itself, one
 after the other, its rows collected with ``toArrow()`` (shared: the median of ``--repeat``
@@ -21,9 +21,9 @@ compiled code keeps getting faster over the first runs); the results must be equ
 statement by statement (names, types, rows). The shared time is also split into
 planning and running the statements (plan+run, without the pass: the statistics jobs are
 in it), the group's caching job (cache; none when the statements' rows are routed from
-the pass, :mod:`sql_rewrites.routed_results`, as they are here) and the result job
+the pass, :mod:`sql_rewrites.generation.routed_results`, as they are here) and the result job
 (collect; with routed rows, the pass runs in it); the statistics job of the plan-time
-timeline decision (:func:`sparkseq.statistics.collect`) is also timed apart (stats). The
+timeline decision (:func:`sparkseq.running.statistics.collect`) is also timed apart (stats). The
 source is parquet files that do not change between runs, so the first shared run runs
 that job and the later ones reuse its statistics (as any repeated run over unchanged
 files does); the first shared run is printed with the others.
@@ -31,7 +31,7 @@ files does); the first shared run is printed with the others.
 With ``--kernel`` it times only the group's engine call (no Spark: the group's input
 collected once, every partition evaluated in this process): every member one by one; the
 shared timelines chosen per partition (a multi-plan without a decision); the decision
-made once from the group's statistics (:mod:`sql_rewrites.timeline_plan`, what workloads
+made once from the group's statistics (:mod:`sql_rewrites.planning.timeline_plan`, what workloads
 run), with prefixes only and with prefixes and suffixes; results checked equal.
 
 With ``--calibrate`` it fits the constants of the shared-timeline cost model
@@ -77,11 +77,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pyspark.sql import SparkSession  # noqa: E402
 
 import sparkseq  # noqa: E402
-from sparkseq import statistics, workloads  # noqa: E402
-from sparkseq.session import JIT_HUGE_METHODS, default_conf, scratch_dir  # noqa: E402
-from sparkseq.workloads import collect_workload, plan_workload, release_workload  # noqa: E402
-from sql_rewrites.shared import SharedGroup  # noqa: E402
-from sql_rewrites.timeline_plan import plan_timelines  # noqa: E402
+from sparkseq.running import statistics
+from sparkseq.spark.session import JIT_HUGE_METHODS, default_conf, scratch_dir  # noqa: E402
+from sparkseq.statements import workloads
+from sparkseq.statements.workloads import collect_workload, plan_workload, release_workload  # noqa: E402
+from sql_rewrites.generation.shared import SharedGroup  # noqa: E402
+from sql_rewrites.planning.timeline_plan import plan_timelines  # noqa: E402
 
 START = 1_714_550_400  # 2024-05-01 08:00 UTC, seconds
 GRID = 6  # streets: a GRID x GRID grid of intersections, named S<row><col>
@@ -312,10 +313,10 @@ def kernel(spark: SparkSession, kind: str, count: int) -> None:
     """The group's engine call alone (no Spark), same input, same run: one by one; the shared
     timelines decided per partition (a multi-plan without a decision); the shared timelines
     decided once from the group's statistics (what runs); and that decision without suffixes."""
-    from udafs.kernels import many
+    from udafs.kernels.multiplan import many
+    from udafs.kernels.multiplan.partitions import evaluate_partitions
     from udafs.kernels.options import KernelOptions
-    from udafs.kernels.partitions import evaluate_partitions
-    from udafs.spark_shared import ROWS_PER_CALL
+    from udafs.workers.shared import ROWS_PER_CALL
 
     group, parts = _group_input(spark, kind, count)
     planned = plan_timelines(group, statistics.collect(spark, group)).plan
@@ -391,7 +392,7 @@ def calibrate(spark: SparkSession, kind: str, count: int) -> list[tuple[list[flo
 
 def _observe(group: SharedGroup, parts: list[tuple[np.ndarray, np.ndarray]]) -> list[tuple[list[float], float]]:
     from udafs import timelines
-    from udafs.kernels import many
+    from udafs.kernels.multiplan import many
     from udafs.multiplan import MultiPlan
 
     plans = group.plan.plans

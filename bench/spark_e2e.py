@@ -35,9 +35,9 @@ from pyspark.sql import SparkSession  # noqa: E402
 from pyspark.sql.functions import arrow_udf  # noqa: E402
 
 import sparkseq  # noqa: E402
-from sparkseq.catalog import SessionSchemas  # noqa: E402
-from sparkseq.session import scratch_dir  # noqa: E402
-from sparkseq.sql_api import sql  # noqa: E402
+from sparkseq.spark.catalog import SessionSchemas  # noqa: E402
+from sparkseq.spark.session import scratch_dir  # noqa: E402
+from sparkseq.statements.sql_api import sql  # noqa: E402
 from sql_rewrites import rewrite as compile_sql  # noqa: E402
 from timing import median_time  # noqa: E402  (bench/ is on sys.path when run as a script)
 from udafs import contract  # noqa: E402

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import sparkseq  # noqa: E402
 from sparkseq import Element, Measure, MeasureKind, Plan, ValueType  # noqa: E402
-from sparkseq.session import scratch_dir  # noqa: E402
+from sparkseq.spark.session import scratch_dir  # noqa: E402
 from timing import median_time  # noqa: E402  (bench/ is on sys.path when run as a script)
 
 DAY = 86_400_000_000

@@ -8,7 +8,7 @@ every round:
 * the E-Cube roll-up cube of ``examples/stock_sectors.py`` (bench/ecube.py's data) and one
   single cuboid statement (``--single``), each summed per pattern as bench/ecube.py does;
 * a 20-query workload of bench/sharing.py's ``funnels`` stream: the shared run
-  (:func:`sparkseq.workloads.collect_workload`) and its first five statements alone.
+  (:func:`sparkseq.statements.workloads.collect_workload`) and its first five statements alone.
 
 All pieces run once untimed first; then ``--rounds`` rounds, each value in turn. Prints
 the median seconds per piece and value and the ratio B / A. Streaming is not covered:
@@ -32,7 +32,7 @@ import sparkseq  # noqa: E402
 from ecube import ticks_table, totals  # noqa: E402  (bench/ is on sys.path when run as a script)
 from examples.stock_sectors import CUBE, HIERARCHY, patterns_statement  # noqa: E402
 from sharing import make_stream, queries, statement  # noqa: E402
-from sparkseq.workloads import collect_workload, release_workload  # noqa: E402
+from sparkseq.statements.workloads import collect_workload, release_workload  # noqa: E402
 
 
 def main() -> None:

@@ -57,8 +57,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pyspark.sql import SparkSession  # noqa: E402
 
 import sparkseq  # noqa: E402
-from sparkseq import live  # noqa: E402
-from sparkseq.session import scratch_dir  # noqa: E402
+from sparkseq.running import live  # noqa: E402
+from sparkseq.spark.session import scratch_dir  # noqa: E402
 
 START = 1_714_521_600_000_000  # 2024-05-01 00:00:00 UTC in microseconds
 SCHEMA = "k INT, ts TIMESTAMP, action STRING, price DECIMAL(10,2)"

@@ -28,9 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import sparkseq  # noqa: E402
 from bench.scale import Monitor  # noqa: E402
-from sparkseq.execution_paths import PATH_CONF  # noqa: E402
-from sparkseq.session import scratch_dir  # noqa: E402
-from sparkseq.workloads import release_workload  # noqa: E402
+from sparkseq.running.execution_paths import PATH_CONF  # noqa: E402
+from sparkseq.spark.session import scratch_dir  # noqa: E402
+from sparkseq.statements.workloads import release_workload  # noqa: E402
 
 OPERATOR = ("SELECT * FROM one_key MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERN SEQ({pattern}) "
             "DEFINE S0 AS s = 0, S1 AS s = 1, S2 AS s = 2 MEASURES COUNT(*) AS n WITHIN 600000000) AS m")

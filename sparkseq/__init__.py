@@ -41,16 +41,22 @@ The same from Python arguments, over a DataFrame:
 
 from __future__ import annotations
 
-from sparkseq.cubes import Cube, CubeView, cube, drilldown, rollup
-from sparkseq.dataframes import match_aggregate
-from sparkseq.hierarchies import drop_hierarchy, register_hierarchy
-from sparkseq.queries import QueryError, aggregate, stream_query, udaf_query
-from sparkseq.registration import engine_function, register, stream_function
-from sparkseq.session import ParserExtensionWarning, session
-from sparkseq.sql_api import explain, sql
-from sparkseq.workloads import collect_workload, plan_workload, release_workload, workload
+from sparkseq.running.queries import QueryError, aggregate, stream_query, udaf_query
+from sparkseq.spark import jvm_parser as _jvm_parser
+from sparkseq.spark.hierarchies import drop_hierarchy, register_hierarchy
+from sparkseq.spark.registration import engine_function, register, stream_function
+from sparkseq.spark.session import ParserExtensionWarning, session
+from sparkseq.statements import sql_api as _sql_api
+from sparkseq.statements.cubes import Cube, CubeView, cube, drilldown, rollup
+from sparkseq.statements.dataframes import match_aggregate
+from sparkseq.statements.sql_api import explain, sql
+from sparkseq.statements.workloads import collect_workload, plan_workload, release_workload, workload
 from udafs.errors import CountOverflowError, InputDataError, PlanError, SparkSeqError
 from udafs.plan import CountType, Element, Measure, MeasureKind, Plan, ValueType
+
+# SQL text Spark's parser extension receives (spark.sql, JDBC, Spark Connect) goes through sparkseq.sql's
+# front door; the Spark wiring below it does not import it.
+_jvm_parser.connect_front_door(_sql_api)
 
 __all__ = [
     "CountOverflowError", "CountType", "Cube", "CubeView", "Element", "InputDataError", "Measure", "MeasureKind",

@@ -1,7 +1,7 @@
-"""``python -m sparkseq``: see :mod:`sparkseq.cli`."""
+"""``python -m sparkseq``: see :mod:`sparkseq.commands.cli`."""
 
 import sys
 
-from sparkseq.cli import main
+from sparkseq.commands.cli import main
 
 sys.exit(main())

@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sparkseq.session import session
-from sparkseq.sql_api import sql
+from sparkseq.spark.session import session
+from sparkseq.statements.sql_api import sql
 
 if TYPE_CHECKING:
     import pandas as pd

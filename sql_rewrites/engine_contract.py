@@ -3,7 +3,7 @@
 The contract itself — arguments, the ``ARRAY<STRUCT<window_start, window_end, m0 ...,
 error>>`` result, the ``{partition}`` slot — is written down once, in
 :mod:`udafs.contract`, which both this compiler and the Spark wrappers
-(``udafs.spark_udfs``) import. This module names it in the compiler's terms.
+(``udafs.workers.grouped``) import. This module names it in the compiler's terms.
 """
 
 from __future__ import annotations

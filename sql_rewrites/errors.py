@@ -368,7 +368,7 @@ class ParameterMarkerError(SqlRewriteError):
 class AggregatePlacementError(SqlRewriteError):
     """A ``seq_*`` function (a grouped-aggregate Python UDF) stands where the compiler
     cannot place it: with DISTINCT, inside another aggregate, or beside other aggregates
-    in a SELECT with GROUPING SETS / ROLLUP / CUBE or ``*`` (:mod:`sql_rewrites.aggregates`)."""
+    in a SELECT with GROUPING SETS / ROLLUP / CUBE or ``*`` (:mod:`sql_rewrites.generation.aggregates`)."""
 
 
 class PersistentViewError(SqlRewriteError):

@@ -2,7 +2,7 @@
 
 They are SparkSeq statements, not Spark SQL: the Spark layer (:func:`sparkseq.sql`)
 runs them by reading the ``(child, parent)`` pairs of a table or view and registering
-them in the session (:mod:`sparkseq.hierarchies`). The compiler only recognises and
+them in the session (:mod:`sparkseq.spark.hierarchies`). The compiler only recognises and
 parses them, with the precise line/column errors of the rest of the dialect::
 
     CREATE [OR REPLACE] CONCEPT HIERARCHY name FROM relation

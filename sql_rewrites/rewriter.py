@@ -12,7 +12,7 @@
 'SELECT 1;\\nselect  2'
 
 Statements are split at top-level semicolons; those without MATCH_AGGREGATE (and
-without calls of the ``python_aggregates`` given, :mod:`sql_rewrites.aggregates`) are
+without calls of the ``python_aggregates`` given, :mod:`sql_rewrites.generation.aggregates`) are
 returned verbatim (so Spark syntax sqlglot does not know still works), the others are
 parsed, analysed, rewritten and printed by sqlglot's Spark generator; a statement whose
 aggregates need no split also comes back verbatim.
@@ -28,19 +28,19 @@ from typing import Union
 from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
 
-from sql_rewrites.aggregates import PythonAggregate, split_python_aggregates
-from sql_rewrites.analysis import Analyzer
-from sql_rewrites.dialect import parse_tokens, tokenize
+from sql_rewrites.analysis.analyzer import Analyzer
 from sql_rewrites.engine_contract import engine_result_type
 from sql_rewrites.errors import SqlParseError, position_of
-from sql_rewrites.expressions import MatchAggregate
-from sql_rewrites.generate import generate
-from sql_rewrites.hierarchy import HierarchyResolver
+from sql_rewrites.generation.aggregates import PythonAggregate, split_python_aggregates
+from sql_rewrites.generation.generate import generate
 from sql_rewrites.hierarchy_statements import parse_hierarchy_statement
-from sql_rewrites.logical import MatchAggregateQuery
-from sql_rewrites.markers import print_statement, print_tree
-from sql_rewrites.parser import SparkSeqParser
-from sql_rewrites.schema import SchemaProvider
+from sql_rewrites.logical.hierarchy import HierarchyResolver
+from sql_rewrites.logical.query import MatchAggregateQuery
+from sql_rewrites.logical.schema import SchemaProvider
+from sql_rewrites.syntax.dialect import parse_tokens, tokenize
+from sql_rewrites.syntax.expressions import MatchAggregate
+from sql_rewrites.syntax.markers import print_statement, print_tree
+from sql_rewrites.syntax.parser import SparkSeqParser
 from udafs.multiplan import MultiPlan
 from udafs.plan import Plan
 
@@ -206,18 +206,18 @@ def explain(
     sql : str
         One or more statements separated by semicolons.
     schema : SchemaProvider
-        ``{relation: {column: Spark type}}`` or a callable (see :mod:`sql_rewrites.schema`).
+        ``{relation: {column: Spark type}}`` or a callable (see :mod:`sql_rewrites.logical.schema`).
     engine_function : callable
         ``engine_function(plan) -> name`` of the registered engine function for that
         plan (contract in :mod:`sql_rewrites.engine_contract`).
     hierarchies : HierarchyResolver, optional
-        Concept hierarchies for ``HIERARCHY`` (see :mod:`sql_rewrites.hierarchy`).
+        Concept hierarchies for ``HIERARCHY`` (see :mod:`sql_rewrites.logical.hierarchy`).
     pretty : bool
         Format rewritten statements over several lines.
     python_aggregates : mapping, optional
         The grouped-aggregate Python functions of the session (``seq_*``): a SELECT that
         calls them beside other aggregates, with FILTER, in HAVING / ORDER BY or without
-        GROUP BY is split (:mod:`sql_rewrites.aggregates`).
+        GROUP BY is split (:mod:`sql_rewrites.generation.aggregates`).
 
     Raises
     ------
@@ -247,7 +247,7 @@ def explain_statement(
     ``replace(ordinal, query)``, when given, may return the replacement of the statement's
     ``ordinal``-th operator (innermost first) instead of its own rewrite, with the name
     to report for it — how a workload reads an operator from its group's shared result
-    (:mod:`sql_rewrites.shared`).
+    (:mod:`sql_rewrites.generation.shared`).
 
     Error positions stay those of the whole text ``sql``. A caller that runs a script
     statement by statement uses this to analyse each statement against the catalog as
@@ -363,7 +363,7 @@ def rewrite_tree(
 def _split_aggregates(statement: Statement, sql: str, python_aggregates: PythonAggregates,
                       pretty: bool) -> StatementExplanation:
     """A statement without MATCH_AGGREGATE that calls Python aggregates: split the SELECTs
-    that need it (:mod:`sql_rewrites.aggregates`); any other statement comes back verbatim,
+    that need it (:mod:`sql_rewrites.generation.aggregates`); any other statement comes back verbatim,
     also one sqlglot cannot parse (Spark then reports on it)."""
     try:
         tree = parse_tokens(statement.tokens, sql)

@@ -1,6 +1,6 @@
 """What a statement of a script does to the catalog, read from its text alone.
 
-The script runner (:mod:`sparkseq.scripts`) checks a script against a catalog that the
+The script runner (:mod:`sparkseq.statements.scripts`) checks a script against a catalog that the
 script itself changes; these pure functions say which relations a statement creates,
 drops or alters, which names it spells, and whether it holds parameter markers, so
 that the runner never parses SQL itself.
@@ -12,10 +12,10 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 from sqlglot.tokens import TokenType
 
-from sql_rewrites.dialect import parse_statement
 from sql_rewrites.errors import SqlRewriteError
+from sql_rewrites.logical.schema import table_name
 from sql_rewrites.rewriter import Statement
-from sql_rewrites.schema import table_name
+from sql_rewrites.syntax.dialect import parse_statement
 
 #: First keywords of statements that create an object (named by :func:`created_relations`).
 CREATING = frozenset({"CREATE", "CACHE", "REPLACE"})

@@ -27,7 +27,7 @@ MA = ("SELECT k, n, paid FROM api_clicks MATCH_AGGREGATE (PARTITION BY k ORDER B
       "TYPE BY action MEASURES COUNT(*) AS n, SUM(buy.price) AS paid WITHIN 40) AS m ORDER BY k")
 NO_WINDOW = MA.replace(" WITHIN 40", "")
 #: NO_WINDOW reading two value columns: a shape the JVM path does not count. A Connect client
-#: has no JVM path (sparkseq.jvm_path), so for EXPLAIN to read the same on both sessions the
+#: has no JVM path (sparkseq.running.jvm_path), so for EXPLAIN to read the same on both sessions the
 #: statement must take the Python path on the local one too.
 NO_WINDOW_PYTHON = NO_WINDOW.replace("AS paid", "AS paid, MAX(view.t) AS seen")
 CUBE = ("SELECT k, pattern, n FROM api_clicks MATCH_AGGREGATE (PARTITION BY k ORDER BY t PATTERN SEQ(view, buy) "

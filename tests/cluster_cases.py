@@ -29,7 +29,7 @@ WORKLOAD = ";\n".join(
     f"CREATE OR REPLACE TEMP VIEW cluster_wl{i} AS SELECT k, n FROM clicks MATCH_AGGREGATE (PARTITION BY k "
     f"ORDER BY ts PATTERN {pattern} TYPE BY tp MEASURES COUNT(*) AS n WITHIN 50) AS m{i}"
     for i, pattern in enumerate(["SEQ(view, cart, buy)", "SEQ(view, buy)", "SEQ(cart, !view, buy)"]))
-#: A shape the JVM path counts (:func:`sql_rewrites.jvm_path.jvm_shape`): ``auto`` runs it there
+#: A shape the JVM path counts (:func:`sql_rewrites.planning.jvm_path.jvm_shape`): ``auto`` runs it there
 #: when the executors were given the jar, else on the Python path after one warning.
 JVM_SHAPED = """SELECT k, n, c FROM clicks MATCH_AGGREGATE (PARTITION BY k ORDER BY ts
   PATTERN SEQ(view, cart, buy) TYPE BY tp MEASURES COUNT(*) AS n, COUNT(buy) AS c WITHIN 40) AS m"""
@@ -63,7 +63,7 @@ def _workload(spark: SparkSession) -> list[list[str]]:
 def _time_split(spark: SparkSession) -> list[list[str]]:
     """MATCH with every key over 60 rows cut into chunks of about 25 rows (the answer must
     equal the grouped path's: ``match_aggregate``)."""
-    from sparkseq.execution_paths import CHUNK_ROWS_CONF, PATH_CONF, SPLIT_ROWS_CONF
+    from sparkseq.running.execution_paths import CHUNK_ROWS_CONF, PATH_CONF, SPLIT_ROWS_CONF
 
     settings = {PATH_CONF: "time-split", SPLIT_ROWS_CONF: "60", CHUNK_ROWS_CONF: "25"}
     for key, value in settings.items():

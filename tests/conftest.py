@@ -42,8 +42,8 @@ def spark() -> Iterator[SparkSession]:
     """A local[2] session with sparkseq's functions registered; two shuffle partitions
     (batch queries too, before adaptive coalescing) keep each small test query at a few tasks."""
     import sparkseq
-    from sparkseq.session import INITIAL_PARTITIONS, scratch_dir
-    from udafs.worker_faults import KILL_WORKER_ONCE
+    from sparkseq.spark.session import INITIAL_PARTITIONS, scratch_dir
+    from udafs.workers.faults import KILL_WORKER_ONCE
 
     # Armed only by creating the file (tests/test_spark_local_cluster.py): a worker kills itself once.
     kill_file = scratch_dir() / f"kill-worker-once-{os.getpid()}"
@@ -143,7 +143,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 def isolated_hierarchies(spark: SparkSession) -> Iterator[None]:
     """The session with no concept hierarchy registered during the test; those that other
     tests left (the Thrift init file's, the E-Cube tests') come back afterwards."""
-    from sparkseq import hierarchies
+    from sparkseq.spark import hierarchies
 
     saved = hierarchies.registered_hierarchies(spark)
     for name in saved:
@@ -159,7 +159,7 @@ def isolated_hierarchies(spark: SparkSession) -> Iterator[None]:
 def small_thresholds(spark: SparkSession) -> Iterator[None]:
     """Path thresholds small enough for test data: keys over 50 rows are split by time in
     chunks of about 40 rows, over 100 rows streamed; ``sparkseq.path`` reset afterwards."""
-    from sparkseq.execution_paths import CHUNK_ROWS_CONF, PATH_CONF, SPLIT_ROWS_CONF, STREAM_ROWS_CONF
+    from sparkseq.running.execution_paths import CHUNK_ROWS_CONF, PATH_CONF, SPLIT_ROWS_CONF, STREAM_ROWS_CONF
 
     spark.conf.set(SPLIT_ROWS_CONF, "50")
     spark.conf.set(CHUNK_ROWS_CONF, "40")
@@ -172,7 +172,7 @@ def small_thresholds(spark: SparkSession) -> Iterator[None]:
 def drop_unservable_views(spark: SparkSession) -> None:
     """Drop the temporary views Spark's Thrift server cannot serve (names needing backticks,
     which other tests leave, such as `odd view`: every client disconnect would fail)."""
-    from sparkseq import thrift
+    from sparkseq.servers import thrift
 
     for name in thrift.temporary_view_names(spark):
         if not thrift.PLAIN_NAME.fullmatch(name):
@@ -185,7 +185,7 @@ def thrift_server(spark: SparkSession) -> Iterator[object]:
     the address of its first start in the JVM, so a second server cannot be started."""
     import socket
 
-    from sparkseq import thrift
+    from sparkseq.servers import thrift
 
     drop_unservable_views(spark)
     with socket.socket() as probe:

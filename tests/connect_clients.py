@@ -189,7 +189,7 @@ def plain_server(port: str) -> None:
     from pyspark.sql import SparkSession
 
     import sparkseq
-    from sparkseq.connect_server import server_conf
+    from sparkseq.servers.connect import server_conf
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
     builder = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")

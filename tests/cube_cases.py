@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from hypothesis import strategies as st
 from sqlglot import exp
 
-from sql_rewrites.hierarchy import ConceptHierarchy
+from sql_rewrites.logical.hierarchy import ConceptHierarchy
 
 LEAVES = ("a", "b", "c", "d")
 INNER = ("X", "Y", "R")

@@ -3,7 +3,7 @@
 ``python -m tests.local_cluster_driver OUT.json KILL_FILE BARE_PYTHON`` starts a sparkseq
 session on a local cluster (two executor JVMs, each with its own Python workers), runs
 :mod:`tests.cluster_cases`, runs the MATCH_AGGREGATE case again with a worker killed
-mid-query (:mod:`udafs.worker_faults`, armed by creating ``KILL_FILE``), and runs the
+mid-query (:mod:`udafs.workers.faults`, armed by creating ``KILL_FILE``), and runs the
 worker check with ``BARE_PYTHON`` (a Python without numpy, pyarrow, pandas) as the
 workers' interpreter; it writes every answer, message and timing to ``OUT.json``. Its
 own process: a process has one SparkContext, and
@@ -20,10 +20,10 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 import sparkseq
-from sparkseq import cluster
-from sparkseq.jvm_path import jvm_path_missing
+from sparkseq.running.jvm_path import jvm_path_missing
+from sparkseq.spark import cluster
 from tests import cluster_cases
-from udafs.worker_faults import KILL_WORKER_ONCE
+from udafs.workers.faults import KILL_WORKER_ONCE
 
 MASTER = "local-cluster[2,1,1024]"
 

@@ -146,7 +146,9 @@ def free_port() -> int:
 
 def read(folder: Path) -> dict[str, Any]:
     import sparkseq
-    from sparkseq import connect_server, jvm_parser, thrift
+    from sparkseq.servers import connect as connect_server
+    from sparkseq.servers import thrift
+    from sparkseq.spark import jvm_parser
 
     port = free_port()
     spark = sparkseq.session("local[2]", conf={**hive_conf(folder), **connect_server.server_conf("127.0.0.1", port)},

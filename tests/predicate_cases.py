@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pyspark.sql import DataFrame, SparkSession
 
 from tests import oracle, sql_cases
-from udafs.kernels import compare
+from udafs.kernels.predicates import compare
 from udafs.plan import CmpOp, IteratorPredicate, Plan, Strategy
 
 COLUMNS = ("i", "f", "s")

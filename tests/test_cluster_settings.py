@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from sparkseq import cluster, worker_probe
-from sparkseq.cluster import MasterKind, classify
-from sparkseq.session import (
+from sparkseq.spark import cluster, worker_probe
+from sparkseq.spark.cluster import MasterKind, classify
+from sparkseq.spark.session import (
     ARROW_BATCH_ROWS,
     ARROW_BATCH_ROWS_DEFAULT,
     CACHED_PLAN_COALESCING,
@@ -26,7 +26,7 @@ from sparkseq.session import (
 )
 
 
-@pytest.mark.parametrize("name", ["sparkseq.cluster", "sparkseq.worker_probe"])
+@pytest.mark.parametrize("name", ["sparkseq.spark.cluster", "sparkseq.spark.worker_probe"])
 def test_docstring_examples(name: str) -> None:
     result = doctest.testmod(importlib.import_module(name))
     assert result.attempted > 0 and result.failed == 0
@@ -102,7 +102,7 @@ def test_the_zip_is_built_once_and_imports_without_the_checkout(tmp_path: Path) 
     # -S: no site packages, hence no editable install of sparkseq; the zip and the
     # driver's packages' directory (not its .pth hooks) on the path only.
     site = next(p for p in sys.path if p.endswith("site-packages"))
-    code = "import sys; import udafs.spark_udfs, sparkseq.functions; print(udafs.__file__)"
+    code = "import sys; import udafs.workers.grouped, sparkseq.spark.functions; print(udafs.__file__)"
     done = subprocess.run([sys.executable, "-S", "-c", code], cwd=tmp_path, capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": os.pathsep.join([str(first), site])})
     assert done.returncode == 0, done.stderr
@@ -121,7 +121,7 @@ def test_the_probe_names_every_problem() -> None:
 OUT_OF_MEMORY = """
 import resource, numpy as np, pyarrow as pa
 from udafs.plan import Element, Plan
-from udafs.spark_udfs import aggregate_group
+from udafs.workers.grouped import aggregate_group
 plan = Plan(symbols=("A", "B"), elements=(Element(0), Element(1)), negations=(0, 0, 0))
 n = 3_000_000
 ts, mask = pa.array(np.arange(n, dtype=np.int64)), pa.array(np.arange(n, dtype=np.int64) % 2 + 1)

@@ -17,13 +17,13 @@ import pytest
 from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
-from sql_rewrites.analysis import analyze_sql
+from sql_rewrites.analysis.analyzer import analyze_sql
 from sql_rewrites.errors import CubeError, EdgeNegationWithoutWindowError
 from tests import oracle
 from tests.cube_cases import CubeCase, cube_cases, expected_cuboids, masks
 from tests.test_kernel_oracle import assert_same
 from udafs.kernels import evaluate_group
-from udafs.kernels.many import evaluate_many
+from udafs.kernels.multiplan.many import evaluate_many
 from udafs.multiplan import MultiPlan
 
 SCHEMA = {"ev": {"k": "int", "ts": "bigint", "tp": "string", "v": "bigint"}}
@@ -165,7 +165,7 @@ def test_edge_negation_in_a_cuboid_needs_within() -> None:
 
 
 def test_explain_lists_cuboids_levels_and_derivations() -> None:
-    from sparkseq.sql_api import explain
+    from sparkseq.statements.sql_api import explain
 
     sql = ("SELECT * FROM ev MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERNS (SEQ(X, c), SEQ(a, c), SEQ(b, c)) "
            "TYPE BY tp HIERARCHY h MEASURES COUNT(*) AS n) AS m")
@@ -176,7 +176,7 @@ def test_explain_lists_cuboids_levels_and_derivations() -> None:
 
 
 def test_explain_says_a_big_key_takes_the_cube_apart() -> None:
-    from sparkseq.sql_api import explain
+    from sparkseq.statements.sql_api import explain
 
     sql = ("SELECT * FROM ev MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERNS (SEQ(a, c), SEQ(b, c)) "
            "TYPE BY tp MEASURES COUNT(*) AS n WITHIN 10) AS m")
@@ -191,7 +191,7 @@ def test_explain_says_a_big_key_takes_the_cube_apart() -> None:
 @settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.one_of(cube_cases(), cube_cases(listed=True)))
 def test_cube_clauses_round_trip(case: CubeCase) -> None:
-    from sql_rewrites.dialect import SparkSeq, parse_statement
+    from sql_rewrites.syntax.dialect import SparkSeq, parse_statement
 
     tree = parse_statement(case.sql())
     printed = tree.sql(dialect=SparkSeq)

@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 
 from udafs.errors import CountOverflowError
 from udafs.kernels import evaluate_group
-from udafs.kernels.arith import EXACT_CAP, LIMIT, Arith, Kind, Overflow, TooLarge
-from udafs.kernels.measures import float_key, key_float
-from udafs.kernels.scan import affine_scan, seg_accumulate
+from udafs.kernels.counting.scan import affine_scan, seg_accumulate
+from udafs.kernels.values.arith import EXACT_CAP, LIMIT, Arith, Kind, Overflow, TooLarge
+from udafs.kernels.values.measures import float_key, key_float
 from udafs.plan import CountType, Element, Plan
 
 INT, EXACT = Arith(Kind.INT), Arith(Kind.EXACT)

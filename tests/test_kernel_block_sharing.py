@@ -2,8 +2,8 @@
 do in one engine call) equal the brute-force oracle, whatever the order they run in.
 
 The shared timeline keeps every pass from weight 1 by pattern part
-(``Timeline.keeps_passes``, :func:`udafs.kernels.passes.kept_forward`) and the crossing
-sums of each split by its parts (:mod:`udafs.kernels.within`); a plan's pair counts stay
+(``Timeline.keeps_passes``, :func:`udafs.kernels.counting.passes.kept_forward`) and the crossing
+sums of each split by its parts (:mod:`udafs.kernels.counting.within`); a plan's pair counts stay
 over its measured symbols' row lists (``paths.RowPairs``). Plans here are drawn the
 way cuboids differ: one base pattern with symbols swapped at some positions, so that
 prefixes, suffixes and split parts repeat across plans and the kept arrays are reused.
@@ -18,11 +18,12 @@ from hypothesis import strategies as st
 
 from tests import oracle
 from tests.test_kernel_oracle import COLUMNS, assert_same, events, to_arrays
-from udafs.kernels import GroupResult, within
-from udafs.kernels.arith import Arith, Kind
+from udafs.kernels import GroupResult
+from udafs.kernels.counting import within
+from udafs.kernels.counting.timeline import Timeline
 from udafs.kernels.evaluate import with_fallback
-from udafs.kernels.measures import finalize, measure_symbols, partials
-from udafs.kernels.timeline import Timeline
+from udafs.kernels.values.arith import Arith, Kind
+from udafs.kernels.values.measures import finalize, measure_symbols, partials
 from udafs.plan import CountType, Element, Measure, MeasureKind, Plan
 
 N_SYM = 4

@@ -203,7 +203,7 @@ def test_bad_input(bad: dict) -> None:
 @pytest.mark.parametrize("window", [None, 10])
 def test_nan_follows_spark_order(window: int | None) -> None:
     """NaN sorts above +inf (as in Spark): MAX is NaN, MIN skips NaN unless all are NaN."""
-    from udafs.kernels.streaming import StreamEvaluator
+    from udafs.kernels.incremental.streaming import StreamEvaluator
 
     ms = (Measure(MeasureKind.MIN, 0, 0, "lo"), Measure(MeasureKind.MAX, 0, 0, "hi"),
           Measure(MeasureKind.SUM, 0, 0, "s"))
@@ -235,7 +235,7 @@ def test_count_of_symbol_can_overflow_alone(within: int | None) -> None:
 def test_kleene_beyond_exact_cap(count_type: CountType, within: int | None) -> None:
     """2**3000 pending B+ sets: answers stay exact (batch prunes them, streaming clamps them),
     and truly astronomic answers raise instead of exhausting memory."""
-    from udafs.kernels.streaming import StreamEvaluator
+    from udafs.kernels.incremental.streaming import StreamEvaluator
 
     ms = (Measure(MeasureKind.COUNT_STAR, name="n"), Measure(MeasureKind.COUNT, 1, name="b"))
     plan = seq("A", "B+", "C", measures=ms, count_type=count_type, within=within)

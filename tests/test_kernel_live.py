@@ -26,7 +26,7 @@ from tests.test_kernel_streaming import assert_results_close
 from udafs import state_codec
 from udafs.errors import CountOverflowError, InputDataError, PlanError, StateError
 from udafs.kernels import GroupResult, evaluate_group
-from udafs.kernels.live import LiveEvaluator, advance_all
+from udafs.kernels.incremental.live import LiveEvaluator, advance_all
 from udafs.plan import CountType, Element, Measure, MeasureKind, Plan, Strategy
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -177,7 +177,7 @@ def test_both_edge_negations(data: st.DataObject) -> None:
 @given(st.data())
 def test_tiny_batches(data: st.DataObject) -> None:
     """Replicated timelines (windows, negation intervals) split into many batches."""
-    import udafs.kernels.segments as segments
+    import udafs.kernels.counting.segments as segments
 
     plan = data.draw(plans(window=data.draw(st.sampled_from(["within", "slide"])), edges=data.draw(st.booleans())))
     ev = data.draw(events(plan))

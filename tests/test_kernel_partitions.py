@@ -1,5 +1,5 @@
 """Property tests: partitions laid end to end on one time axis
-(:func:`udafs.kernels.partitions.evaluate_partitions`) give every partition exactly what
+(:func:`udafs.kernels.multiplan.partitions.evaluate_partitions`) give every partition exactly what
 ``evaluate_many`` gives it alone — windows, numbers and types — for multi-plans of shared
 prefixes, of different windows, with every measure, strategy and predicate, and for
 partitions whose times overlap, repeat, run backwards or lie far apart."""
@@ -20,8 +20,8 @@ from tests.test_kernel_predicates import ext_events, ext_plans
 from tests.test_kernel_predicates import to_arrays as ext_arrays
 from tests.test_kernel_pretree import families, forced_timelines, multi
 from udafs.errors import PlanError
-from udafs.kernels.many import evaluate_many
-from udafs.kernels.partitions import TIME_LIMIT, evaluate_partitions, laid_end_to_end
+from udafs.kernels.multiplan.many import evaluate_many
+from udafs.kernels.multiplan.partitions import TIME_LIMIT, evaluate_partitions, laid_end_to_end
 from udafs.multiplan import MultiPlan
 from udafs.plan import CountType, Element, Measure, MeasureKind, Plan, Strategy
 

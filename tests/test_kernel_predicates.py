@@ -22,8 +22,9 @@ from tests import oracle
 from tests.doubles import doubles
 from tests.test_kernel_oracle import as_rows, assert_same, plans
 from tests.test_kernel_oracle import to_arrays as oracle_arrays
-from udafs.kernels import GroupResult, evaluate_group, predicates
+from udafs.kernels import GroupResult, evaluate_group
 from udafs.kernels.options import DEFAULT, KernelOptions, Method
+from udafs.kernels.predicates import methods as predicates
 from udafs.plan import (
     CmpOp,
     CountType,
@@ -373,8 +374,8 @@ def test_exact_counts_never_wrap(state_dp: bool) -> None:
 @given(data=st.data())
 def test_dominance_boxes(data: st.DataObject) -> None:
     """Box sums of the merge-sort tree (full and range-limited) and per-value prefix counters."""
-    from udafs.kernels.arith import Arith, Kind
-    from udafs.kernels.dominance import Dominance, equal_prefix
+    from udafs.kernels.predicates.dominance import Dominance, equal_prefix
+    from udafs.kernels.values.arith import Arith, Kind
 
     m = data.draw(st.integers(1, 40))
     n_r = data.draw(st.integers(1, 6))

@@ -1,5 +1,5 @@
 """Property tests: plans evaluated together on one timeline with shared prefixes and
-suffixes (``udafs.kernels.pretree``, used by ``evaluate_many``) equal the brute-force
+suffixes (``udafs.kernels.multiplan.pretree``, used by ``evaluate_many``) equal the brute-force
 oracle, plan by plan, whichever plans share a timeline and wherever they are cut; and
 ``evaluate_many`` runs exactly the shared timelines its multi-plan carries."""
 
@@ -14,9 +14,9 @@ from tests import oracle
 from tests.test_kernel_oracle import as_rows, events, to_arrays
 from udafs.kernels import GroupResult
 from udafs.kernels.evaluate import with_fallback
-from udafs.kernels.measures import finalize
+from udafs.kernels.multiplan.pretree import evaluate_shared
 from udafs.kernels.options import DEFAULT, KernelOptions
-from udafs.kernels.pretree import evaluate_shared
+from udafs.kernels.values.measures import finalize
 from udafs.multiplan import MultiPlan
 from udafs.plan import CountType, Element, Measure, MeasureKind, Plan
 from udafs.timelines import SharedTimeline, choose_cuts, choose_timelines, shape_of
@@ -119,7 +119,7 @@ def test_any_cut_is_exact(window: str, data: st.DataObject) -> None:
 
 def count_steps(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int, int]]:
     """Records every pass step (``Timeline.prev_ranges`` call) as (previous symbol, symbol, negation)."""
-    from udafs.kernels import pretree
+    from udafs.kernels.multiplan import pretree
 
     calls: list[tuple[int, int, int]] = []
     real = pretree.Timeline.prev_ranges
@@ -134,7 +134,7 @@ def count_steps(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int, int]]:
 
 def test_prefixes_are_computed_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Three plans sharing SEQ(S0, S1): the second position's array is computed once."""
-    from udafs.kernels import pretree
+    from udafs.kernels.multiplan import pretree
 
     calls = count_steps(monkeypatch)
 
@@ -156,7 +156,7 @@ def test_suffixes_are_computed_once(monkeypatch: pytest.MonkeyPatch) -> None:
     connected to each plan's own prefix (Chop-Connect); counts equal each plan alone.
     Two such plans are not cut: the reversed timeline's row lists would cost more than
     the nodes saved."""
-    from udafs.kernels import pretree
+    from udafs.kernels.multiplan import pretree
 
     def plan(*syms: int) -> Plan:
         return Plan(symbols=tuple(f"S{i}" for i in range(8)), elements=tuple(Element(s) for s in syms),
@@ -180,7 +180,7 @@ def test_shared_suffix_keeps_the_trailing_negation() -> None:
     """The trailing negation belongs to the suffix: SEQ(X, S1, S2, S3) WITHIN 10 SLIDE 5 with
     "no S5 after S3", over S0 S4 S1 S2 S3 S5 S0 S1 S2 S3, per window exactly as each plan
     alone (the S5 at 5 kills the matches ending at 4 in the first two windows)."""
-    from udafs.kernels import pretree
+    from udafs.kernels.multiplan import pretree
 
     def plan(*syms: int) -> Plan:
         return Plan(symbols=tuple(f"S{i}" for i in range(8)), elements=tuple(Element(s) for s in syms),
@@ -248,7 +248,7 @@ def forced_timelines(draw: st.DrawFn, plans: list[Plan]) -> tuple[SharedTimeline
 def check_many(plans: list[Plan], ev: oracle.Events, mp: MultiPlan, options: KernelOptions = DEFAULT
                ) -> list[SharedTimeline]:
     """Every plan's ``evaluate_many`` result equals the oracle; returns the timelines it ran."""
-    from udafs.kernels import many
+    from udafs.kernels.multiplan import many
 
     ts, mask, _ = to_arrays(ev)
     ran: list[SharedTimeline] = []

@@ -22,10 +22,10 @@ from tests.test_kernel_timesplit import check as check_split
 from tests.test_kernel_timesplit import cuts
 from udafs.errors import CountOverflowError, PlanError
 from udafs.kernels import evaluate_group
-from udafs.kernels.live import LiveEvaluator, advance_all
-from udafs.kernels.many import evaluate_many
+from udafs.kernels.counting.quantifiers import MAX_CLASSES, expand
+from udafs.kernels.incremental.live import LiveEvaluator, advance_all
+from udafs.kernels.multiplan.many import evaluate_many
 from udafs.kernels.options import KernelOptions
-from udafs.kernels.quantifiers import MAX_CLASSES, expand
 from udafs.multiplan import MultiPlan
 from udafs.plan import (
     PLAN_VERSION,
@@ -429,8 +429,8 @@ def test_workload_equals_each_plan_alone(data: st.DataObject) -> None:
 
 
 def test_shared_timeline_refuses_quantified_plans() -> None:
-    from udafs.kernels.arith import Arith, Kind
-    from udafs.kernels.pretree import evaluate_shared
+    from udafs.kernels.multiplan.pretree import evaluate_shared
+    from udafs.kernels.values.arith import Arith, Kind
 
     with pytest.raises(PlanError, match="quantified or optional elements does not share a timeline"):
         evaluate_shared([seq("A", "B?"), seq("A", "B")], np.array([1, 2]), np.array([A, B]), Arith(Kind.INT))
@@ -438,7 +438,7 @@ def test_shared_timeline_refuses_quantified_plans() -> None:
 
 def test_plain_pattern_evaluations_refuse_quantified_plans() -> None:
     """A path that reads elements as plain X / X+ would count B{2,4} as B+: it refuses instead."""
-    from udafs.kernels.pattern import Pattern
+    from udafs.kernels.counting.pattern import Pattern
 
     with pytest.raises(PlanError, match=r"SEQ\(A, B\{2,4\}, C\) reached an evaluation of plain patterns"):
         Pattern.of(seq("A", "B{2,4}", "C"))

@@ -1,4 +1,4 @@
-"""Range timelines (``udafs.kernels.segments.RangeTimeline``: segments that are index ranges
+"""Range timelines (``udafs.kernels.counting.segments.RangeTimeline``: segments that are index ranges
 of one sorted base array, per-symbol indexes built from each symbol's base rows) give
 exactly what the plain ``Timeline`` over the same copied rows gives, method by method,
 in both time directions: row lists, segments, tie starts, predecessor ranges with and
@@ -11,8 +11,8 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from udafs.kernels.segments import RangeTimeline, concat_ranges, range_timeline, sliding_windows
-from udafs.kernels.timeline import Timeline
+from udafs.kernels.counting.segments import RangeTimeline, concat_ranges, range_timeline, sliding_windows
+from udafs.kernels.counting.timeline import Timeline
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 N_SYM = 4

@@ -19,8 +19,8 @@ from tests.test_kernel_oracle import as_rows, assert_same, plans, with_double_me
 from tests.test_kernel_predicates import ext_events, ext_plans, run_kernel, vectorisable
 from udafs.errors import InputDataError, PlanError
 from udafs.kernels import evaluate_group
+from udafs.kernels.incremental.streaming import StreamEvaluator
 from udafs.kernels.options import KernelOptions
-from udafs.kernels.streaming import StreamEvaluator
 from udafs.plan import CmpOp, CountType, Element, IteratorPredicate, Plan, Predicate, Strategy, ValueType
 
 SETTINGS = settings(max_examples=120, deadline=None,
@@ -242,7 +242,7 @@ def test_streaming_refuses_extended_plans() -> None:
 @given(data=st.data())
 def test_vectorised_strategies_equal_state_dp(strategy: Strategy, data: st.DataObject) -> None:
     """Beyond the oracle's reach (Kleene over 40 rows): vectorised strategy passes == state DP."""
-    from udafs.kernels import predicates
+    from udafs.kernels.predicates import methods as predicates
 
     plan = vectorisable(data.draw(ext_plans(window=data.draw(st.sampled_from(["none", "within", "slide"])),
                                             strategy=strategy, n_pred=1, adjacent=True,

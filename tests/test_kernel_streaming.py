@@ -14,8 +14,8 @@ from tests.doubles import with_non_finite
 from tests.test_kernel_oracle import assert_same, events, plans, to_arrays, with_double_measures
 from udafs.errors import CountOverflowError, InputDataError
 from udafs.kernels import GroupResult, evaluate_group
+from udafs.kernels.incremental.streaming import StreamEvaluator
 from udafs.kernels.options import DEFAULT, KernelOptions
-from udafs.kernels.streaming import StreamEvaluator
 from udafs.plan import CountType, Element, Measure, MeasureKind, Plan
 
 
@@ -169,7 +169,7 @@ def test_stream_no_window_measures(data: st.DataObject) -> None:
 def test_split_plan_keeps_measures_in_place() -> None:
     """The carried plan of SUM/AVG over a DOUBLE column: the user's measures first, in
     order, then one set of hidden indicator sums per (symbol, column)."""
-    from udafs.kernels import nonfinite
+    from udafs.kernels.values import nonfinite
     from udafs.plan import ValueType
 
     plan = Plan(symbols=("A", "B"), elements=(Element(0), Element(1)), negations=(0, 0, 0),

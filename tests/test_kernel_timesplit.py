@@ -20,7 +20,7 @@ from tests.test_kernel_predicates import ext_events, ext_plans
 from tests.test_kernel_predicates import to_arrays as ext_arrays
 from udafs.errors import CountOverflowError, PlanError
 from udafs.kernels.evaluate import GroupResult, evaluate_group
-from udafs.kernels.timesplit import (
+from udafs.kernels.incremental.timesplit import (
     chunk_regions,
     combine_chunks,
     decode_chunk,

@@ -1,4 +1,4 @@
-"""The replication-free WITHIN path for three elements with predicates (udafs.kernels.triples).
+"""The replication-free WITHIN path for three elements with predicates (udafs.kernels.predicates.triples).
 
 ``SEQ(E1, E2, E3) WITHIN w`` with a predicate step on either or both adjacent pairs
 (every operator, offsets, INT / FLOAT columns with NaN and -0.0, NULLs), extra
@@ -19,8 +19,9 @@ from tests import oracle
 from tests.doubles import doubles
 from tests.test_kernel_oracle import as_rows, assert_same
 from tests.test_kernel_predicates import COLUMNS3, SPECIAL, offsets, run_kernel
-from udafs.kernels import predicates, predpass, triples
 from udafs.kernels.options import KernelOptions, WithinPath
+from udafs.kernels.predicates import methods as predicates
+from udafs.kernels.predicates import predpass, triples
 from udafs.plan import CmpOp, CountType, Element, Measure, MeasureKind, Plan, Predicate, Strategy, ValueType
 
 

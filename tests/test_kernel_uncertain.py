@@ -25,8 +25,9 @@ from tests import oracle, possible_worlds
 from tests.doubles import doubles, same_double
 from tests.test_kernel_oracle import COLUMNS, plans, to_arrays
 from udafs.errors import PlanError, UncertainTimeError
-from udafs.kernels import evaluate_group, possible_times, uncertain
-from udafs.kernels.arith import Arith, Kind
+from udafs.kernels import evaluate_group
+from udafs.kernels.imprecise import possible_times, uncertain
+from udafs.kernels.values.arith import Arith, Kind
 from udafs.plan import CmpOp, CountType, Element, IteratorPredicate, Measure, MeasureKind, Plan, ValueType
 
 LINEAR = (MeasureKind.COUNT_STAR, MeasureKind.COUNT, MeasureKind.SUM)
@@ -78,7 +79,7 @@ def kernel(plan: Plan, ev: oracle.Events, lo: list, hi: list, ar: Arith) -> list
 
 
 def violates(plan: Plan, ev: oracle.Events, lo: list, hi: list) -> bool:
-    """The exact method's conditions (udafs.kernels.uncertain), tested by brute force."""
+    """The exact method's conditions (udafs.kernels.imprecise.uncertain), tested by brute force."""
     s, pat = plan.uncertain, plan.pattern_symbols_mask
     rows = [r for r in range(len(lo)) if ev.mask[r] & pat]
     times = {r: possible_worlds.possible_times(lo[r], hi[r], s) for r in rows}

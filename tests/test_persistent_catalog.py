@@ -1,4 +1,4 @@
-"""A persistent catalog (``sparkseq.warehouse``): Spark's Hive metastore in embedded Derby,
+"""A persistent catalog (``sparkseq.spark.warehouse``): Spark's Hive metastore in embedded Derby,
 kept in a directory by ``--warehouse DIR`` / ``sparkseq.session(warehouse=...)``.
 
 The end-to-end test runs real processes on one directory: the ``sql`` command creates a
@@ -26,8 +26,8 @@ from typing import IO
 
 import pytest
 
-from sparkseq import warehouse as warehouses
-from sparkseq.warehouse import CatalogError, CatalogInUseError, Warehouse
+from sparkseq.spark import warehouse as warehouses
+from sparkseq.spark.warehouse import CatalogError, CatalogInUseError, Warehouse
 from tests.test_thrift_server import free_port, listening, query, read_banner
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -79,7 +79,7 @@ def test_an_external_metastore_replaces_derby(tmp_path: Path, monkeypatch: pytes
 
 def test_hive_support_asked_for_by_hand_keeps_its_tables_files(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    from sparkseq.session import default_conf, in_memory_tables, scratch_dir
+    from sparkseq.spark.session import default_conf, in_memory_tables, scratch_dir
 
     monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
     memory = default_conf("local[2]")
@@ -199,7 +199,7 @@ def test_tables_of_gone_in_memory_catalogs_are_removed(tmp_path: Path) -> None:
 
 
 def test_the_test_session_keeps_its_tables_in_a_directory_of_its_own(spark) -> None:
-    from sparkseq.session import scratch_dir
+    from sparkseq.spark.session import scratch_dir
 
     assert spark.conf.get("spark.sql.warehouse.dir").removeprefix("file:") == str(
         warehouses.memory_catalog_tables(scratch_dir()))

@@ -1,11 +1,11 @@
-"""``{name}`` placeholders (sparkseq.placeholders): PySpark's formatting, and positions back
+"""``{name}`` placeholders (sparkseq.statements.placeholders): PySpark's formatting, and positions back
 in the text as written. Values that need no Spark (strings, numbers), so no session."""
 
 from __future__ import annotations
 
 import pytest
 
-from sparkseq.placeholders import format_text
+from sparkseq.statements.placeholders import format_text
 from sql_rewrites.errors import UnknownColumnError, position_of
 
 

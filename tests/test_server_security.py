@@ -36,7 +36,9 @@ from typing import IO
 
 import pytest
 
-from sparkseq import cli, server_auth, thrift
+from sparkseq.commands import cli
+from sparkseq.servers import auth as server_auth
+from sparkseq.servers import thrift
 from tests.test_thrift_server import JARS, PROMPT, free_port, read_banner
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -398,7 +400,7 @@ def test_settings_that_cannot_work_are_refused(tmp_path: Path, capsys: pytest.Ca
 def test_connect_token_from_the_environment(monkeypatch: pytest.MonkeyPatch,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     """Spark reads $SPARK_CONNECT_AUTHENTICATE_TOKEN itself: the server counts it as authentication."""
-    from sparkseq import connect_server
+    from sparkseq.servers import connect as connect_server
 
     token = secrets.token_urlsafe(32)
     monkeypatch.setenv(server_auth.TOKEN_ENV, token)
@@ -412,7 +414,7 @@ def test_connect_token_from_the_environment(monkeypatch: pytest.MonkeyPatch,
 
 def test_connect_urls_say_how_to_reach_the_server() -> None:
     """PySpark sends a token without TLS only to ``localhost``: the banner's URL says so."""
-    from sparkseq.connect_server import ConnectServer
+    from sparkseq.servers.connect import ConnectServer
 
     token = server_auth.Token(secrets.token_urlsafe(32))
     tls = server_auth.Tls(Path("server.p12"), "-")

@@ -1,4 +1,4 @@
-"""Property tests: the sorted shared pass (:mod:`udafs.spark_shared`) finds exactly the
+"""Property tests: the sorted shared pass (:mod:`udafs.workers.shared`) finds exactly the
 partitions Spark's grouping makes in rows sorted by their keys — NULL equal to NULL, NaN
 to NaN, -0.0 to 0.0, composite keys, any batch boundaries — and gathers whole partitions
 into calls without splitting one or losing a row."""
@@ -13,7 +13,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from udafs.spark_shared import partition_starts, whole_partitions
+from udafs.workers.shared import partition_starts, whole_partitions
 
 FLOATS = st.sampled_from([None, float("nan"), -0.0, 0.0, 1.5, -2.0, math.inf])
 STRINGS = st.sampled_from([None, "", "a", "b", "ab"])

@@ -12,10 +12,10 @@ import pytest
 from sqlglot import exp
 
 import sparkseq
-from sql_rewrites.aggregates import is_spark_aggregate
-from sql_rewrites.column_names import spark_column_name
-from sql_rewrites.dialect import parse_statement
 from sql_rewrites.errors import AggregatePlacementError
+from sql_rewrites.generation.aggregates import is_spark_aggregate
+from sql_rewrites.syntax.column_names import spark_column_name
+from sql_rewrites.syntax.dialect import parse_statement
 from tests.sql_cases import jobs_started
 from udafs.plan import Element, Plan
 

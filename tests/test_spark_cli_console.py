@@ -22,7 +22,7 @@ import pytest
 from pyspark.errors import PySparkException
 
 import sparkseq
-from sparkseq import cli
+from sparkseq.commands import cli
 from sql_rewrites.errors import SqlParseError
 from tests.test_spark_live_state import FUNNEL, write_json_files
 from tests.test_spark_live_state import SCHEMA as STREAM_SCHEMA

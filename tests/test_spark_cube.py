@@ -1,6 +1,6 @@
 """E-Cube end to end on local Spark: every cuboid of a generated statement equals the oracle.
 
-One engine call per partition computes all cuboids (:mod:`udafs.kernels.many`); the rows
+One engine call per partition computes all cuboids (:mod:`udafs.kernels.multiplan.many`); the rows
 of cuboid ``i`` must be exactly what the oracle says for its plan, its measures that
 do not apply must be NULL, and ``levels`` must name its concepts' depths.
 """
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import sparkseq
-from sql_rewrites.analysis import analyze_sql
+from sql_rewrites.analysis.analyzer import analyze_sql
 from sql_rewrites.errors import CubeError, EdgeNegationWithoutWindowError
 from tests import oracle
 from tests.cube_cases import CubeCase, cube_cases, masks

@@ -1,5 +1,5 @@
 """E-Cube statements over a big key on local Spark: each cuboid its own statement on its own
-path, UNION ALL (:mod:`sql_rewrites.cube_paths`), with exactly the grouped cube's rows.
+path, UNION ALL (:mod:`sql_rewrites.planning.cube_paths`), with exactly the grouped cube's rows.
 
 Small thresholds set in the session make the one key of 600 rows "big" (split over 50
 rows, chunks of about 40, streamed over 100); the grouped cube (``sparkseq.path=grouped``:
@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 import sparkseq
-from sparkseq.execution_paths import PATH_CONF, SPLIT_ROWS_CONF, STREAM_ROWS_CONF
+from sparkseq.running.execution_paths import PATH_CONF, SPLIT_ROWS_CONF, STREAM_ROWS_CONF
 from sql_rewrites.errors import SqlRewriteError
 from tests.test_spark_timesplit import assert_same_rows
 

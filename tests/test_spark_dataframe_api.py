@@ -11,7 +11,7 @@ from datetime import timedelta
 import pytest
 
 import sparkseq
-from sparkseq.execution_paths import CHUNK_ROWS_CONF, PATH_CONF, SPLIT_ROWS_CONF
+from sparkseq.running.execution_paths import CHUNK_ROWS_CONF, PATH_CONF, SPLIT_ROWS_CONF
 from sql_rewrites import errors as E
 from tests.sql_cases import jobs_started
 

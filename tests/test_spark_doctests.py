@@ -15,7 +15,7 @@ EXAMPLES = [t for t in docstring_examples() if needs_session(t)]
 
 @pytest.mark.parametrize("test", EXAMPLES, ids=[t.name for t in EXAMPLES])
 def test_docstring_examples(spark, test: doctest.DocTest) -> None:
-    from sparkseq import hierarchies
+    from sparkseq.spark import hierarchies
 
     views = {t.name for t in spark.catalog.listTables() if t.isTemporary}
     known = set(hierarchies.registered_hierarchies(spark))

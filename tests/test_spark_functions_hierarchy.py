@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 
 import sparkseq
 from sql_rewrites.errors import HierarchyError, UnknownHierarchyError
-from sql_rewrites.hierarchy import ConceptHierarchy
+from sql_rewrites.logical.hierarchy import ConceptHierarchy
 from tests import oracle
 from tests.cube_cases import INNER, LEAVES, hierarchies
 

@@ -1,10 +1,10 @@
 """No Spark job before the caller asks for rows: a statement is analysed completely, and
-its path chosen, without running anything (:mod:`sparkseq.execution_paths`); a workload's
-DataFrames likewise (:mod:`sparkseq.workloads`), but for the one job that counts the keys of
+its path chosen, without running anything (:mod:`sparkseq.running.execution_paths`); a workload's
+DataFrames likewise (:mod:`sparkseq.statements.workloads`), but for the one job that counts the keys of
 a source that may hold a key too big for the shared pass, which EXPLAIN names.
 
 The source is a ``createDataFrame`` of a Python list, whose size Spark cannot estimate:
-such a statement counts its keys as it runs (``sql_rewrites.path_queries.by_key_size``).
+such a statement counts its keys as it runs (``sql_rewrites.planning.path_queries.by_key_size``).
 Small thresholds (``small_thresholds`` in conftest: keys over 50 rows split, over 100
 streamed) make the 600-row key big, so the big-key path really runs; the reference rows
 come from the grouped path (``sparkseq.path=grouped``). Jobs are counted with the status
@@ -21,9 +21,9 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 import sparkseq
-from sparkseq import statistics
-from sparkseq.execution_paths import PATH_CONF, SPLIT_ROWS_CONF, STREAM_ROWS_CONF
-from sql_rewrites.dialect import SparkSeq, parse_statement
+from sparkseq.running import statistics
+from sparkseq.running.execution_paths import PATH_CONF, SPLIT_ROWS_CONF, STREAM_ROWS_CONF
+from sql_rewrites.syntax.dialect import SparkSeq, parse_statement
 from tests.test_spark_cube_paths import ROLLUP, SECTORS, ordered
 from tests.test_spark_timesplit import assert_same_rows
 
@@ -200,7 +200,7 @@ def test_a_workload_runs_no_job_until_rows_are_asked(spark: SparkSession, events
         assert jobs == 0 and len(sparkseq.plan_workload(spark, script).groups) == 1
         got, jobs = jobs_during(spark, lambda: [rows_of(frame) for frame in frames])
         assert jobs > 0 and got == want and sum(n for rows in got for _, n in rows) > 0
-        explained = sparkseq.workloads.explain_workload(spark, script)
+        explained = sparkseq.statements.workloads.explain_workload(spark, script)
         assert "workload() (DataFrames read later) runs no statistics job before rows are asked for" in explained
         assert "paths from one job counting the source's keys" not in explained
     finally:
@@ -220,7 +220,7 @@ def test_a_workload_over_a_source_of_unknown_size_counts_its_keys_when_called(sp
         want = [rows_of(sparkseq.sql(spark, text)) for text in script.split(";\n")]
     finally:
         spark.conf.unset(PATH_CONF)
-    explained = sparkseq.workloads.explain_workload(spark, script)
+    explained = sparkseq.statements.workloads.explain_workload(spark, script)
     assert ("paths from one job counting the source's keys, run by every way of running the workload — workload() "
             "too, when called, before any rows are asked for: Spark's size estimate of the source (unknown) leaves "
             "room for a key over 100 rows") in explained
@@ -238,7 +238,7 @@ def test_a_workload_over_a_source_of_unknown_size_counts_its_keys_when_called(sp
 def test_explain_prints_the_statement_that_runs(spark: SparkSession, events: str, small_thresholds: None) -> None:
     """EXPLAIN's path and Spark SQL are those of the run (``sparkseq.rewrite`` gives the SQL
     that ``spark.sql`` runs); nothing runs for either."""
-    from sparkseq.sql_api import rewrite
+    from sparkseq.statements.sql_api import rewrite
 
     explained, jobs = jobs_during(spark, lambda: sparkseq.explain(spark, WITHIN))
     assert jobs == 0

@@ -1,6 +1,6 @@
 """The JVM path on local Spark: the same rows as the Python (kernel) path and the oracle.
 
-Random plans of the JVM shapes (:func:`sql_rewrites.jvm_path.jvm_shape`: 1-6 positive
+Random plans of the JVM shapes (:func:`sql_rewrites.planning.jvm_path.jvm_shape`: 1-6 positive
 elements with repeated symbols, negations between them without WITHIN, WITHIN without
 negations, COUNT(*) and COUNT(X), COUNT TYPE BIGINT or DECIMAL) over random events with
 ties and NULLs run through :func:`sparkseq.sql` forced ``jvm`` and forced ``grouped``,
@@ -31,12 +31,12 @@ from pyspark.errors import PySparkException
 from sqlglot import exp
 
 import sparkseq
-from sparkseq import jvm_parser
-from sparkseq.execution_paths import PATH_CONF
-from sparkseq.jvm_path import jvm_path_missing
-from sparkseq.sql_api import sql
-from sql_rewrites.dialect import SparkSeq
-from sql_rewrites.jvm_path import JVM_FUNCTION, jvm_shape, plan_literal
+from sparkseq.running.execution_paths import PATH_CONF
+from sparkseq.running.jvm_path import jvm_path_missing
+from sparkseq.spark import jars
+from sparkseq.statements.sql_api import sql
+from sql_rewrites.planning.jvm_path import JVM_FUNCTION, jvm_shape, plan_literal
+from sql_rewrites.syntax.dialect import SparkSeq
 from tests import oracle
 from tests.spark_cases import assert_same, events_frame, expected, got
 from tests.sql_cases import select_sql
@@ -48,13 +48,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_shipped_jar_is_built_from_the_shipped_source(tmp_path: Path) -> None:
-    assert jvm_parser.check_jar(jvm_parser.AGGREGATES_JAR, jvm_parser.AGGREGATES_SOURCE) == jvm_parser.AGGREGATES_JAR, \
-        "sparkseq/jvm/sparkseq-aggregates.jar is stale: run python -m sparkseq.jvm_parser --build"
-    assert jvm_parser.build_info(jvm_parser.AGGREGATES_JAR)["pyspark"] == pyspark.__version__
-    edited = tmp_path / jvm_parser.AGGREGATES_SOURCE.name
-    edited.write_text(jvm_parser.AGGREGATES_SOURCE.read_text() + "// edited\n")
-    with pytest.raises(jvm_parser.JvmParserUnavailable, match="built from another version of SparkSeqAggregates"):
-        jvm_parser.check_jar(jvm_parser.AGGREGATES_JAR, edited)
+    assert jars.check_jar(jars.AGGREGATES_JAR, jars.AGGREGATES_SOURCE) == jars.AGGREGATES_JAR, \
+        "sparkseq/jvm/sparkseq-aggregates.jar is stale: run python -m sparkseq.spark.jars --build"
+    assert jars.build_info(jars.AGGREGATES_JAR)["pyspark"] == pyspark.__version__
+    edited = tmp_path / jars.AGGREGATES_SOURCE.name
+    edited.write_text(jars.AGGREGATES_SOURCE.read_text() + "// edited\n")
+    with pytest.raises(jars.JvmParserUnavailable, match="built from another version of SparkSeqAggregates"):
+        jars.check_jar(jars.AGGREGATES_JAR, edited)
 
 
 @pytest.fixture()
@@ -260,7 +260,7 @@ FALLBACK = textwrap.dedent("""
     import json, warnings
     from pyspark.sql import SparkSession
     import sparkseq
-    from sparkseq.jvm_path import JvmPathUnavailable
+    from sparkseq.running.jvm_path import JvmPathUnavailable
     spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
              .config("spark.sql.shuffle.partitions", "1").getOrCreate())  # no sparkseq jar on the class path
     sparkseq.register(spark)

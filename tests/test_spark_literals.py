@@ -15,8 +15,8 @@ from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
 import sparkseq
-from sql_rewrites.dialect import SparkSeq, parse_statement
 from sql_rewrites.errors import SqlParseError, SqlRewriteError
+from sql_rewrites.syntax.dialect import SparkSeq, parse_statement
 
 # --- literal source texts ----------------------------------------------------------------
 

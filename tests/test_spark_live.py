@@ -167,7 +167,8 @@ def test_back_to_back_batches_emit_every_window_the_watermark_passed(spark, tmp_
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from sparkseq import live, live_cli
+    from sparkseq.commands import live_cli
+    from sparkseq.running import live
 
     schema = "k STRING, ts TIMESTAMP, t STRING, v DOUBLE"
     source, staging = tmp_path / "src", tmp_path / "staging"

@@ -1,7 +1,7 @@
 """A DEFINE condition that fails while a live stream runs points at the DEFINE as written.
 
-The live operator's events (:mod:`sparkseq.live`) are generated SQL; the places of the
-user's DEFINE conditions travel with them (:func:`sparkseq.jvm_parser.with_origins`), so
+The live operator's events (:mod:`sparkseq.running.live`) are generated SQL; the places of the
+user's DEFINE conditions travel with them (:func:`sparkseq.spark.jvm_parser.with_origins`), so
 an error Spark raises on a row of a running stream — a malformed cast, an ANSI division
 by zero, an overflow — quotes the user's statement (line 2 here) or the DataFrame API's
 argument, never the generated SQL. Each case is a real file-source stream with a
@@ -28,7 +28,7 @@ import pytest
 from pyspark.errors import StreamingQueryException
 
 import sparkseq
-from sparkseq import live
+from sparkseq.running import live
 from tests import live_cases
 from tests.test_spark_error_surfaces import in_user_words, seen
 

@@ -27,7 +27,8 @@ from pathlib import Path
 import pytest
 
 import sparkseq
-from sparkseq import live, live_cli
+from sparkseq.commands import live_cli
+from sparkseq.running import live
 from sql_rewrites.errors import StreamingError
 from udafs import state_codec
 

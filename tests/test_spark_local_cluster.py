@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from sparkseq import worker_probe
-from sql_rewrites.jvm_path import JVM_FUNCTION
+from sparkseq.spark import worker_probe
+from sql_rewrites.planning.jvm_path import JVM_FUNCTION
 from tests import cluster_cases
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -119,8 +119,8 @@ def test_workers_without_numpy_get_a_message_naming_what_is_missing(cluster_run:
 
 def test_local_master_retries_a_killed_worker(spark) -> None:  # noqa: ANN001
     """``local[2]`` runs as ``local[2,2]``: one task attempt more, so one killed worker is survived.
-    (The tests' session arms :mod:`udafs.worker_faults` with a file under the scratch directory.)"""
-    from udafs.worker_faults import KILL_WORKER_ONCE
+    (The tests' session arms :mod:`udafs.workers.faults` with a file under the scratch directory.)"""
+    from udafs.workers.faults import KILL_WORKER_ONCE
 
     assert spark.sparkContext.master == "local[2,2]"
     armed = Path(spark.sparkContext.environment[KILL_WORKER_ONCE])

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import sparkseq
-from sparkseq.execution_paths import CHUNK_ROWS_CONF, PATH_CONF, SPLIT_ROWS_CONF
+from sparkseq.running.execution_paths import CHUNK_ROWS_CONF, PATH_CONF, SPLIT_ROWS_CONF
 from tests.doubles import same_double
 
 NAN, INF = math.nan, math.inf

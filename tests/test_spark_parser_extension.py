@@ -20,7 +20,7 @@ import pytest
 from pyspark.errors import AnalysisException, PySparkException
 
 import sparkseq
-from sparkseq import jvm_parser
+from sparkseq.spark import jars, jvm_parser
 from sql_rewrites.errors import ParameterMarkerError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,36 +46,37 @@ def events(spark) -> str:
 
 
 def test_shipped_jar_was_built_from_the_shipped_source() -> None:
-    info = jvm_parser.build_info()
-    assert info["source_sha256"] == jvm_parser.source_digest(), (
-        "sparkseq/jvm/sparkseq-extension.jar is stale: run python -m sparkseq.jvm_parser --build")
+    info = jars.build_info()
+    assert info["source_sha256"] == jars.source_digest(), (
+        "sparkseq/jvm/sparkseq-extension.jar is stale: run python -m sparkseq.spark.jars --build")
     assert info["release"] == "17"
-    assert jvm_parser.check_jar() == jvm_parser.JAR
+    assert jars.check_jar() == jars.JAR
 
 
 def test_a_jar_from_another_source_is_refused(tmp_path: Path) -> None:
     edited = tmp_path / "SparkSeqExtension.java"
-    edited.write_bytes(jvm_parser.SOURCE.read_bytes() + b"// edited\n")
-    assert jvm_parser.source_digest(edited) != jvm_parser.source_digest()
+    edited.write_bytes(jars.SOURCE.read_bytes() + b"// edited\n")
+    assert jars.source_digest(edited) != jars.source_digest()
     stale = tmp_path / "stale.jar"
-    with zipfile.ZipFile(jvm_parser.JAR) as shipped, zipfile.ZipFile(stale, "w") as copy:
+    with zipfile.ZipFile(jars.JAR) as shipped, zipfile.ZipFile(stale, "w") as copy:
         for entry in shipped.infolist():
             data = shipped.read(entry)
-            if entry.filename == jvm_parser.BUILD_INFO:
-                data = data.replace(jvm_parser.source_digest().encode(), jvm_parser.source_digest(edited).encode())
+            if entry.filename == jars.BUILD_INFO:
+                data = data.replace(jars.source_digest().encode(), jars.source_digest(edited).encode())
             copy.writestr(entry, data)
-    with pytest.raises(jvm_parser.JvmParserUnavailable, match="built from another version of SparkSeqExtension.java; "
-                                                              "rebuild it: python -m sparkseq.jvm_parser --build"):
-        jvm_parser.check_jar(stale)
+    with pytest.raises(jars.JvmParserUnavailable,
+                       match="built from another version of SparkSeqExtension.java; "
+                             "rebuild it: python -m sparkseq.spark.jars --build"):
+        jars.check_jar(stale)
 
 
 @pytest.mark.skipif(not shutil.which("javac"), reason="needs a JDK's javac")
 def test_rebuilt_jar_equals_the_shipped_one_and_links_against_spark(spark, tmp_path: Path) -> None:
-    rebuilt = jvm_parser.build(tmp_path / "rebuilt.jar")
-    with zipfile.ZipFile(rebuilt) as new, zipfile.ZipFile(jvm_parser.JAR) as shipped:
+    rebuilt = jars.build(tmp_path / "rebuilt.jar")
+    with zipfile.ZipFile(rebuilt) as new, zipfile.ZipFile(jars.JAR) as shipped:
         assert new.namelist() == shipped.namelist()
-    if jvm_parser.build_info(rebuilt)["javac"] == jvm_parser.build_info()["javac"]:  # same compiler: same bytes
-        assert rebuilt.read_bytes() == jvm_parser.JAR.read_bytes()
+    if jars.build_info(rebuilt)["javac"] == jars.build_info()["javac"]:  # same compiler: same bytes
+        assert rebuilt.read_bytes() == jars.JAR.read_bytes()
     # Load the rebuilt classes beside a private copy of pyspark's jars (the session's own
     # class loader already holds the shipped ones) and apply the extension to a
     # SparkSessionExtensions: linking fails there if the jar does not fit this Spark.
@@ -85,7 +86,7 @@ def test_rebuilt_jar_equals_the_shipped_one_and_links_against_spark(spark, tmp_p
     for i, path in enumerate(paths):
         urls[i] = jvm.java.io.File(str(path)).toURI().toURL()
     loader = jvm.java.net.URLClassLoader(urls, None)
-    extension = jvm.java.lang.Class.forName(jvm_parser.CLASS_NAME, True, loader)
+    extension = jvm.java.lang.Class.forName(jars.CLASS_NAME, True, loader)
     extensions = jvm.java.lang.Class.forName("org.apache.spark.sql.SparkSessionExtensions", True, loader)
     apply = extension.getMethod("apply", java_array(gateway, jvm.java.lang.Class, [extensions]))
     apply.invoke(new_instance(gateway, extension), java_array(gateway, jvm.java.lang.Object,
@@ -109,8 +110,8 @@ def new_instance(gateway: object, cls: object) -> object:
 
 
 def test_build_command_checks_the_jar() -> None:
-    done = subprocess.run([sys.executable, "-m", "sparkseq.jvm_parser", "--check"], capture_output=True, text=True,
-                          cwd=ROOT, timeout=120)
+    done = subprocess.run([sys.executable, "-m", "sparkseq.spark.jars", "--check"], capture_output=True,
+                          text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "built from SparkSeqExtension.java" in done.stdout
 

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import sparkseq
-from sparkseq.execution_paths import PATH_CONF
+from sparkseq.running.execution_paths import PATH_CONF
 from sql_rewrites import errors as E
 from tests import oracle
 from tests.spark_cases import assert_same, events_frame, expected, got

@@ -1,4 +1,4 @@
-"""Scripts are all or nothing (sparkseq.scripts): every statement, plain Spark SQL too, is
+"""Scripts are all or nothing (sparkseq.statements.scripts): every statement, plain Spark SQL too, is
 checked before the first runs; Spark's own errors are placed in the user's text."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 import sparkseq
-from sparkseq.scripts import compile_statement
-from sparkseq.sql_api import run_statements, sql
+from sparkseq.statements.scripts import compile_statement
+from sparkseq.statements.sql_api import run_statements, sql
 from sql_rewrites import errors as E
 from tests.sql_cases import jobs_started
 
@@ -99,7 +99,7 @@ def test_one_statement_is_compiled_once_unless_its_path_replaces_the_operator(sp
         compiled.append(args[1])
         return compile_statement(*args, **kwargs)
 
-    monkeypatch.setattr(sparkseq.scripts, "compile_statement", counted)
+    monkeypatch.setattr(sparkseq.statements.scripts, "compile_statement", counted)
     spark.conf.set("sparkseq.path", path)
     try:
         rows = sorted(sql(spark, operator()).collect())
@@ -121,8 +121,8 @@ def test_the_first_mistake_in_the_script_is_the_one_raised(spark, clicks: str, f
     assert caught.value.position.line == (1 if first_fails else 3), str(caught.value)  # 3: its DEFINE
     if not first_fails:
         assert not isinstance(caught.value, E.SparkAnalysisError)
-    checked = sparkseq.scripts.check_script(spark, f"{first if not first_fails else 'SELECT 1'};\n{operator()};\n"
-                                            "SELECT 2 AS two")
+    checked = sparkseq.statements.scripts.check_script(
+        spark, f"{first if not first_fails else 'SELECT 1'};\n{operator()};\nSELECT 2 AS two")
     assert [c.number for c in checked] == [0, 1, 2]
     assert [c.result_schema.names if c.result_schema else None for c in checked] == [
         ["action"] if not first_fails else ["1"], ["customer_id", "n"], ["two"]]
@@ -130,7 +130,7 @@ def test_the_first_mistake_in_the_script_is_the_one_raised(spark, clicks: str, f
 
 def test_consecutive_queries_analysed_together_keep_each_ones_columns_and_errors(spark, clicks: str,  # noqa: ANN001
                                                                                  monkeypatch) -> None:
-    """Consecutive queries are analysed by Spark in one go (sparkseq.scripts): each keeps
+    """Consecutive queries are analysed by Spark in one go (sparkseq.statements.scripts): each keeps
     the result columns its own analysis gives, and an error is the first failing query's,
     placed in its own text."""
     queries = ["SELECT customer_id, customer_id, price FROM script_clicks -- a comment at the end\n",
@@ -140,15 +140,15 @@ def test_consecutive_queries_analysed_together_keep_each_ones_columns_and_errors
 
     def analysed(scratch, texts):  # noqa: ANN001, ANN202
         together.append(len(texts))
-        return sparkseq.scratch.analyse_together(scratch, texts)
+        return sparkseq.statements.scratch.analyse_together(scratch, texts)
 
     with monkeypatch.context() as patched:
-        patched.setattr(sparkseq.scripts, "analyse_together", analysed)
-        checked = sparkseq.scripts.check_script(spark, ";\n".join(queries))
+        patched.setattr(sparkseq.statements.scripts, "analyse_together", analysed)
+        checked = sparkseq.statements.scripts.check_script(spark, ";\n".join(queries))
     assert together == [4]
     with monkeypatch.context() as patched:  # each query analysed alone
-        patched.setattr(sparkseq.scripts._Checker, "_analysable_together", lambda self, statement: False)
-        alone = sparkseq.scripts.check_script(spark, ";\n".join(queries))
+        patched.setattr(sparkseq.statements.scripts._Checker, "_analysable_together", lambda self, statement: False)
+        alone = sparkseq.statements.scripts.check_script(spark, ";\n".join(queries))
     assert [c.result_schema for c in checked] == [c.result_schema for c in alone]
     assert all(c.result_schema for c in checked)
     broken = [queries[0], "SELECT action,\n  nosuchcol FROM script_clicks", queries[1],

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from sparkseq import progress
+from sparkseq.spark import progress
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Runs the cases given as JSON (``[[name, {variable: value}], ...]``) one after the other, each

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sparkseq import cli
+from sparkseq.commands import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
-from sparkseq.sql_api import sql
+from sparkseq.statements.sql_api import sql
 from tests import oracle
 from tests.sql_cases import match_aggregate
 from tests.test_kernel_oracle import events, plans

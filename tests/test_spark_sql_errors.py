@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from sparkseq.sql_api import sql
+from sparkseq.statements.sql_api import sql
 from sql_rewrites import errors as E
 from tests.sql_cases import jobs_started
 

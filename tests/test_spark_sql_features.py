@@ -14,8 +14,8 @@ import pytest
 from pyspark.errors import SparkRuntimeException
 from pyspark.sql import types as T
 
-from sparkseq.registration import engine_function, engine_function_name
-from sparkseq.sql_api import explain, rewrite, sql
+from sparkseq.spark.registration import engine_function, engine_function_name
+from sparkseq.statements.sql_api import explain, rewrite, sql
 from tests import oracle
 from udafs.plan import CountType, Element, Measure, MeasureKind, Plan, ValueType
 

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from pyspark.errors import PythonException
 from sqlglot import parse_one
 
+from sql_rewrites.analysis.seq_functions import check_calls, check_statement_calls
 from sql_rewrites.errors import SqlRewriteError
-from sql_rewrites.seq_functions import check_calls, check_statement_calls
 from tests import oracle
 from tests.doubles import same_double
 from tests.test_kernel_oracle import COLUMNS, events, plans

@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sparkseq
-from sparkseq.hierarchies import registered_hierarchies
-from sparkseq.sql_api import sql
+from sparkseq.spark.hierarchies import registered_hierarchies
+from sparkseq.statements.sql_api import sql
 from sql_rewrites import errors as E
 from tests import oracle
 from tests.spark_cases import assert_same, expected, got
@@ -185,7 +185,7 @@ def test_no_query_job_before_a_hierarchy_error(spark, trades) -> None:
 def test_explain_and_rewrite_use_session_hierarchies(spark, trades) -> None:
     sparkseq.register_hierarchy(spark, "sectors", "company_sector")
     assert "company IN ('Finance', 'GS', 'JPM')" in sparkseq.explain(spark, count("SEQ(Finance)"))
-    (rewritten,) = sparkseq.sql_api.rewrite(spark, count("SEQ(Finance)"))
+    (rewritten,) = sparkseq.statements.sql_api.rewrite(spark, count("SEQ(Finance)"))
     assert spark.sql(rewritten).first().n == 2
     text = sparkseq.explain(spark, "DROP CONCEPT HIERARCHY sectors; CREATE CONCEPT HIERARCHY sectors FROM first_two; "
                             + count("SEQ(DELL)"))

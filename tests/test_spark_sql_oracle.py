@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sparkseq.sql_api import sql
+from sparkseq.statements.sql_api import sql
 from tests import oracle
 from tests.spark_cases import assert_same, events_frame, expected, got
 from tests.sql_cases import match_aggregate

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sparkseq.sql_api import sql
+from sparkseq.statements.sql_api import sql
 from sql_rewrites.errors import PredicateError
 from tests import oracle
 from tests.predicate_cases import events_frame, select_sql, sql_expressible, with_stream_ranks
@@ -143,8 +143,9 @@ def test_three_elements_within_wide_windows_equal_the_self_join(spark) -> None:
     import numpy as np
     import pandas as pd
 
-    from udafs.kernels import predicates, predpass
     from udafs.kernels.options import WithinPath
+    from udafs.kernels.predicates import methods as predicates
+    from udafs.kernels.predicates import predpass
     from udafs.plan import CmpOp, Element, Measure, MeasureKind, Predicate, ValueType
     from udafs.plan import Plan as KernelPlan
 

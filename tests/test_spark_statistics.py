@@ -1,6 +1,6 @@
 """The statistics of a workload's timeline decision, reused while the source is unchanged.
 
-:mod:`sparkseq.statistics` keeps the statistics job's result of recent sources: a later run
+:mod:`sparkseq.running.statistics` keeps the statistics job's result of recent sources: a later run
 or EXPLAIN over the same unchanged files reads them instead of running the job again, and
 EXPLAIN says so; new files, another source, in-memory data or a nondeterministic source
 run the job.
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 import sparkseq
-from sparkseq import statistics
-from sparkseq.workloads import explain_workload, plan_workload
+from sparkseq.running import statistics
+from sparkseq.statements.workloads import explain_workload, plan_workload
 from tests.sql_cases import jobs_started
 
 STATEMENTS = [f"SELECT k, n FROM stats_source MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERN {p} TYPE BY type "

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from pyspark.errors import PythonException, SparkRuntimeException
 
 import sparkseq
-from sparkseq.session import ARROW_BATCH_ROWS
+from sparkseq.spark.session import ARROW_BATCH_ROWS
 from tests import oracle
 from tests.doubles import identical, with_non_finite
 from tests.spark_cases import assert_same, events_frame, expected, got
@@ -25,8 +25,8 @@ from tests.test_kernel_oracle import events, plans
 from udafs.errors import CountOverflowError, InputDataError
 from udafs.kernels import evaluate_group
 from udafs.plan import Element, Measure, MeasureKind, Plan, ValueType
-from udafs.spark_udfs import result_arrays
-from udafs.spark_udtf import MatchStream
+from udafs.workers.grouped import result_arrays
+from udafs.workers.streaming import MatchStream
 
 SUMS = Plan(symbols=("A", "B", "C"), elements=(Element(0), Element(1, kleene=True), Element(2)),
             negations=(0, 0, 4, 0), within=40, slide=10,

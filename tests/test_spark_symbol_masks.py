@@ -1,7 +1,7 @@
 """Row masks on local Spark: the one-CASE masks (a branch per symbol, or per set of bits for
 overlapping memberships) and the search trees over many literals equal the OR of one CASE
-per symbol bit for bit wherever the compiler takes them (``sql_rewrites.exclusive_symbols``,
-``sql_rewrites.generate.search_tree``); collated and CHAR
+per symbol bit for bit wherever the compiler takes them (``sql_rewrites.clauses.exclusive_symbols``,
+``sql_rewrites.generation.generate.search_tree``); collated and CHAR
 columns reach the compiler with their comparison rules, keep the OR, and a workload over
 a ``COLLATE UTF8_LCASE`` column counts what the oracle counts."""
 
@@ -13,12 +13,12 @@ from hypothesis import strategies as st
 from pyspark.sql import types as T
 
 import sparkseq
-from sparkseq.catalog import CHAR_VARCHAR_KEY, SessionSchemas, field_type_text, type_text
-from sql_rewrites.dialect import SparkSeq
-from sql_rewrites.exclusive_symbols import exclusive
-from sql_rewrites.generate import SEARCH_FROM, mask_expression, symbol_mask
-from sql_rewrites.literals import string_sql
-from sql_rewrites.schema import RelationSchema
+from sparkseq.spark.catalog import CHAR_VARCHAR_KEY, SessionSchemas, field_type_text, type_text
+from sql_rewrites.clauses.exclusive_symbols import exclusive, mask_expression
+from sql_rewrites.generation.generate import SEARCH_FROM, symbol_mask
+from sql_rewrites.logical.schema import RelationSchema
+from sql_rewrites.syntax.dialect import SparkSeq
+from sql_rewrites.syntax.literals import string_sql
 from tests import oracle
 from udafs.plan import Element, Plan
 

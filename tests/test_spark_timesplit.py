@@ -10,7 +10,7 @@ import pytest
 from pyspark.errors import PySparkException
 
 import sparkseq
-from sparkseq.execution_paths import CHUNK_ROWS_CONF, PATH_CONF, SPLIT_ROWS_CONF, STREAM_ROWS_CONF
+from sparkseq.running.execution_paths import CHUNK_ROWS_CONF, PATH_CONF, SPLIT_ROWS_CONF, STREAM_ROWS_CONF
 from sql_rewrites.errors import SqlRewriteError
 from tests.doubles import same_double
 
@@ -229,7 +229,7 @@ def test_auto_split_counts_its_keys_as_it_runs(spark, events: str, small_thresho
 
 def test_task_keys_land_in_their_tasks(spark) -> None:
     """Spark's hash partitioning into n tasks sends ``task_keys(spark, n)[p]`` to task p."""
-    from sparkseq.execution_paths import task_keys
+    from sparkseq.running.execution_paths import task_keys
 
     keys = task_keys(spark, 7)
     assert keys is not None and len(set(keys)) == 7
@@ -259,13 +259,13 @@ def test_split_over_a_concept_hierarchy_equals_grouped(spark, events: str, small
 
 def test_a_group_over_a_million_rows_runs_in_chunks_with_the_same_answer(spark) -> None:
     """One key of 1.2 M rows: the grouped path's worker evaluates it in time chunks
-    (udafs.kernels.timesplit.evaluate_in_chunks, over GROUP_CHUNK_ROWS rows); its
+    (udafs.kernels.incremental.timesplit.evaluate_in_chunks, over GROUP_CHUNK_ROWS rows); its
     answer, and the time split's whose tasks cut their chunks too, equal the kernel's
     on the whole group, and the ones of a DOUBLE sum (never chunked) still agree."""
     import numpy as np
 
     from udafs.kernels.evaluate import evaluate_group
-    from udafs.kernels.timesplit import GROUP_CHUNK_ROWS
+    from udafs.kernels.incremental.timesplit import GROUP_CHUNK_ROWS
     from udafs.plan import Element, Measure, MeasureKind, Plan, ValueType
 
     n = 1_200_000

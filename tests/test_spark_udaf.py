@@ -143,8 +143,8 @@ def test_registration_is_cached_per_session(spark) -> None:
 def test_result_types_built_in_python_are_those_spark_parses(spark, plan: Plan, count_type: CountType) -> None:
     """Functions are registered with result types built in Python, not parsed by the JVM:
     the same types, for every fixed function and every engine function's result."""
-    from sparkseq import registration
-    from udafs import spark_udfs
+    from sparkseq.spark import registration
+    from udafs.workers import grouped as spark_udfs
 
     ddls = [spec.return_type for spec in registration.FUNCTIONS]
     ddls += [spark_udfs.output_ddl(dataclasses.replace(plan, count_type=count_type)), "binary",

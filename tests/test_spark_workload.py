@@ -19,9 +19,9 @@ from pyspark.errors import SparkRuntimeException
 from pyspark.sql import DataFrame
 
 import sparkseq
-from sparkseq.scripts import run_checked
-from sparkseq.workload_results import STATEMENT_COLUMN, collect_results
-from sparkseq.workloads import explain_workload
+from sparkseq.running.workload_results import STATEMENT_COLUMN, collect_results
+from sparkseq.statements.scripts import run_checked
+from sparkseq.statements.workloads import explain_workload
 from sql_rewrites.errors import UnknownColumnError
 from sql_rewrites.rewriter import split_statements
 from tests import oracle
@@ -115,10 +115,10 @@ def test_explain_prints_the_timelines_the_engine_runs(spark, monkeypatch) -> Non
     input, partition by partition."""
     import numpy as np
 
-    from sparkseq import workloads
-    from sql_rewrites.dialect import SparkSeq
-    from sql_rewrites.timeline_plan import describe_timelines
-    from udafs.kernels.many import evaluate_many
+    from sparkseq.statements import workloads
+    from sql_rewrites.planning.timeline_plan import describe_timelines
+    from sql_rewrites.syntax.dialect import SparkSeq
+    from udafs.kernels.multiplan.many import evaluate_many
     from udafs.multiplan import MultiPlan
     from udafs.timelines import SharedTimeline
 
@@ -147,10 +147,10 @@ def test_a_large_source_is_sampled_and_decides_as_from_all_its_rows(spark) -> No
     about one row in 16 — by a hash of key and time, so the same rows each time — scales the
     counts up, still finds every key, and the shared timelines decided from it are the ones
     all rows decide."""
-    from sparkseq import statistics
-    from sql_rewrites.shared import statistics_sql, symbol_keys
-    from sql_rewrites.symbol_statistics import SAMPLE_EVERY, SymbolStatistics
-    from sql_rewrites.timeline_plan import plan_timelines
+    from sparkseq.running import statistics
+    from sql_rewrites.generation.shared import statistics_sql, symbol_keys
+    from sql_rewrites.planning.symbol_statistics import SAMPLE_EVERY, SymbolStatistics
+    from sql_rewrites.planning.timeline_plan import plan_timelines
 
     spark.range(1_200_000).selectExpr("id % 40 AS g", "id AS ts", "CAST(1 << (id % 3) AS INT) AS mask") \
         .createOrReplaceTempView("big_cases")
@@ -233,7 +233,7 @@ def test_operators_with_predicates_or_strategies_run_alone(spark) -> None:  # no
 
 
 def test_a_view_replaced_mid_script_is_read_as_it_is_then(spark) -> None:  # noqa: ANN001
-    """Schemas are read once per script while only queries run (sparkseq.scripts.evict_changed):
+    """Schemas are read once per script while only queries run (sparkseq.statements.scripts.evict_changed):
     a statement that replaces the view makes the next one read it again — here its
     DEFINE column only exists in the new view."""
     events_frame(spark, [oracle.Events([1, 2, 3], [1, 2, 2], ([1, 2, 3], [1.0, 2.0, 3.0]))]
@@ -248,7 +248,7 @@ def test_a_view_replaced_mid_script_is_read_as_it_is_then(spark) -> None:  # noq
         for run in (sparkseq.workload, sparkseq.sql):
             spark.sql("CREATE OR REPLACE TEMP VIEW shifting AS SELECT g, ts, mask FROM cases")
             frames = run(spark, script) if run is sparkseq.workload else [
-                f for _, f in sparkseq.sql_api.run_statements(spark, script)]
+                f for _, f in sparkseq.statements.sql_api.run_statements(spark, script)]
             assert [frames[i].collect()[0].n for i in (0, 1, 3)] == [2, 2, 2], run.__name__
     finally:
         spark.catalog.dropTempView("shifting")
@@ -301,7 +301,7 @@ def test_window_bounds_of_shared_members_equal_their_own_rewrite(spark, order_ty
     assert len(sparkseq.plan_workload(spark, script).groups) == 1
     try:
         shared = [sorted(map(tuple, f.collect())) for f in sparkseq.workload(spark, script)]
-        alone = [sorted(map(tuple, f.collect())) for _, f in sparkseq.sql_api.run_statements(spark, script)]
+        alone = [sorted(map(tuple, f.collect())) for _, f in sparkseq.statements.sql_api.run_statements(spark, script)]
         assert shared == alone and all(shared)
         assert shared[0] != shared[1]  # the two WITHINs give other window ends
     finally:
@@ -362,7 +362,7 @@ def test_the_results_of_all_statements_are_one_job(spark) -> None:  # noqa: ANN0
         "cases")
     script = ";\n".join([pair("A", "B"), pair("A", "C"), pair("B", "C"), "SELECT g, g, ts FROM cases WHERE ts = 2"])
     try:
-        ran = [frame for _, frame in sparkseq.workloads.run_workload(spark, script)]  # the group's pass, cached
+        ran = [frame for _, frame in sparkseq.statements.workloads.run_workload(spark, script)]  # the pass, cached
         spark.table(sparkseq.plan_workload(spark, script).table(0)).count()  # lazily: by its first reader
         before = jobs_started(spark)
         tables = collect_results(list(enumerate(ran)))
@@ -417,7 +417,7 @@ def test_varied_scripts_give_each_statements_own_result(spark, kinds: str, tmp_p
     try:
         statements = split_statements(script)
         alone = [(s, f.toArrow() if s.is_query else None)
-                 for s, (_, f) in zip(statements, sparkseq.sql_api.run_statements(spark, script))]
+                 for s, (_, f) in zip(statements, sparkseq.statements.sql_api.run_statements(spark, script))]
         assert len(sparkseq.plan_workload(spark, script).groups) == 1
         results = sparkseq.collect_workload(spark, script)
         written = sparkseq.workload(spark, script, output=tmp_path / "out")
@@ -510,13 +510,13 @@ def test_statements_selecting_columns_are_routed_from_one_uncached_pass(spark, k
         run.append(item.number)
         return run_checked(spark, text, item, *args, **kwargs)
 
-    monkeypatch.setattr(sparkseq.workloads, "run_checked", counted)
+    monkeypatch.setattr(sparkseq.statements.workloads, "run_checked", counted)
     try:
         for script, cached in ((";\n".join(plain), False), (";\n".join(mixed), True)):
             delivery = ("statement(s) 4 do more than select their operator's columns" if cached else
                         "routes each row to its statement; the statements are not run on their own")
             assert delivery in explain_workload(spark, script)
-            alone = [f for _, f in sparkseq.sql_api.run_statements(spark, script)]
+            alone = [f for _, f in sparkseq.statements.sql_api.run_statements(spark, script)]
             run.clear()
             results = sparkseq.collect_workload(spark, script)
             # routed statements are not run: the check found their result columns
@@ -586,7 +586,7 @@ def test_a_count_overflow_in_one_of_many_partitions_laid_end_to_end_names_it(spa
                "PATTERN {} TYPE BY type MEASURES COUNT(*) AS n WITHIN 100 SLIDE 100) AS m"
     script = f"{overflow.format('SEQ(A+)')};\n{overflow.format('SEQ(A, A+)')}"
     assert "laid end to end" in explain_workload(spark, script)
-    from udafs.spark_shared import sorted_pass
+    from udafs.workers.shared import sorted_pass
 
     group = sparkseq.plan_workload(spark, script).groups[0]
     events, (ts, mask, *values) = group.events()

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 import pytest
 
 import sparkseq
-from sparkseq.execution_paths import CHUNK_ROWS_CONF, PATH_CONF, SPLIT_ROWS_CONF, STREAM_ROWS_CONF
-from sparkseq.workloads import explain_workload, release_workload
+from sparkseq.running.execution_paths import CHUNK_ROWS_CONF, PATH_CONF, SPLIT_ROWS_CONF, STREAM_ROWS_CONF
+from sparkseq.statements.workloads import explain_workload, release_workload
 from sql_rewrites.rewriter import split_statements
 from tests.test_spark_timesplit import assert_same_rows
 

@@ -12,10 +12,10 @@ import pytest
 from sqlglot import exp
 
 from sql_rewrites import rewrite
-from sql_rewrites.aggregates import OnEmpty, PythonAggregate, split_python_aggregates
-from sql_rewrites.column_names import spark_column_name
-from sql_rewrites.dialect import SparkSeq, parse_statement
 from sql_rewrites.errors import AggregatePlacementError
+from sql_rewrites.generation.aggregates import OnEmpty, PythonAggregate, split_python_aggregates
+from sql_rewrites.syntax.column_names import spark_column_name
+from sql_rewrites.syntax.dialect import SparkSeq, parse_statement
 
 FUNCTIONS = {
     "seq_count": PythonAggregate("seq_count", 0, OnEmpty.ZERO),
@@ -133,7 +133,7 @@ def test_split_reports_whether_it_changed_anything() -> None:
 def test_jvm_routing_matches_every_python_aggregate_name() -> None:
     """The parser extension's regex (Java) sends statements calling any registered
     grouped-aggregate Python function to the rewriter, and only those."""
-    from sparkseq.registration import PYTHON_AGGREGATES
+    from sparkseq.spark.registration import PYTHON_AGGREGATES
 
     source = (Path(__file__).resolve().parent.parent / "sparkseq" / "jvm" / "SparkSeqExtension.java").read_text()
     java = re.search(r'NEEDS_REWRITER = Pattern.compile\(\s*"(.*)"\);', source).group(1)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from sql_rewrites import errors as E
-from sql_rewrites.analysis import analyze_sql
-from sql_rewrites.logical import MatchAggregateQuery, SymbolOrigin
+from sql_rewrites.analysis.analyzer import analyze_sql
+from sql_rewrites.logical.query import MatchAggregateQuery, SymbolOrigin
 from udafs.errors import SparkSeqError
 from udafs.plan import CountType, Element, MeasureKind, ValueType
 

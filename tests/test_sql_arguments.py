@@ -10,10 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sql_rewrites import errors as E
-from sql_rewrites.arguments import operator_statement
-from sql_rewrites.dialect import SparkSeq
-from sql_rewrites.expressions import MatchAggregate
-from sql_rewrites.user_text import define_conditions, named_reference, operator_span, quoted_identifier
+from sql_rewrites.analysis.arguments import operator_statement
+from sql_rewrites.analysis.user_text import define_conditions, named_reference, operator_span, quoted_identifier
+from sql_rewrites.syntax.dialect import SparkSeq
+from sql_rewrites.syntax.expressions import MatchAggregate
 
 VIEW = "_sparkseq_view"  # as the DataFrame API names it: a name no message holds by chance
 CLAUSES = ("partition_by", "order_by", "pattern", "cube", "patterns", "define", "type_by", "hierarchy", "measures",

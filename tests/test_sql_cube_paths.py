@@ -1,4 +1,4 @@
-"""An E-Cube as the UNION ALL of its cuboid statements (:mod:`sql_rewrites.cube_paths`).
+"""An E-Cube as the UNION ALL of its cuboid statements (:mod:`sql_rewrites.planning.cube_paths`).
 
 Hypothesis draws E-Cube statements with data (:mod:`tests.cube_cases`): every reported
 cuboid's statement, evaluated alone on the rows its own mask keeps, must give exactly
@@ -15,16 +15,16 @@ from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 from sqlglot import exp
 
-from sql_rewrites.analysis import analyze_sql
-from sql_rewrites.cube_paths import cube_union, cuboid_plans, cuboid_statements
-from sql_rewrites.dialect import SparkSeq
+from sql_rewrites.analysis.analyzer import analyze_sql
 from sql_rewrites.errors import EdgeNegationWithoutWindowError
-from sql_rewrites.generate import engine_query
-from sql_rewrites.planner import KeyStatistics, Path, PlanSettings, cube_path
+from sql_rewrites.generation.generate import engine_query
+from sql_rewrites.planning.cube_paths import cube_union, cuboid_plans, cuboid_statements
+from sql_rewrites.planning.planner import KeyStatistics, Path, PlanSettings, cube_path
+from sql_rewrites.syntax.dialect import SparkSeq
 from tests.cube_cases import CubeCase, cube_cases, masks
 from tests.test_kernel_oracle import as_rows, assert_same
 from udafs.kernels import evaluate_group
-from udafs.kernels.many import evaluate_many
+from udafs.kernels.multiplan.many import evaluate_many
 
 SCHEMA = {"ev": {"k": "int", "ts": "bigint", "tp": "string", "v": "bigint"}}
 HIERARCHY = {"h": [("a", "X"), ("b", "X"), ("X", "R"), ("c", "R")]}

@@ -8,7 +8,7 @@ from sql_rewrites import engine_contract
 from udafs import contract
 from udafs.plan import CountType, Element, Measure, MeasureKind, Plan, ValueType
 
-spark_udfs = pytest.importorskip("udafs.spark_udfs")
+spark_udfs = pytest.importorskip("udafs.workers.grouped")
 
 
 def plan_with_every_measure(count_type: CountType) -> Plan:

@@ -1,5 +1,5 @@
 """The row mask as one CASE where the symbols exclude each other, else an OR of one CASE
-per symbol (``sql_rewrites.exclusive_symbols``, ``sql_rewrites.generate.mask_expression``),
+per symbol (``sql_rewrites.clauses.exclusive_symbols``, ``sql_rewrites.clauses.exclusive_symbols.mask_expression``),
 without Spark: which conditions, column types (collations, CHAR, numbers) and sources
 prove exclusion, and the mask's shape in the generated SQL."""
 
@@ -11,10 +11,11 @@ from hypothesis import strategies as st
 from sqlglot import exp
 
 from sql_rewrites import rewrite
-from sql_rewrites.analysis import analyze_sql
-from sql_rewrites.dialect import SparkSeq
-from sql_rewrites.generate import engine_input, mask_expression
-from sql_rewrites.shared import Member, build_group
+from sql_rewrites.analysis.analyzer import analyze_sql
+from sql_rewrites.clauses.exclusive_symbols import mask_expression
+from sql_rewrites.generation.generate import engine_input
+from sql_rewrites.generation.shared import Member, build_group
+from sql_rewrites.syntax.dialect import SparkSeq
 
 #: Column types, and whether distinct literals of the kind they compare are unequal under them.
 STRING_TYPES = {"string": True, "STRING COLLATE UTF8_BINARY": True, "string collate UTF8_LCASE": False,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sql_rewrites.analysis import analyze_sql
+from sql_rewrites.analysis.analyzer import analyze_sql
 from sql_rewrites.errors import UnresolvedSourceError
 
 SCHEMA = {"r": {"k": "int", "n": "bigint", "s": "string", "t": "timestamp"}}

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from sqlglot import exp
 
 from sql_rewrites import explain, rewrite, rewrite_statements
-from sql_rewrites.analysis import analyze_sql
+from sql_rewrites.analysis.analyzer import analyze_sql
 from sql_rewrites.engine_contract import PARTITION_SLOT
 from sql_rewrites.errors import SqlParseError
 from sql_rewrites.rewriter import split_statements

@@ -7,10 +7,10 @@ import pytest
 
 from sql_rewrites import errors as E
 from sql_rewrites import rewrite
-from sql_rewrites.analysis import analyze_sql
-from sql_rewrites.hierarchy import ConceptHierarchy, resolve_hierarchy
+from sql_rewrites.analysis.analyzer import analyze_sql
 from sql_rewrites.hierarchy_statements import CreateHierarchy, DropHierarchy, parse_hierarchy_statement
-from sql_rewrites.logical import MatchAggregateQuery
+from sql_rewrites.logical.hierarchy import ConceptHierarchy, resolve_hierarchy
+from sql_rewrites.logical.query import MatchAggregateQuery
 from sql_rewrites.rewriter import split_statements
 
 SCHEMA = {"trades": {"k": "string", "ts": "bigint", "company": "string", "price": "double"}}

@@ -1,7 +1,7 @@
 """Parameter markers through the rewrite: ``?`` keeps its place or is refused; ``:name`` anywhere.
 
 Spark binds ``args=[...]`` to the ``?`` markers in the order they are written, so the
-generated SQL must hold each ``?`` once, in that order (``sql_rewrites.markers``).
+generated SQL must hold each ``?`` once, in that order (``sql_rewrites.syntax.markers``).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from sql_rewrites import rewrite
 from sql_rewrites.errors import ParameterMarkerError
-from sql_rewrites.markers import TAG
+from sql_rewrites.syntax.markers import TAG
 
 SCHEMA = {"ev": {"k": "int", "ts": "timestamp", "action": "string", "price": "double"}}
 OPERATOR = ("FROM ev MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERN SEQ(A, B) DEFINE {define} "
@@ -32,7 +32,7 @@ def markers(sql: str) -> list[str]:
     """The markers of ``sql`` in order (named ones by name), ignoring string literals."""
     from sqlglot.tokens import TokenType
 
-    from sql_rewrites.dialect import tokenize
+    from sql_rewrites.syntax.dialect import tokenize
 
     tokens = tokenize(sql)
     found = []

@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlglot import exp
 
-from sql_rewrites.dialect import SparkSeq, parse_statement
 from sql_rewrites.errors import SqlParseError
-from sql_rewrites.expressions import MatchAggregate, MatchPattern, MatchPatternElement
+from sql_rewrites.syntax.dialect import SparkSeq, parse_statement
+from sql_rewrites.syntax.expressions import MatchAggregate, MatchPattern, MatchPatternElement
 
 FULL = (
     "SELECT customer_id, funnels FROM clicks MATCH_AGGREGATE (PARTITION BY customer_id ORDER BY ts "

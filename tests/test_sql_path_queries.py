@@ -1,29 +1,29 @@
-"""The SQL of the execution paths and of their statistics (:mod:`sql_rewrites.path_queries`),
-and the statement a cube navigation runs (:mod:`sql_rewrites.cube_navigation`): pure, no Spark."""
+"""The SQL of the execution paths and of their statistics (:mod:`sql_rewrites.planning.path_queries`),
+and the statement a cube navigation runs (:mod:`sql_rewrites.generation.cube_navigation`): pure, no Spark."""
 
 from __future__ import annotations
 
 import pytest
 from sqlglot import exp
 
-from sql_rewrites.analysis import analyze_sql
-from sql_rewrites.cube import CubeElement
-from sql_rewrites.cube_navigation import single_pattern_statement
-from sql_rewrites.cube_paths import cuboid_statements
-from sql_rewrites.dialect import SparkSeq, parse_statement
-from sql_rewrites.expressions import MatchAggregate
-from sql_rewrites.generate import engine_input
-from sql_rewrites.jvm_path import JVM_FUNCTION
-from sql_rewrites.markers import positional_markers
-from sql_rewrites.path_queries import (
+from sql_rewrites.analysis.analyzer import analyze_sql
+from sql_rewrites.generation.cube_navigation import single_pattern_statement
+from sql_rewrites.generation.generate import engine_input
+from sql_rewrites.logical.cube import CubeElement
+from sql_rewrites.planning.cube_paths import cuboid_statements
+from sql_rewrites.planning.jvm_path import JVM_FUNCTION
+from sql_rewrites.planning.path_queries import (
     PathFunctions,
     cube_on_paths,
     key_types_sql,
     operator_on_path,
     path_output,
 )
-from sql_rewrites.planner import Path, PathChoice, PlanSettings, SourceSize, cube_path, sized_path
-from sql_rewrites.timesplit import SplitKey
+from sql_rewrites.planning.planner import Path, PathChoice, PlanSettings, SourceSize, cube_path, sized_path
+from sql_rewrites.planning.timesplit import SplitKey
+from sql_rewrites.syntax.dialect import SparkSeq, parse_statement
+from sql_rewrites.syntax.expressions import MatchAggregate
+from sql_rewrites.syntax.markers import positional_markers
 from tests.test_sql_cube_paths import HIERARCHY, ROLLUP, SCHEMA, branches
 
 SMALL = PlanSettings(split_rows=50, chunk_rows=40, stream_rows=100, session=True)

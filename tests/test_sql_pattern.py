@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from sql_rewrites import errors as E
-from sql_rewrites.pattern import compile_type_pattern, parse_pattern
-from sql_rewrites.windows import interval_text_length
+from sql_rewrites.clauses.pattern import compile_type_pattern, parse_pattern
+from sql_rewrites.clauses.windows import interval_text_length
 from udafs.plan import CountType, Element
 
 
@@ -119,8 +119,8 @@ def test_interval_text_length_errors(text: str, error: type[Exception]) -> None:
 ])
 def test_seq_function_pattern_arguments_are_parsed_by_the_dialect(text: str, strategy: str, hierarchy: str | None,
                                                                     printed: str) -> None:
-    from sql_rewrites.dialect import SparkSeq
-    from sql_rewrites.seq_functions import hierarchy_name, pattern_argument, strategy_of
+    from sql_rewrites.analysis.seq_functions import hierarchy_name, pattern_argument, strategy_of
+    from sql_rewrites.syntax.dialect import SparkSeq
 
     node = pattern_argument(text)
     assert (strategy_of(node).name, hierarchy_name(node)) == (strategy, hierarchy)
@@ -134,7 +134,7 @@ def test_seq_function_pattern_arguments_are_parsed_by_the_dialect(text: str, str
     ("SEQ(a, b) STRATEGY STRICT CONTIGUITY STRATEGY STRICT CONTIGUITY", "STRATEGY"),
 ])
 def test_seq_function_pattern_argument_errors_point_into_the_string(text: str, phrase: str) -> None:
-    from sql_rewrites.seq_functions import pattern_argument
+    from sql_rewrites.analysis.seq_functions import pattern_argument
 
     with pytest.raises(E.SqlParseError) as info:
         pattern_argument(text)

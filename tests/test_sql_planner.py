@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sql_rewrites.planner import (
+from sql_rewrites.planning.planner import (
     MIN_ROW_BYTES,
     STREAM_ROWS,
     KeyStatistics,
@@ -21,7 +21,7 @@ from sql_rewrites.planner import (
     statement_path,
     statistics_threshold,
 )
-from sql_rewrites.timesplit import CHUNK_ROWS, MAX_SPLIT_LITERALS, MIN_CHUNKS, SPLIT_ROWS, SplitKey
+from sql_rewrites.planning.timesplit import CHUNK_ROWS, MAX_SPLIT_LITERALS, MIN_CHUNKS, SPLIT_ROWS, SplitKey
 from udafs.plan import Element, Measure, MeasureKind, Plan, Strategy, ValueType
 
 #: A MAX measure under WITHIN keeps these plans off the JVM path, whose choice is tested below.

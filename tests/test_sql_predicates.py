@@ -12,13 +12,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sql_rewrites import rewrite
-from sql_rewrites.analysis import analyze_sql
-from sql_rewrites.dialect import SparkSeq, parse_statement
+from sql_rewrites.analysis.analyzer import analyze_sql
 from sql_rewrites.errors import PredicateError, SqlParseError, StrategyError
+from sql_rewrites.syntax.dialect import SparkSeq, parse_statement
 from tests.predicate_cases import COLUMNS, select_sql, sql_expressible
 from tests.test_kernel_predicates import ext_plans
 from tests.test_sql_generate import NASTY, quote_identifier, quote_string, shape
-from udafs.kernels import compare
+from udafs.kernels.predicates import compare
 from udafs.plan import CmpOp, IteratorPredicate, Plan, Predicate, Strategy, ValueType
 
 CASES = {"pcases": {"g": "int", "ts": "bigint", "mask": "bigint", "i": "bigint", "f": "double", "s": "double"}}

@@ -7,17 +7,17 @@ from __future__ import annotations
 import pytest
 
 from sql_rewrites import errors as E
-from sql_rewrites.analysis import analyze_sql
-from sql_rewrites.arguments import operator_statement
-from sql_rewrites.cube import CubeElement
-from sql_rewrites.cube_navigation import single_pattern_statement
-from sql_rewrites.dialect import SparkSeq, parse_statement
-from sql_rewrites.jvm_path import jvm_shape
-from sql_rewrites.live import check_live
-from sql_rewrites.pattern import compile_type_pattern, parse_pattern
-from sql_rewrites.seq_functions import check_statement_calls
-from sql_rewrites.shared import Member, build_group
-from sql_rewrites.symbols import MAX_QUANTIFIER_ROWS, written_element
+from sql_rewrites.analysis.analyzer import analyze_sql
+from sql_rewrites.analysis.arguments import operator_statement
+from sql_rewrites.analysis.seq_functions import check_statement_calls
+from sql_rewrites.clauses.pattern import compile_type_pattern, parse_pattern
+from sql_rewrites.clauses.symbols import MAX_QUANTIFIER_ROWS, written_element
+from sql_rewrites.generation.cube_navigation import single_pattern_statement
+from sql_rewrites.generation.live import check_live
+from sql_rewrites.generation.shared import Member, build_group
+from sql_rewrites.logical.cube import CubeElement
+from sql_rewrites.planning.jvm_path import jvm_shape
+from sql_rewrites.syntax.dialect import SparkSeq, parse_statement
 from udafs.plan import Element, Plan
 
 SCHEMA = {"clicks": {"k": "bigint", "ts": "timestamp", "lo": "timestamp", "hi": "timestamp", "ty": "string",
@@ -211,7 +211,7 @@ def test_predicates_between_plain_elements_of_a_quantified_pattern_are_refused(w
 
 
 def test_a_pattern_standing_for_too_many_plain_patterns_is_refused() -> None:
-    from udafs.kernels.quantifiers import MAX_CLASSES
+    from udafs.kernels.counting.quantifiers import MAX_CLASSES
 
     text = "SEQ(a{1,64}, b{1,64}, c?)"
     assert 64 * 64 * 2 > MAX_CLASSES >= 64 * 64
@@ -321,7 +321,7 @@ def test_a_workload_group_keeps_each_members_quantifiers() -> None:
 
 
 def test_a_quantified_member_of_a_workload_group_never_shares_a_timeline() -> None:
-    from sql_rewrites.timeline_plan import plan_timelines
+    from sql_rewrites.planning.timeline_plan import plan_timelines
     from tests.test_sql_timeline_plan import group, statistics
 
     plain = group("SEQ(a, b, c)", "SEQ(d, e, f)", "SEQ(a, b, d)")

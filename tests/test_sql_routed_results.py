@@ -1,5 +1,5 @@
 """Which statements a sharing group's pass can route rows to, and the routed select
-(``sql_rewrites.routed_results``), without Spark."""
+(``sql_rewrites.generation.routed_results``), without Spark."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sql_rewrites.analysis import analyze_sql
-from sql_rewrites.dialect import SparkSeq
+from sql_rewrites.analysis.analyzer import analyze_sql
+from sql_rewrites.generation.routed_results import Route, routed_select, selected_columns
+from sql_rewrites.generation.shared import Member, build_group
 from sql_rewrites.rewriter import explain_statement, split_statements
-from sql_rewrites.routed_results import Route, routed_select, selected_columns
-from sql_rewrites.shared import Member, build_group
+from sql_rewrites.syntax.dialect import SparkSeq
 
 SCHEMA = {"clicks": {"k": "INT", "ts": "TIMESTAMP", "type": "STRING"}, "other": {"k": "INT"}}
 OPERATOR = ("clicks MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERN {} TYPE BY type MEASURES COUNT(*) AS n "

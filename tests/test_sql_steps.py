@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from sql_rewrites import errors as E
-from sql_rewrites.planner import Path, PlanSettings, measured_path, statistics_threshold
-from sql_rewrites.shared import sharing_key
+from sql_rewrites.generation.shared import sharing_key
+from sql_rewrites.planning.planner import Path, PlanSettings, measured_path, statistics_threshold
 from tests.test_sql_analysis import SCHEMA, clause, expect, one, outputs
 from udafs.plan import MeasureKind
 

@@ -1,4 +1,4 @@
-"""The plan-time decision of a sharing group's shared timelines (``sql_rewrites.timeline_plan``),
+"""The plan-time decision of a sharing group's shared timelines (``sql_rewrites.planning.timeline_plan``),
 without Spark: statistics in, the group's multi-plan with its decision out, and EXPLAIN's
 text of it."""
 
@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from sql_rewrites.analysis import analyze_sql
-from sql_rewrites.shared import Member, SharedGroup, build_group, statistics_sql, symbol_keys
-from sql_rewrites.symbol_statistics import (
+from sql_rewrites.analysis.analyzer import analyze_sql
+from sql_rewrites.generation.shared import Member, SharedGroup, build_group, statistics_sql, symbol_keys
+from sql_rewrites.planning.symbol_statistics import (
     DENSE_ROW_BYTES,
     SAMPLE_EVERY,
     SAMPLE_FROM_ROWS,
@@ -16,7 +16,7 @@ from sql_rewrites.symbol_statistics import (
     SymbolStatistics,
     sample_every,
 )
-from sql_rewrites.timeline_plan import (
+from sql_rewrites.planning.timeline_plan import (
     SymbolRows,
     describe_statistics,
     describe_timelines,
@@ -39,7 +39,7 @@ def group(*patterns: str, measure: str = "COUNT(*)", window: str = "WITHIN 600 S
 
 
 def statistics(g: SharedGroup, rows: dict[str, int], partitions: int = 200) -> SymbolStatistics:
-    """Statistics as ``sparkseq.statistics.collect`` builds them: ``rows`` per TYPE BY value."""
+    """Statistics as ``sparkseq.running.statistics.collect`` builds them: ``rows`` per TYPE BY value."""
     counts = {key: rows[name] for key, (name, _) in zip(symbol_keys(g), g.symbols)}
     return SymbolStatistics.of(counts, partitions)
 
@@ -92,7 +92,7 @@ def test_explain_lines_name_the_executed_decision() -> None:
 
 
 def test_explain_lines_say_which_members_run_by_time_blocks() -> None:
-    """WITHIN without SLIDE shares no pass but one block timeline (udafs.kernels.many); other
+    """WITHIN without SLIDE shares no pass but one block timeline (udafs.kernels.multiplan.many); other
     measures than COUNT(*) run alone."""
     g = build_group([*group("SEQ(a, b)", "SEQ(a, c)", window="WITHIN 600").members,
                      *group("SEQ(a, d)", measure="COUNT(a)").members])

@@ -6,9 +6,9 @@ import pytest
 import sqlglot
 from sqlglot import exp
 
-from sql_rewrites.analysis import analyze_sql
-from sql_rewrites.generate import engine_input
-from sql_rewrites.timesplit import SplitKey, streaming_query, time_split_query
+from sql_rewrites.analysis.analyzer import analyze_sql
+from sql_rewrites.generation.generate import engine_input
+from sql_rewrites.planning.timesplit import SplitKey, streaming_query, time_split_query
 
 NASTY = "k`) x; DROP TABLE t --"
 SCHEMA = {"t": {NASTY: "string", "ts": "bigint", "kind": "string", "v": "int"}}

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from sql_rewrites import rewrite
-from sql_rewrites.analysis import analyze_sql
-from sql_rewrites.dialect import SparkSeq, parse_statement
+from sql_rewrites.analysis.analyzer import analyze_sql
 from sql_rewrites.errors import ImpreciseTimeError, SqlParseError, UnknownColumnError
+from sql_rewrites.syntax.dialect import SparkSeq, parse_statement
 from udafs.plan import CmpOp, CountType, IteratorPredicate, Plan, ValueType
 
 LOG = {"log": {"k": "int", "ts": "timestamp", "lo": "timestamp", "hi": "timestamp", "n": "bigint", "nlo": "bigint",

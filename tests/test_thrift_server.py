@@ -26,7 +26,7 @@ from typing import IO
 import pyspark
 import pytest
 
-from sparkseq import initfile, thrift
+from sparkseq.servers import initfile, thrift
 from tests.conftest import SUBPROCESS_JVM_OPTIONS, drop_unservable_views
 
 JARS = Path(pyspark.__file__).resolve().parent / "jars"
@@ -351,7 +351,7 @@ def test_busy_port_is_refused_before_spark_starts(server: thrift.ThriftServer) -
 
 
 #: (statement, csv2 lines beeline prints) for SELECTs Spark cannot run as written, which the
-#: parser extension sends to the rewriter (sql_rewrites.aggregates); see CLICKS above.
+#: parser extension sends to the rewriter (sql_rewrites.generation.aggregates); see CLICKS above.
 SPLIT = [
     ("SELECT customer_id, count(*), seq_count(ts, action, 'SEQ(view, buy)', INTERVAL 10 MINUTES) "
      "FROM thrift_clicks GROUP BY customer_id ORDER BY customer_id",

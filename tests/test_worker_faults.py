@@ -1,4 +1,4 @@
-"""The worker fault of :mod:`udafs.worker_faults`: off the engine's path unless the variable
+"""The worker fault of :mod:`udafs.workers.faults`: off the engine's path unless the variable
 is set when a worker starts, and, armed, a SIGKILL of exactly the process that finds the file.
 
 Each case runs in a fresh Python (the variable is read once, at import). Killing a real
@@ -14,12 +14,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from udafs.worker_faults import KILL_WORKER_ONCE
+from udafs.workers.faults import KILL_WORKER_ONCE
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The engine's worker-side entry points, each called once per engine call.
-ENTRY_POINTS = ("udafs.spark_udfs:aggregate_group", "udafs.spark_udfs:aggregate_many",
-                "udafs.spark_shared:_evaluated", "udafs.spark_timesplit:chunk_state")
+ENTRY_POINTS = ("udafs.workers.grouped:aggregate_group", "udafs.workers.grouped:aggregate_many",
+                "udafs.workers.shared:_evaluated", "udafs.workers.timesplit:chunk_state")
 
 PROBE = """
 import importlib, sys
@@ -32,7 +32,7 @@ print(wrapped)
 """
 
 CALL = """
-from udafs.worker_faults import with_worker_fault
+from udafs.workers.faults import with_worker_fault
 print(with_worker_fault(lambda x: x + 1)(41), flush=True)
 """
 

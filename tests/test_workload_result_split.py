@@ -1,4 +1,4 @@
-"""A collected result table split by statement (``sparkseq.workload_results.rows_by_statement``),
+"""A collected result table split by statement (``sparkseq.running.workload_results.rows_by_statement``),
 against filtering it statement by statement; no Spark session."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sparkseq.workload_results import SHORT_RUN_ROWS, STATEMENT_COLUMN, rows_by_statement
+from sparkseq.running.workload_results import SHORT_RUN_ROWS, STATEMENT_COLUMN, rows_by_statement
 
 
 @st.composite

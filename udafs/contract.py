@@ -2,7 +2,7 @@
 
 The compiler (``sql_rewrites``) generates SQL that calls, once per PARTITION BY group,
 the grouped-aggregate function the Spark layer registers for the plan
-(``udafs.spark_udfs.plan_aggregate``; the plan is bound into the function, not passed)::
+(``udafs.workers.grouped.plan_aggregate``; the plan is bound into the function, not passed)::
 
     <engine function of the plan>(ts BIGINT, mask BIGINT, v0, v1, ...)
 

@@ -5,7 +5,7 @@ columns, so one ``(ts, mask, v0, ...)`` input serves them all: the cuboids of an
 E-Cube query, or the statements of a workload (each with its own windows, count
 type and measures).
 The engine sorts the group once and evaluates each plan on its own rows
-(:func:`udafs.kernels.many.evaluate_many`).
+(:func:`udafs.kernels.multiplan.many.evaluate_many`).
 
 Results are reported in *fields*: every plan maps each of its measures to one output
 field (``slots``); a field a plan does not map is NULL in that plan's rows. All plans
@@ -22,7 +22,7 @@ serve such a derivation are ``hidden``: evaluated, never reported.
 
 ``timelines`` is the decision of which COUNT(*) plans are evaluated together on one
 timeline, prefixes and suffixes counted once (:mod:`udafs.timelines`), made before the
-pass from the data's statistics (a workload group's, :mod:`sql_rewrites.timeline_plan`);
+pass from the data's statistics (a workload group's, :mod:`sql_rewrites.planning.timeline_plan`);
 the engine obeys it exactly. None (an E-Cube's plans): the engine decides per
 partition, by the same cost model over the partition's rows.
 """

@@ -474,7 +474,7 @@ def funnel_measures(plan: Plan) -> bool:
 
 
 def splittable(plan: Plan) -> str | None:
-    """None when ``plan`` can be evaluated by time split (:mod:`udafs.kernels.timesplit`),
+    """None when ``plan`` can be evaluated by time split (:mod:`udafs.kernels.incremental.timesplit`),
     else the reason it cannot (docs/engine.md, "What stays single-task, and why")."""
     if plan.within is None:
         return "the pattern has no WITHIN window: a match may span the whole partition"
@@ -490,7 +490,7 @@ def splittable(plan: Plan) -> str | None:
 
 
 def streamable(plan: Plan) -> str | None:
-    """None when the streaming evaluator (:mod:`udafs.kernels.streaming`) takes ``plan``,
+    """None when the streaming evaluator (:mod:`udafs.kernels.incremental.streaming`) takes ``plan``,
     else the reason it refuses it."""
     if funnel_measures(plan):
         return "STEPS(*) and MAX_STEP() are not supported on the streaming path; use the batch path (evaluate_group)"

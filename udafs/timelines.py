@@ -1,7 +1,7 @@
 """Which plans of a multi-plan are counted together on one timeline, and where each is cut.
 
 A *shared timeline* (:class:`SharedTimeline`) is a set of COUNT(*) plans of one window
-shape (:func:`shape_of`) that :func:`udafs.kernels.pretree.evaluate_shared` evaluates on
+shape (:func:`shape_of`) that :func:`udafs.kernels.multiplan.pretree.evaluate_shared` evaluates on
 one timeline — the rows of any of their symbols, cut into the windows of any of them —
 with every common prefix counted once (the PreTree) and, for plans cut after an element
 (``cuts``), every common suffix counted once backwards and connected at that element
@@ -12,7 +12,7 @@ Only the cost does, and this module chooses by the cost model below.
 The choice is made once, before the pass, from row counts per symbol:
 :func:`choose_timelines` takes a function giving the rows of any set of symbols. The
 compiler calls it at plan time with the counts of the group's statistics job
-(:mod:`sql_rewrites.timeline_plan`) and the decision travels in the
+(:mod:`sql_rewrites.planning.timeline_plan`) and the decision travels in the
 :class:`~udafs.multiplan.MultiPlan`; the kernel calls it per partition, with that
 partition's counts, only for multi-plans that carry no decision (E-Cube's).
 
@@ -61,7 +61,7 @@ Rows = Callable[[int], float]
 # observations — each member alone and random sets of 2 to all members on one timeline, for
 # the 20- and 60-query groups of bench/sharing.py's routes and funnels (2 M events, 200 keys,
 # WITHIN 10 min SLIDE 1 min), on whole partitions and on their first 30 rows — gave, with
-# each symbol's row list built from its own rows (:class:`udafs.kernels.segments.RangeTimeline`),
+# each symbol's row list built from its own rows (:class:`udafs.kernels.counting.segments.RangeTimeline`),
 # 15.5 ns per row step, TIMELINE_WORK 4.57, SYMBOL_WORK 0.036, CALL_WORK 15,339, MEMBER_WORK
 # 21,201; relative error median 23.0 %, max 82.8 % (a loaded machine; docs/sharing.md).
 
@@ -86,7 +86,7 @@ def shape_of(plan: Plan) -> Shape | None:
     """The plan's window shape, or None when it cannot share a timeline: measures other
     than COUNT(*) need per-row pair counts, WITHIN without SLIDE evaluates by blocks,
     strategies and predicates take their own paths, and so do quantified and optional
-    elements (a union of plain patterns: :mod:`udafs.kernels.quantifiers`)."""
+    elements (a union of plain patterns: :mod:`udafs.kernels.counting.quantifiers`)."""
     if plan.extended or plan.quantified or any(m.kind is not MeasureKind.COUNT_STAR for m in plan.measures):
         return None
     if plan.within is not None and plan.slide is None:
@@ -97,9 +97,9 @@ def shape_of(plan: Plan) -> Shape | None:
 
 
 def blocked(plan: Plan) -> bool:
-    """WITHIN without SLIDE, evaluated by time blocks (:mod:`udafs.kernels.within`). Such
+    """WITHIN without SLIDE, evaluated by time blocks (:mod:`udafs.kernels.counting.within`). Such
     plans of one engine call never share a pass, but they share one block timeline per
-    WITHIN length (:mod:`udafs.kernels.many`: its per-symbol indexes are built once) in a
+    WITHIN length (:mod:`udafs.kernels.multiplan.many`: its per-symbol indexes are built once) in a
     group where their own rows add up to at least the group's rows."""
     return plan.within is not None and plan.slide is None and not plan.extended and plan.uncertain is None
 

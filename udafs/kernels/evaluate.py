@@ -7,11 +7,14 @@ from typing import Callable, NamedTuple, Sequence, TypeVar
 import numpy as np
 
 from udafs.errors import CountOverflowError, InputDataError, PlanError
-from udafs.kernels import extended, paths, quantifiers, steps, uncertain, within
-from udafs.kernels.arith import EXACT_CAP, Arith, Kind, Overflow, TooLarge
-from udafs.kernels.measures import Column, Partial, Tally, finalize, measure_symbols, partials
+from udafs.kernels.counting import paths, quantifiers, within
+from udafs.kernels.counting.timeline import Timeline
+from udafs.kernels.imprecise import uncertain
 from udafs.kernels.options import DEFAULT, KernelOptions
-from udafs.kernels.timeline import Timeline
+from udafs.kernels.predicates import extended
+from udafs.kernels.values import steps
+from udafs.kernels.values.arith import EXACT_CAP, Arith, Kind, Overflow, TooLarge
+from udafs.kernels.values.measures import Column, Partial, Tally, finalize, measure_symbols, partials
 from udafs.plan import CountType, MeasureKind, Plan, ValueType, funnel_measures
 
 
@@ -58,7 +61,7 @@ def evaluate_group(plan: Plan, ts: np.ndarray, mask: np.ndarray,
         Only for plans with imprecise timestamps (``plan.uncertain``): the first and
         last possible time of each row (default: ``ts`` for both, point times).
         Measures are then expected values over the possible worlds
-        (:mod:`udafs.kernels.uncertain`).
+        (:mod:`udafs.kernels.imprecise.uncertain`).
     options : KernelOptions, optional
         Which exact paths may run (:mod:`udafs.kernels.options`; default: chosen by cost).
 

@@ -13,19 +13,19 @@ import enum
 
 class Method(enum.Enum):
     """How an extended plan (predicates, strategies) is evaluated
-    (:func:`udafs.kernels.predicates.choose`); a predicate step is ``CONDENSED`` or ``SORTED``."""
+    (:func:`udafs.kernels.predicates.methods.choose`); a predicate step is ``CONDENSED`` or ``SORTED``."""
 
     CONDENSED = "condensed"  # per-value prefix counters / dense per-value table
     SORTED = "sorted"  # merge-sort tree over (index, value rank)
     FENWICK = "fenwick"  # iterator predicates only: rising runs
     PREFIX = "prefix"  # a strategy alone: plain prefix counts
-    STATE_DP = "state-dp"  # the general state DP (:mod:`udafs.kernels.statedp`)
+    STATE_DP = "state-dp"  # the general state DP (:mod:`udafs.kernels.predicates.statedp`)
 
 
 class WithinPath(enum.Enum):
-    """How three plain elements under WITHIN are counted (:func:`udafs.kernels.predicates.within_path`)."""
+    """How three plain elements under WITHIN are counted (:func:`udafs.kernels.predicates.methods.within_path`)."""
 
-    TRIPLES = "triples"  # blocks and trie bands, no replication (:mod:`udafs.kernels.triples`)
+    TRIPLES = "triples"  # blocks and trie bands, no replication (:mod:`udafs.kernels.predicates.triples`)
     ANCHORED = "anchored"  # one segment per distinct first-row time
 
 

@@ -1,0 +1,1 @@
+"""The command line: python -m sparkseq (demo, sql, stream, servers)."""

@@ -1,0 +1,3 @@
+"""sparkseq's servers: Thrift (JDBC/ODBC) and Spark Connect, their options, life cycle and
+security.
+"""

@@ -1,0 +1,1 @@
+"""Generation: analysed queries -> plain Spark SQL (grouped, shared, streaming and live forms)."""

@@ -1,0 +1,3 @@
+"""Planning: which execution path each statement, cuboid and sharing group takes, and the
+statistics that decide it.
+"""

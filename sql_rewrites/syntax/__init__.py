@@ -1,0 +1,3 @@
+"""Syntax: the SparkSeq dialect (Spark SQL plus MATCH_AGGREGATE), its parser and printer,
+literals and markers.
+"""

@@ -1,0 +1,1 @@
+"""Imprecise timestamps: expected aggregates over possible times."""

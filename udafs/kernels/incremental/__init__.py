@@ -1,0 +1,1 @@
+"""Evaluation piece by piece with carried state: streaming chunks, time split, live streams."""

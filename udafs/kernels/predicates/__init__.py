@@ -1,0 +1,3 @@
+"""Plans with predicates or strategies: method choice, predicate passes, triples, the state DP,
+comparisons.
+"""

@@ -1,0 +1,1 @@
+"""Values: exact arithmetic, measures carried along matches, non-finite doubles, funnel steps."""
