@@ -182,8 +182,8 @@ def test_explain_says_a_big_key_takes_the_cube_apart() -> None:
            "TYPE BY tp MEASURES COUNT(*) AS n WITHIN 10) AS m")
     path = [line for line in explain(SCHEMA, sql).splitlines() if line.strip().startswith("path ")]
     assert len(path) == 1 and path[0].split(None, 1)[1] == (
-        "per key, counted when the statement runs: every cuboid in one engine call per key, and for the keys over "
-        "4,000,000 rows each cuboid its own statement, UNION ALL; only when Spark's size estimate of the source "
+        "every cuboid in one engine call per key, and for the keys over 4,000,000 rows, counted when the statement "
+        "runs, each cuboid its own statement, UNION ALL; only when Spark's size estimate of the source "
         "leaves room for such keys, else every key in the one grouped call (decided from Spark's size estimate of "
         "the source when the statement runs)")
 

@@ -158,7 +158,7 @@ def test_without_a_session_the_path_waits_for_the_estimate_and_says_both() -> No
     planned = cube_path(texts, plans, PlanSettings(split_rows=50, stream_rows=100))
     assert planned.pending and planned.by_key_size == 50
     assert planned.describe()[0].startswith(
-        "per key, counted when the statement runs: every cuboid in one engine call per key, and for the keys over 50 "
-        "rows each cuboid its own statement, UNION ALL; only when Spark's size estimate of the source leaves room "
+        "every cuboid in one engine call per key, and for the keys over 50 rows, counted when the statement runs, "
+        "each cuboid its own statement, UNION ALL; only when Spark's size estimate of the source leaves room "
         "for such keys, else every key in the one grouped call")
     assert cube_path(texts, plans, PlanSettings(forced=Path.STREAMING)).split

@@ -430,8 +430,8 @@ class CubePaths:
             return [f"grouped, every cuboid in one engine call per key ({self.reason})"]
         width = max(len(t) for t in self.texts)
         if self.by_key_size is not None:
-            head = (f"per key, counted when the statement runs: every cuboid in one engine call per key, and for the "
-                    f"keys over {self.by_key_size:,} rows each cuboid its own statement, UNION ALL")
+            head = (f"every cuboid in one engine call per key, and for the keys over {self.by_key_size:,} rows, "
+                    "counted when the statement runs, each cuboid its own statement, UNION ALL")
             if self.pending:
                 head += ("; only when Spark's size estimate of the source leaves room for such keys, else every "
                          "key in the one grouped call")
