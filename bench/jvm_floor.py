@@ -1,6 +1,6 @@
-"""Go/no-go for a JVM aggregate on the native path: the floors of its candidates, in one run.
+"""Go/no-go for a JVM aggregate: the floors of its candidates, in one run.
 
-Same data as bench/native.py (its ``generate``: ``--events`` events over ``--keys`` keys).
+Same data as bench/sequence_events.py (its ``generate``: ``--events`` events over ``--keys`` keys).
 Each round times, interleaved so that the machine's load hits all alike:
 
 * ``count``: Spark's ``SELECT k, count(*) FROM events GROUP BY k`` (the JVM floor);
@@ -41,7 +41,7 @@ from sqlglot import exp
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import sparkseq  # noqa: E402
-from native import FLOOR, MATCH, generate, spark_counts  # noqa: E402  (bench/ is on sys.path as a script)
+from sequence_events import FLOOR, MATCH, generate, spark_counts  # noqa: E402  (bench/ is on sys.path as a script)
 from spark_e2e import WINDOW_MICROS  # noqa: E402
 from sparkseq.running.jvm_path import jvm_path_missing  # noqa: E402
 from sparkseq.spark.jars import compile_jar  # noqa: E402
@@ -83,7 +83,7 @@ def main() -> None:
     parser.add_argument("--candidates", default=",".join(CANDIDATES))
     args = parser.parse_args()
     jar = compile_jar((SOURCE,), scratch_dir() / "bench-aggregate-floors.jar")
-    spark = sparkseq.session(conf={"spark.driver.extraClassPath": str(jar), FALLBACK: str(1 << 20)})
+    spark = sparkseq.spark.session(conf={"spark.driver.extraClassPath": str(jar), FALLBACK: str(1 << 20)})
     floors = getattr(spark.sparkContext._jvm, CLASS)
     floors.register(spark._jsparkSession)
     missing = jvm_path_missing(spark)  # registers sparkseq's aggregate in the session

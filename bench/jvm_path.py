@@ -1,6 +1,6 @@
 """The JVM path against the kernel path and Spark's own ``count(*)``, same-round ratios.
 
-Same data as bench/native.py (its ``generate``: ``--events`` events over ``--keys`` keys,
+Same data as bench/sequence_events.py (its ``generate``: ``--events`` events over ``--keys`` keys,
 ``--per-window`` events per key per 10 minutes). Each round times, interleaved so that
 the machine's load hits all alike, ``sparkseq.sql`` of one statement per key, by
 ``--shape`` (:data:`SHAPES`): ``within`` SEQ(A, B, C) WITHIN 10 minutes, COUNT(*) (the
@@ -35,12 +35,12 @@ from pyspark.sql import SparkSession
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import sparkseq  # noqa: E402
-from native import FLOOR, MATCH, generate, spark_counts  # noqa: E402  (bench/ is on sys.path as a script)
+from sequence_events import FLOOR, MATCH, generate, spark_counts  # noqa: E402  (bench/ is on sys.path as a script)
 from sparkseq.running.execution_paths import PATH_CONF  # noqa: E402
 from timing import interleaved_rounds, print_ratios_to_kernel_and_count  # noqa: E402
 
 WITHIN = "\n  WITHIN INTERVAL 10 MINUTES"
-#: --shape: the statement's pattern and window (bench/native.py's MATCH: COUNT(*) AS n per key)
+#: --shape: the statement's pattern and window (bench/sequence_events.py's MATCH: COUNT(*) AS n per key)
 SHAPES = {
     "within": MATCH.format(pattern="A, B, C", within=WITHIN),
     "open": MATCH.format(pattern="A, B, !D, C", within=""),
@@ -72,7 +72,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--shape", choices=SHAPES, default="within")
     args = parser.parse_args()
-    spark = sparkseq.session()
+    spark = sparkseq.spark.session()
     generate(spark, args.events, args.keys, args.per_window)
     text = SHAPES[args.shape]
     runs: dict[str, Callable[[], dict[int, int]]] = {

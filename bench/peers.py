@@ -1,6 +1,6 @@
 """sparkseq against its peers: same Parquet, same answer, time as a multiple of sparkseq's.
 
-SEQ(A, B, C) WITHIN 10 minutes, COUNT(*) per key, over bench/native.py's data (its
+SEQ(A, B, C) WITHIN 10 minutes, COUNT(*) per key, over bench/sequence_events.py's data (its
 ``generate``: ``k``, ``ts`` TIMESTAMP at microseconds, ``type`` one of A..E, ~100 events
 per key per 10 minutes), written once per size as Parquet in the scratch directory and
 read from those files by every engine. Sizes (``--sizes``, default all three): ``1m``
@@ -9,8 +9,6 @@ on one key). Engines (``--engines``, default all):
 
 * ``sparkseq``: ``sparkseq.sql``, ``sparkseq.path=auto`` (the planner's choice);
 * ``kernel path``: ``sparkseq.path=grouped`` (one Arrow UDAF call per key);
-* ``native path``: ``sparkseq.path=native`` (window functions, no Python), the session's
-  window buffer as it is unless ``--window-buffer-rows``;
 * ``jvm path``: ``sparkseq.path=jvm``, only when sparkseq has that path;
 * ``duckdb``: an expert's DuckDB SQL, running sums per (key, time) and an as-of join;
 * ``chdb``: ClickHouse (chdb), window functions with RANGE frames;
@@ -52,11 +50,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pyspark.sql import SparkSession  # noqa: E402
 
 import sparkseq  # noqa: E402
-from native import FLOOR, MATCH, SYMBOLS, WINDOW_BUFFER_ROWS, generate, spark_counts  # noqa: E402
+from sequence_events import FLOOR, MATCH, SYMBOLS, generate, spark_counts  # noqa: E402
 from spark_e2e import WINDOW_MICROS, floor_sql, write_events  # noqa: E402  (bench/ is on sys.path as a script)
 from sparkseq.running.execution_paths import PATH_CONF  # noqa: E402
 from sparkseq.spark.session import scratch_dir  # noqa: E402
-from sql_rewrites.planning.timesplit import Path as ExecutionPath  # noqa: E402
+from sql_rewrites.planning.planner import Path as ExecutionPath  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH_VENV = ROOT / ".venv-bench"
@@ -67,7 +65,7 @@ LABELS = {"1m": "1 M events", "10m": "10 M events", "5m-one-key": "5 M events on
 PER_WINDOW = 100
 TEXT = MATCH.format(pattern="A, B, C", within="\n  WITHIN INTERVAL 10 MINUTES")
 #: sparkseq.path of each sparkseq engine ("jvm path" only where the path exists).
-SPARKSEQ_PATHS = {"sparkseq": "auto", "kernel path": "grouped", "native path": "native", "jvm path": "jvm"}
+SPARKSEQ_PATHS = {"sparkseq": "auto", "kernel path": "grouped", "jvm path": "jvm"}
 PEERS = ("duckdb", "chdb")
 FLOORS = ("count(*)", "python floor")
 ENGINES = (*SPARKSEQ_PATHS, *PEERS, *FLOORS)
@@ -124,7 +122,7 @@ class PeerWorker:
         self.process.wait()
 
 
-def spark_engine(spark: SparkSession, name: str, window_rows: int | None) -> Callable[[], tuple[float, Counts]]:
+def spark_engine(spark: SparkSession, name: str) -> Callable[[], tuple[float, Counts]]:
     """A Spark engine of the module docstring, timed in the driver."""
     if name in SPARKSEQ_PATHS:
         counts = spark_counts(spark, TEXT, SPARKSEQ_PATHS[name])
@@ -132,27 +130,21 @@ def spark_engine(spark: SparkSession, name: str, window_rows: int | None) -> Cal
         counts = spark_counts(spark, FLOOR if name == "count(*)" else floor_sql(spark, "events"), None)
 
     def run() -> tuple[float, Counts]:
-        if name == "native path" and window_rows is not None:
-            spark.conf.set(WINDOW_BUFFER_ROWS, str(window_rows))
-        try:
-            started = time.perf_counter()
-            result = counts()
-            return time.perf_counter() - started, result
-        finally:
-            if name == "native path" and window_rows is not None:
-                spark.conf.unset(WINDOW_BUFFER_ROWS)
+        started = time.perf_counter()
+        result = counts()
+        return time.perf_counter() - started, result
     return run
 
 
-def engines(spark: SparkSession, names: list[str], worker: PeerWorker | None, files: str,
-            window_rows: int | None) -> dict[str, Callable[[], tuple[float, Counts]]]:
+def engines(spark: SparkSession, names: list[str], worker: PeerWorker | None,
+            files: str) -> dict[str, Callable[[], tuple[float, Counts]]]:
     runs = {}
     for name in names:
         if name in PEERS:
             assert worker is not None
             runs[name] = lambda name=name: worker.run(name, files)
         else:
-            runs[name] = spark_engine(spark, name, window_rows)
+            runs[name] = spark_engine(spark, name)
     return runs
 
 
@@ -186,12 +178,12 @@ def check_ties(spark: SparkSession, names: list[str], worker: PeerWorker | None)
           f"{sum(answers[matching[0]].values()):,} matches)", flush=True)
 
 
-def measure(spark: SparkSession, size: str, names: list[str], worker: PeerWorker | None, rounds: int,
-            window_rows: int | None) -> dict[str, float]:
+def measure(spark: SparkSession, size: str, names: list[str], worker: PeerWorker | None, rounds: int
+            ) -> dict[str, float]:
     """One size: warm-up and checks, then the rounds; the median ratio of each engine to sparkseq."""
     events, keys = SIZES[size]
     files = generate(spark, events, keys, PER_WINDOW) + "/*.parquet"
-    runs = engines(spark, names, worker, files, window_rows)
+    runs = engines(spark, names, worker, files)
     answers = {name: run()[1] for name, run in runs.items()}  # warm-up, and the answers
     check_equal(answers, LABELS[size])
     if "count(*)" in answers:
@@ -211,9 +203,6 @@ def measure(spark: SparkSession, size: str, names: list[str], worker: PeerWorker
             ratios[name] = statistics.median(t / s for t, s in zip(times[name], times["sparkseq"]))
             line += f"  {ratios[name]:5.2f}x sparkseq (median of the rounds' ratios)"
         print(line, flush=True)
-    if "native path" in times and "kernel path" in times:  # does any planner decision pay natively?
-        native = statistics.median(t / k for t, k in zip(times["native path"], times["kernel path"]))
-        print(f"  native path {native:.2f}x kernel path (median of the rounds' ratios)", flush=True)
     return ratios
 
 
@@ -222,8 +211,6 @@ def main() -> None:
     parser.add_argument("--sizes", default=",".join(SIZES), help=f"of {', '.join(SIZES)}")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--engines", default=",".join(ENGINES), help="comma-separated, of the module docstring's")
-    parser.add_argument("--window-buffer-rows", type=int, default=None,
-                        help=f"{WINDOW_BUFFER_ROWS} for the native path only (default: the session's)")
     args = parser.parse_args()
     sizes = args.sizes.split(",")
     names = args.engines.split(",")
@@ -234,13 +221,13 @@ def main() -> None:
         names.remove("jvm path")
         print("jvm path: skipped (this sparkseq has no sparkseq.path=jvm)", file=sys.stderr)
     worker = PeerWorker() if any(name in PEERS for name in names) else None
-    spark = sparkseq.session()
+    spark = sparkseq.spark.session()
     versions = "".join(f", {name} {version}" for name, version in (worker.versions if worker else {}).items())
     print(f"{spark.sparkContext.master}, Spark {spark.version}{versions}; SEQ(A, B, C) WITHIN 10 minutes, "
           f"COUNT(*) per key", flush=True)
     try:
         check_ties(spark, names, worker)
-        table = {size: measure(spark, size, names, worker, args.rounds, args.window_buffer_rows) for size in sizes}
+        table = {size: measure(spark, size, names, worker, args.rounds) for size in sizes}
     finally:
         spark.conf.unset(PATH_CONF)
         if worker is not None:

@@ -410,7 +410,8 @@ public final class SparkSeqAggregates {
     }
 
     /**
-     * WITHIN w, no negation: the prefix-count recurrence of sql_rewrites/planning/native.py.
+     * WITHIN w, no negation: the prefix-count recurrence (the
+     * removed window-function path's, in exact long arithmetic).
      * {@code c[a][b](r)}: chains of elements a..b ending at row r; {@code before}: their
      * sums over rows of an earlier time, {@code early}: over rows at least w earlier. The
      * chains a..k-1 ending at r within the window, {@code g[a]}, are all such chains less

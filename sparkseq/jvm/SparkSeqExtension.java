@@ -77,7 +77,7 @@ import scala.runtime.BoxedUnit;
  * it again, in the view's catalog and namespace.
  *
  * <p>Shipped compiled in sparkseq/jvm/sparkseq-extension.jar; rebuild it after editing
- * this file with {@code python -m sparkseq.jvm_parser --build} (a JDK's javac against
+ * this file with {@code python -m sparkseq.spark.jars --build} (a JDK's javac against
  * the installed pyspark jars; no build tool is involved).
  */
 public final class SparkSeqExtension extends AbstractFunction1<SparkSessionExtensions, BoxedUnit> {

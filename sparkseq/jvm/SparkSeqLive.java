@@ -34,14 +34,14 @@ import org.apache.spark.unsafe.types.UTF8String;
  * key in Spark's state store by {@code groupByKey(key).flatMapGroupsWithState} (Spark's public
  * stateful streaming API), so that no row of the stream travels to a Python worker.
  *
- * <p>sparkseq/live.py builds its input, one row per event: {@code key} (the partition key as
+ * <p>sparkseq/running/live.py builds its input, one row per event: {@code key} (the partition key as
  * one canonical string), the event-time column (it carries the watermark: Spark drops late
  * rows by it), {@code ts} and {@code mask} (BIGINT engine time and symbol bitmask) and, when
  * the plan reads one, the value column (BIGINT, DOUBLE or DECIMAL, whose unscaled integers are
  * read). The plan is the JVM path's literal ({@link SparkSeqAggregates.Plan}, written by
- * sql_rewrites/jvm_path.py) plus the live window: {@code within} and {@code slide}.
+ * sql_rewrites/planning/jvm_path.py) plus the live window: {@code within} and {@code slide}.
  *
- * <p>Emission, as the Python live operator's (udafs/kernels/live.py): with SLIDE, each window
+ * <p>Emission, as the Python live operator's (udafs/kernels/incremental/live.py): with SLIDE, each window
  * {@code [k*slide, k*slide + within)} holding a row of the key is emitted once (append mode),
  * when the watermark passes its end, counted on its own rows by
  * {@link SparkSeqAggregates#result} (rows of one window are never more than {@code within}
@@ -52,7 +52,7 @@ import org.apache.spark.unsafe.types.UTF8String;
  * chain counts). A row is complete when the watermark (ms) times 1000 is at or after its time.
  *
  * <p>State: one BINARY value per key, {@link #MAGIC}, the layout {@link #VERSION} byte, the
- * digest of the statement it was written for (sparkseq/live.py), then the layout's data. State
+ * digest of the statement it was written for (sparkseq/running/live.py), then the layout's data. State
  * of another statement, of another layout version or of the Python operator is refused with a
  * message saying so, never read as if it were this one's.
  */

@@ -30,7 +30,7 @@ import org.apache.hive.service.auth.PasswdAuthenticationProvider;
 
 /**
  * What sparkseq's servers need from the JVM for authentication and encryption
- * (sparkseq/server_auth.py drives it):
+ * (sparkseq/servers/auth.py drives it):
  *
  * <ul>
  *   <li>{@link PasswordFile}: HiveServer2 CUSTOM authentication against a file of

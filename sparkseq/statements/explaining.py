@@ -10,8 +10,7 @@ from sql_rewrites.clauses.windows import describe_length
 from sql_rewrites.engine_contract import engine_result_type
 from sql_rewrites.logical.query import MatchAggregateQuery, MeasureSpec
 from sql_rewrites.logical.sql_types import OrderKind
-from sql_rewrites.planning.cube_paths import CubePaths
-from sql_rewrites.planning.timesplit import PathChoice
+from sql_rewrites.planning.planner import CubePaths, PathChoice
 from sql_rewrites.rewriter import OperatorExplanation, StatementExplanation
 from sql_rewrites.syntax.dialect import SparkSeq
 from udafs.plan import MeasureKind
@@ -74,7 +73,7 @@ def describe_operator(operator: OperatorExplanation, path: PathChoice | CubePath
     if isinstance(path, CubePaths):  # an E-Cube: one grouped call, or each cuboid on its path
         rows += [("path" if i == 0 else "", line) for i, line in enumerate(path.describe())]
     elif path is not None:
-        rows.append(("path", f"{path.path.value} ({path.reason})"))
+        rows.append(("path", path.describe()))
     rows.append(("plan", q.plan.to_json()))
     title = f"MATCH_AGGREGATE {q.alias or '(no alias)'} over {q.source_schema.name}"
     return [title, *(f"  {label:<{LABEL}}{value}" for label, value in rows)]

@@ -1,7 +1,7 @@
 """``sparkseq.sql``: run SQL with MATCH_AGGREGATE in a SparkSession; ``sparkseq.explain``.
 
 >>> import sparkseq
->>> spark = sparkseq.session()  # doctest: +SKIP
+>>> spark = sparkseq.spark.session()  # doctest: +SKIP
 >>> df = spark.sql("SELECT * FROM VALUES (7, TIMESTAMP'2024-05-01 10:00:00', 'view'), "
 ...                "(7, TIMESTAMP'2024-05-01 10:04:00', 'buy') AS t(customer_id, ts, action)")
 >>> sparkseq.sql(spark, '''
@@ -47,13 +47,12 @@ from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 
 from sparkseq.running import live
-from sparkseq.running.execution_paths import PathReplacer, decide, planned_replacer
-from sparkseq.running.live import VIEW_PREFIX as LIVE_VIEW_PREFIX
+from sparkseq.running.execution_paths import PathReplacer
 from sparkseq.spark import hierarchies as registry
 from sparkseq.spark.catalog import PendingRelation, SessionSchemas
 from sparkseq.spark.registration import engine_function, engine_function_name
 from sparkseq.spark.session import is_session
-from sparkseq.statements.explaining import describe_statement
+from sparkseq.statements.explaining import LIVE_VIEW_PREFIX, describe_statement
 from sparkseq.statements.placeholders import format_text
 from sparkseq.statements.scratch import scratch_session
 from sparkseq.statements.scripts import (
@@ -81,7 +80,7 @@ def sql(spark: SparkSession, text: str, *, hierarchies: HierarchyResolver | None
     Parameters
     ----------
     spark : SparkSession
-        A session with sparkseq's functions registered (:func:`sparkseq.session`);
+        A session with sparkseq's functions registered (:func:`sparkseq.spark.session`);
         engine functions are registered on demand.
     text : str
         Statements separated by ``;``. Tables, views and temporary views of the
@@ -253,13 +252,14 @@ def explain(source: Source, text: str | None = None, *, hierarchies: HierarchyRe
             continue
         schemas = _pending_aware(source, created)
         resolver = registry.resolver(session, hierarchies, overlay)
-        replace = planned_replacer(session, live.replacer(session, text, register=False) if session is not None
-                                   else None)
+        replace = PathReplacer(session, live.replacer(session, text, register=False) if session is not None
+                               else None, register=False)
         try:
             explained = compile_statement(text, statement, schemas, resolver, engine_function_name, pretty=True,
                                           replace=replace)
-            paths = [None if op.function_name.startswith(LIVE_VIEW_PREFIX)
-                     else decide(session, op.query) for op in explained.operators]
+            # the decision each operator runs on, as made once for the SQL above (none for a live operator)
+            paths = [None if op.function_name.startswith(LIVE_VIEW_PREFIX) else replace.choices.get(i)
+                     for i, op in enumerate(explained.operators)]
             parts.append(describe_statement(explained, number, len(statements), paths))
         except PendingRelation as pending:
             parts.append(f"-- statement {number} of {len(statements)}\n{statement.text}\n\n(reads {pending.name}, "

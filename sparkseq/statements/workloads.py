@@ -37,7 +37,7 @@ statistics job and the pass as part of delivering them.
 
 A source with a key too big for one worker changes that: the group's members take the
 path a statement alone takes, from one statistics job for the group
-(:func:`sparkseq.running.execution_paths.decide_group`, :mod:`sql_rewrites.planning.workload_paths`);
+(:func:`group_run`, :func:`sql_rewrites.planning.planner.group_path`);
 members whose path is time split or streaming leave the shared pass and run on their
 own, the others still share it. :func:`explain_workload` prints each member's path.
 That job runs only when Spark's size estimate of the source leaves room for such a key,
@@ -83,7 +83,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from sparkseq.running import live
-from sparkseq.running.execution_paths import PathReplacer, decide_group, group_statistics_reason, path_replacement
+from sparkseq.running.execution_paths import PathReplacer, path_replacement, plan_settings, source_size
 from sparkseq.running.workload_results import STATEMENT_COLUMN, ResultLayout, Routed, collect_results, write_results
 from sparkseq.spark.gateway import is_connect_session
 from sparkseq.spark.jvm_parser import with_origins
@@ -94,6 +94,7 @@ from sql_rewrites.generation.routed_results import Route, routed_select, selecte
 from sql_rewrites.generation.shared import Member, SharedGroup, build_group, group_members, sharing_key
 from sql_rewrites.logical.hierarchy import HierarchyResolver
 from sql_rewrites.logical.query import MatchAggregateQuery
+from sql_rewrites.planning.planner import GroupPaths, group_path, group_statistics
 from sql_rewrites.planning.symbol_statistics import SymbolStatistics
 from sql_rewrites.planning.timeline_plan import (
     describe_statistics,
@@ -101,7 +102,6 @@ from sql_rewrites.planning.timeline_plan import (
     needs_statistics,
     plan_timelines,
 )
-from sql_rewrites.planning.workload_paths import GroupPaths
 from sql_rewrites.rewriter import Replacement, Statement
 from sql_rewrites.statement_effects import created_relations
 from sql_rewrites.syntax.dialect import SparkSeq
@@ -505,7 +505,7 @@ def explain_workload(spark: SparkSession, text: str, *, hierarchies: HierarchyRe
                       f"PARTITION BY {keys}, ORDER BY {first.order.name}; cached as {plan.table(g)}"]
         clock = first.order.kind.takes_intervals
         run = group_run(spark, group, text=text)
-        keys_job = group_statistics_reason(spark, first, [m.query.single_plan for m in group.members])
+        keys_job = run.paths.measured
         if keys_job is not None:
             lines.append(f"  paths from one job counting the source's keys, run by every way of running the workload "
                          f"— workload() too, when called, before any rows are asked for: {keys_job}, and which "
@@ -561,17 +561,34 @@ class GroupRun:
 
 
 def group_run(spark: SparkSession, group: SharedGroup, *, text: str | None = None, lazy: bool = False) -> GroupRun:
-    """The paths of ``group``'s members from its statistics (:func:`decide_group`, at most
-    one job), the shared pass of those that stay grouped, and which of them share a
-    timeline in it, from the rows per symbol of one more job
-    (:func:`sparkseq.running.statistics.collect`; skipped when no two members could share one).
-    ``lazy`` (DataFrames read later): not that job — the statistics kept from an earlier
-    one over the unchanged source, else the timelines left to each engine call, decided
-    from its own rows by the same model. ``text``: the script, where an error of the
-    statistics job is placed."""
+    """The paths of ``group``'s members and, for those that stay grouped, their pass with
+    its shared timelines, from at most one statistics job over the source
+    (:func:`sparkseq.running.statistics.measure`): its big keys, when Spark's estimate of the
+    source (asked once) leaves room for one that changes a member's path
+    (:func:`sql_rewrites.planning.planner.group_statistics`, then
+    :func:`~sql_rewrites.planning.planner.group_path`), and in the same scan the rows per symbol the
+    timelines are decided from (skipped when no two members could share one). ``lazy``
+    (DataFrames read later) and no big key possible: no job — the statistics kept from an
+    earlier one over the unchanged source, else the timelines left to each engine call,
+    decided from its own rows by the same model. ``text``: the script, where an error of
+    the statistics job is placed."""
     from sparkseq.running import statistics as collected
 
-    paths = decide_group(spark, group.members[0].query, [m.query.single_plan for m in group.members])
+    settings = plan_settings(spark)
+    first = group.members[0].query
+    plans = [m.query.single_plan for m in group.members]
+    size = source_size(spark, first)
+    job = group_statistics(plans, settings, size)
+    measured = None
+    if job is None:
+        paths = group_path(plans, settings, None)
+    else:
+        try:
+            measured = collected.measure(spark, group, text=text, size=size, big_key_rows=job[0])
+        except Exception as exc:  # as a statement alone: it runs, only unmeasured
+            paths = group_path(plans, settings, None, measured=job[1], unmeasured=type(exc).__name__)
+        else:
+            paths = group_path(plans, settings, measured.big_keys, measured=job[1])
     shared: SharedGroup | None = group
     if len(paths.shared) < len(group.members):
         shared = build_group([group.members[i] for i in paths.shared]) if paths.shared else None
@@ -579,10 +596,13 @@ def group_run(spark: SparkSession, group: SharedGroup, *, text: str | None = Non
         return GroupRun(paths, None)
     if not needs_statistics(shared):
         return GroupRun(paths, plan_timelines(shared, None))
+    if measured is not None:  # the same job counted every member's symbols
+        statistics = measured.of(shared)
+        return GroupRun(paths, plan_timelines(shared, statistics), statistics)
     if lazy:
         kept = collected.recent(spark, shared)
         return GroupRun(paths, shared) if kept is None else GroupRun(paths, plan_timelines(shared, kept), kept)
-    statistics = collected.collect(spark, shared, text=text)
+    statistics = collected.collect(spark, shared, text=text, size=size)
     return GroupRun(paths, plan_timelines(shared, statistics), statistics)
 
 

@@ -32,10 +32,10 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from sql_rewrites.generation.generate import EngineInput, engine_events, symbol_mask
+from sql_rewrites.generation.generate import EngineInput, engine_events, engine_input, sanitize, symbol_mask
 from sql_rewrites.logical.query import MatchAggregateQuery
 from sql_rewrites.logical.sql_types import time_from_engine, time_to_engine
-from sql_rewrites.syntax.dialect import SparkSeq, sanitize
+from sql_rewrites.syntax.dialect import SparkSeq
 from udafs.multiplan import MultiPlan
 from udafs.plan import MAX_SYMBOLS, Measure, Plan, funnel_measures
 
@@ -218,27 +218,58 @@ def symbol_keys(group: SharedGroup) -> tuple[str, ...]:
     return tuple(condition.sql(dialect=SparkSeq) for _, condition in group.symbols)
 
 
-def statistics_sql(group: SharedGroup, *, sample_every: int = 1) -> str:
+def statistics_sql(group: SharedGroup, *, sample_every: int = 1, big_key_rows: int | None = None) -> str:
     """One aggregate over the group's source: its partitions (``partitions``) and per
-    symbol ``k`` the rows of its condition (``c<k>``). With ``sample_every`` above 1 it
-    reads only the rows whose hash of partition keys and time is 0 modulo ``sample_every``
-    (about one in ``sample_every``, the same rows for the same data): the counts are then
-    of that sample, and ``partitions`` the keys it holds."""
+    symbol ``k`` the rows of its condition (``c<k>``). With ``sample_every`` above 1 the
+    counts are of the rows whose hash of partition keys and time is 0 modulo
+    ``sample_every`` (about one in ``sample_every``, the same rows for the same data), and
+    ``partitions`` the keys that sample holds.
+
+    With ``big_key_rows``, the same scan also measures the keys with more rows than that
+    (every source row counted, as the time-split query counts them): ``big``, an array of
+    ``(n, t0, t1, h)`` — rows, first and last engine time, ``xxhash64`` of the key values
+    as the time-split query computes it (NULL without PARTITION BY) — one entry per such
+    key, so that a sharing group's paths and its timelines come from one job."""
     first = group.members[0].query
     keys = [k.expression.copy() for k in first.partition_keys]
-    inner = exp.select(*(
-        exp.alias_(exp.Sum(this=exp.case().when(condition.copy(), exp.Literal.number(1))
-                           .else_(exp.Literal.number(0))), f"c{k}")
-        for k, (_, condition) in enumerate(group.symbols))).from_(first.node.this.copy())
+    sampled: exp.Expr | None = None
     if sample_every > 1:
         hashed = exp.Anonymous(this="hash", expressions=[*(k.copy() for k in keys), first.order.expression.copy()])
-        inner = inner.where(exp.EQ(this=exp.Anonymous(this="pmod", expressions=[
-            hashed, exp.Literal.number(sample_every)]), expression=exp.Literal.number(0)))
+        sampled = exp.EQ(this=exp.Anonymous(this="pmod", expressions=[hashed, exp.Literal.number(sample_every)]),
+                         expression=exp.Literal.number(0))
+    whole = big_key_rows is not None  # every row is read: the sample is a condition of each count
+
+    def rows_where(condition: exp.Expr) -> exp.Expr:
+        if whole and sampled is not None:
+            condition = exp.and_(sampled.copy(), condition.copy())
+        return exp.Sum(this=exp.case().when(condition.copy(), exp.Literal.number(1)).else_(exp.Literal.number(0)))
+
+    columns = [exp.alias_(rows_where(condition), f"c{k}") for k, (_, condition) in enumerate(group.symbols)]
+    if whole:
+        spec = engine_input(first)
+        key_hash = (exp.Max(this=exp.Anonymous(this="xxhash64", expressions=[e.copy() for _, e in spec.keys]))
+                    if spec.keys else exp.cast(exp.null(), "BIGINT"))
+        columns += [exp.alias_(exp.Count(this=exp.Star()), "n"), exp.alias_(exp.Min(this=spec.time.copy()), "t0"),
+                    exp.alias_(exp.Max(this=spec.time.copy()), "t1"), exp.alias_(key_hash, "h")]
+        if sampled is not None:
+            columns.append(exp.alias_(rows_where(exp.true()), "s"))
+    inner = exp.select(*columns).from_(first.node.this.copy())
+    if sampled is not None and not whole:
+        inner = inner.where(sampled)
     if keys:
         inner = inner.group_by(*keys)
     counts = [exp.alias_(exp.Sum(this=exp.column(f"c{k}")), f"c{k}") for k in range(len(group.symbols))]
-    select = exp.select(exp.alias_(exp.Count(this=exp.Star()) if keys else exp.Literal.number(1), "partitions"),
-                        *counts).from_(inner.subquery("per_key"))
+    partitions: exp.Expr = exp.Count(this=exp.Star()) if keys else exp.Literal.number(1)
+    if keys and whole and sampled is not None:  # the keys the sample holds, as without big keys
+        partitions = exp.Sum(this=exp.case().when(exp.GT(this=exp.column("s"), expression=exp.Literal.number(0)),
+                                                  exp.Literal.number(1)).else_(exp.Literal.number(0)))
+    select = exp.select(exp.alias_(partitions, "partitions"), *counts).from_(inner.subquery("per_key"))
+    if whole:
+        entry = exp.Anonymous(this="named_struct", expressions=[
+            part for name in ("n", "t0", "t1", "h") for part in (exp.Literal.string(name), exp.column(name))])
+        big = exp.Anonymous(this="collect_list", expressions=[exp.case().when(
+            exp.GT(this=exp.column("n"), expression=exp.Literal.number(big_key_rows)), entry)])
+        select = select.select(exp.alias_(big, "big"))
     sanitize(select)
     return select.sql(dialect=SparkSeq)
 

@@ -3,19 +3,20 @@
 The Spark layer (:mod:`sparkseq.running.execution_paths`) asks Spark for estimates and
 statistics, registers the engine functions a path calls and finds where Spark's hash
 partitioning sends a chunk; every query it runs or hands back to the rewriter is built
-here from plain values — the analysed operator, a :class:`~sql_rewrites.planning.timesplit.PathChoice`
+here from plain values — the analysed operator, a :class:`~sql_rewrites.planning.planner.PathChoice`
 and the names of the registered functions (:class:`PathFunctions`):
 
-* :func:`path_output`: an engine input's typed output on a path (native, grouped,
-  time split, streaming, JVM);
+* :func:`path_output`: an engine input's typed output on a path (grouped, time split,
+  streaming, JVM);
 * :func:`operator_on_path` / :func:`cube_on_paths`: the operator's replacement, a
   statement alone or an E-Cube as the UNION ALL of its cuboids
   (:mod:`sql_rewrites.planning.cube_paths`);
 * :func:`by_key_size`: a replacement that counts its keys as it runs (no statistics job
   before it): the rows of the keys up to a threshold on the grouped path, those of the
   bigger keys on their own path, UNION ALL;
-* :func:`big_keys_sql`, :func:`key_types_sql`: the statistics job and the query whose
-  schema names the partition keys' types (the streaming UDTF's output names them).
+* :func:`key_types_sql`: the query whose schema names the partition keys' types (the
+  streaming UDTF's output names them). A sharing group's statistics job is
+  :func:`sql_rewrites.generation.shared.statistics_sql`.
 
 Every identifier is quoted: user text only ever enters as names and values.
 """
@@ -27,18 +28,14 @@ from dataclasses import dataclass, replace
 
 from sqlglot import exp
 
-from sql_rewrites.generation.generate import EngineInput, InternalNames, aliased, engine_input, engine_query
+from sql_rewrites.generation.generate import EngineInput, InternalNames, aliased, engine_input, engine_query, sanitize
 from sql_rewrites.logical.query import MatchAggregateQuery
 from sql_rewrites.logical.sql_types import DType
 from sql_rewrites.planning.cube_paths import cube_branches, cube_union, cuboid_statements
 from sql_rewrites.planning.jvm_path import JVM_FUNCTION, jvm_query
-from sql_rewrites.planning.native import native_query
-from sql_rewrites.planning.timesplit import Path, PathChoice, streaming_query, time_split_query
+from sql_rewrites.planning.planner import Path, PathChoice
+from sql_rewrites.planning.timesplit import streaming_query, time_split_query
 from sql_rewrites.rewriter import Replaced
-from sql_rewrites.syntax.dialect import sanitize
-
-#: The name an operator on the native path reports in place of an engine function.
-NATIVE_NAME = "native"
 
 
 @dataclass(frozen=True)
@@ -47,7 +44,7 @@ class PathFunctions:
     (``engine``), the streaming UDTF (``stream``), or the time split's chunk and combine
     functions (``split``) with how its chunks are spread over tasks — ``task_keys[p]``
     a BIGINT Spark's hash partitioning sends to task ``p`` (one chunk per task), else
-    hashed over ``chunk_tasks`` tasks. The native path calls none."""
+    hashed over ``chunk_tasks`` tasks."""
 
     engine: str | None = None
     stream: str | None = None
@@ -66,8 +63,6 @@ def path_output(spec: EngineInput, source: exp.Expr, choice: PathChoice,
     ValueError
         ``functions`` lacks a function the path calls, or the path refuses the plan.
     """
-    if choice.path is Path.NATIVE:
-        return native_query(spec, source), NATIVE_NAME
     if choice.path is Path.JVM:
         return jvm_query(spec, source), JVM_FUNCTION
     if choice.path is Path.STREAMING:
@@ -91,8 +86,6 @@ def path_name(choice: PathChoice, functions: PathFunctions) -> str:
     ValueError
         ``functions`` lacks the function the path calls.
     """
-    if choice.path is Path.NATIVE:
-        return NATIVE_NAME
     if choice.path is Path.JVM:
         return JVM_FUNCTION
     if choice.path is Path.TIME_SPLIT:
@@ -110,7 +103,7 @@ def _needed(name: str | None, choice: PathChoice) -> str:
 
 def operator_on_path(query: MatchAggregateQuery, choice: PathChoice, functions: PathFunctions) -> Replaced:
     """The operator ``query`` (no E-Cube) replaced by its statement on ``choice``'s path;
-    with :attr:`~sql_rewrites.planning.timesplit.PathChoice.by_key_size`, only the keys over it take
+    with :attr:`~sql_rewrites.planning.planner.PathChoice.by_key_size`, only the keys over it take
     that path and the others the grouped path (:func:`by_key_size`; ``functions.engine``)."""
     spec = engine_input(query)
     if choice.by_key_size is None:
@@ -174,8 +167,9 @@ def by_key_size(query: MatchAggregateQuery, threshold: int, small: Callable[[exp
     not deterministic (a CTE read twice is not inlined then) and reads again otherwise; with
     no key over ``threshold``, adaptive execution drops the ``big`` branch once the
     broadcast count is known to be empty. A key's count covers every source row (an upper
-    bound of its engine rows, as the statistics job's, :func:`big_keys_sql`); a key whose
-    values hash like a big key's (about one in 2**64) joins it, which is exact on any path.
+    bound of its engine rows, as the statistics job's,
+    :func:`sql_rewrites.generation.shared.statistics_sql`); a key whose values hash like a
+    big key's (about one in 2**64) joins it, which is exact on any path.
     """
     names = InternalNames(c.name for c in query.source_schema.columns)
     sized, keys, key_hash = names("sized_source"), names("big_keys"), names("key_hash")
@@ -210,33 +204,6 @@ def _alias_of(source: exp.Expr) -> str | None:
     return source.name if isinstance(source, exp.Table) else None
 
 
-def big_keys_sql(query: MatchAggregateQuery, threshold: int, limit: int) -> str:
-    """The statistics job over the operator's source: row count ``n``, first and last
-    engine time ``t0`` and ``t1`` and, with PARTITION BY, ``xxhash64`` of the key values
-    ``h`` (as the time-split query computes it) of the keys with more than ``threshold``
-    rows, the ``limit`` largest first.
-
-    Counts every source row of a key, not only the instances of a pattern symbol: an
-    upper bound that needs no DEFINE condition evaluated and reads only the key and time
-    columns (measured: the exact count through the engine's mask cost as much again as
-    a plain ``GROUP BY``; bench/scale.py's 1,000-key statement paid for it).
-    """
-    spec = engine_input(query)
-    count = exp.Count(this=exp.Star())
-    select = (exp.select(exp.alias_(count.copy(), "n"), exp.alias_(exp.Min(this=spec.time.copy()), "t0"),
-                         exp.alias_(exp.Max(this=spec.time.copy()), "t1"))
-              .from_(query.node.this.copy()))
-    if spec.keys:
-        select = select.group_by(*(e.copy() for _, e in spec.keys))
-        # the hash of the key values as the events select projects them (same expressions)
-        key_hash = exp.Anonymous(this="xxhash64", expressions=[e.copy() for _, e in spec.keys])
-        select = select.select(exp.alias_(exp.Max(this=key_hash), "h"))
-    select = select.having(exp.GT(this=count, expression=exp.Literal.number(threshold)))
-    select = select.order_by(exp.Ordered(this=exp.column("n"), desc=True)).limit(limit)
-    sanitize(select)
-    return query.scoped_sql(select)
-
-
 def key_types_sql(query: MatchAggregateQuery) -> str | None:
     """A query whose schema is the operator's partition keys (None without PARTITION BY)."""
     spec = engine_input(query)
@@ -248,13 +215,11 @@ def key_types_sql(query: MatchAggregateQuery) -> str | None:
 
 
 __all__ = [
-    "NATIVE_NAME",
     "PathFunctions",
     "cube_on_paths",
     "key_types_sql",
     "operator_on_path",
     "path_output",
-    "big_keys_sql",
     "by_key_size",
     "path_name",
 ]

@@ -28,16 +28,13 @@ JOIN``: a ``CASE`` on ``xxhash64`` of the keys gives each row its key's ``t0``,
 ``len`` and first task as literals, and ``[lo, hi)`` is computed from the chunk number
 after the shuffle.
 
-:func:`choose_path` decides from statistics whether a statement takes this path (a
-workload's group, whose statistics job has run); :func:`sized_path` decides without them
-(a statement alone: its keys counted as it runs, :func:`sql_rewrites.planning.path_queries.by_key_size`).
+Whether a statement takes this path is decided by :mod:`sql_rewrites.planning.planner`.
 """
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from typing import NamedTuple
 
 from sqlglot import exp
@@ -50,11 +47,9 @@ from sql_rewrites.generation.generate import (
     events_select,
     output_projections,
     output_select,
+    sanitize,
 )
 from sql_rewrites.logical.sql_types import DType
-from sql_rewrites.planning.jvm_path import JVM_REASON, jvm_shape
-from sql_rewrites.planning.native import native_shape
-from sql_rewrites.syntax.dialect import sanitize
 from udafs.plan import Plan, splittable, streamable
 
 #: A key with more rows than this is split by time. Chosen for memory, not speed
@@ -67,13 +62,6 @@ SPLIT_ROWS = 4_000_000
 #: and 5.3 GB at 20 M (~160-265 bytes per row; bench/scale.py: 4.0 GB at 20 M); 1.5 M rows keep a chunk's
 #: worker near 400 MB, well under 1 GB, and still give a 20 M key 14 tasks.
 CHUNK_ROWS = 1_500_000
-#: Spark's size estimate of the source (bytes) under which no key can be big (no statistics,
-#: no key counted as the statement runs), for a source whose row count Spark does not know:
-#: an engine row carries its time and mask
-#: (16 bytes). Not a proof for compressed files: Spark estimates a parquet file by its
-#: size on disk, 9.5 bytes per row for bench/scale.py's events (47.6 MB for 5 M rows), so
-#: keys up to ~6.7 M rows of such a file run grouped without statistics.
-MIN_ROW_BYTES = 16
 #: At most this many keys to cut are passed to the time-split query as literals (their
 #: hash, first time and chunk length: one small broadcast table); with more big keys the
 #: query finds them itself (a second read of the source).
@@ -82,33 +70,6 @@ MAX_SPLIT_LITERALS = 100
 #: with fewer, replicated edge rows would dominate (the window is too long for the span).
 MIN_CHUNKS = 4
 _INT64_MAX = 2**63 - 1
-
-
-#: A key with more rows than this, in a plan that cannot be split, goes to the
-#: bounded-memory streaming path: the grouped UDAF's worker held 1.6 GB at 10 M rows and
-#: failed at 50 M; the streaming UDTF holds O(window) rows per open key.
-STREAM_ROWS = 8_000_000
-
-
-class Path(str, enum.Enum):
-    """How a statement's engine runs."""
-
-    NATIVE = "native"  # plain Spark SQL window functions, no Python (sql_rewrites.planning.native)
-    GROUPED = "grouped"  # one grouped Arrow UDAF call per partition key
-    TIME_SPLIT = "time-split"  # big keys cut into time chunks, partials combined
-    STREAMING = "streaming"  # rows sorted by (key hash, time) through the streaming UDTF
-    JVM = "jvm"  # one Catalyst aggregate call per partition key, in the JVM (sql_rewrites.planning.jvm_path)
-
-
-@dataclass(frozen=True)
-class KeyStatistics:
-    """A partition key's row count and time range (engine time units), and ``xxhash64``
-    of its key values (None without PARTITION BY, or when not collected)."""
-
-    rows: int
-    first: int
-    last: int
-    key_hash: int | None = None
 
 
 @dataclass(frozen=True)
@@ -121,249 +82,6 @@ class SplitKey:
     first: int
     length: int
     chunks: int
-
-    @staticmethod
-    def of(key: KeyStatistics, within: int, chunk_rows: int, multiple: int = 1) -> SplitKey:
-        """Chunks of about ``chunk_rows`` rows of equal time length, at least ``2 * within``
-        (what the generated SQL computes for keys without literal bounds), their number
-        rounded up to a multiple of ``multiple`` (the tasks that run at once: with 15
-        equal chunks on 2 cores one core idles for the last one)."""
-        n_chunks = -(-key.rows // chunk_rows)
-        n_chunks = -(-n_chunks // multiple) * multiple
-        length = max((key.last - key.first) // n_chunks + 1, 2 * within)
-        return SplitKey(key.key_hash, key.first, length, (key.last - key.first) // length + 1)
-
-
-@dataclass(frozen=True)
-class PathChoice:
-    """The chosen path, why, and for a time split the thresholds it uses."""
-
-    path: Path
-    reason: str
-    split_rows: int = SPLIT_ROWS
-    chunk_rows: int = CHUNK_ROWS
-    #: The keys to cut and their chunks, from the statistics job (None: the generated SQL
-    #: finds the keys over ``split_rows`` and sizes their chunks itself, reading the source twice).
-    split_keys: tuple[SplitKey, ...] | None = None
-    #: Set when the keys are counted as the statement runs, in its own plan
-    #: (:func:`sized_path`): the keys with more rows than this take ``path``, the others
-    #: the grouped path (None: every key takes ``path``).
-    by_key_size: int | None = None
-    #: With :attr:`by_key_size`, the path of the keys under it: grouped, or the JVM path
-    #: (:func:`jvm_choice`).
-    small_path: Path = Path.GROUPED
-
-
-def statistics_threshold(plan: Plan, split_rows: int = SPLIT_ROWS, stream_rows: int = STREAM_ROWS) -> int | None:
-    """The row count above which a key changes the path of ``plan`` (what the statistics
-    job looks for); None when no count can (the plan neither splits nor streams)."""
-    if splittable(plan) is None:
-        return min(split_rows, stream_rows) if streamable(plan) is None else split_rows
-    return stream_rows if streamable(plan) is None else None
-
-
-def statistics_needed(plan: Plan, source_bytes: int | None, split_rows: int = SPLIT_ROWS,
-                      stream_rows: int = STREAM_ROWS, source_rows: int | None = None) -> bool:
-    """Whether a statistics job is worth running: some key size would change the path and
-    Spark's estimate of the source leaves room for such a key.
-
-    ``source_rows`` (Spark's row count; None: unknown) decides when known: no key holds
-    more rows than the whole source, so a source of at most the threshold's rows needs
-    no job. Spark reports it for a bare ``range`` and, with ``spark.sql.cbo.enabled`` or
-    ``spark.sql.cbo.planStats.enabled``, for analysed tables (``ANALYZE TABLE ...
-    COMPUTE STATISTICS``): exact for a table, the cost model's estimate for a filtered
-    one. A wrong guess costs speed or memory, never exactness: every path is exact.
-    Otherwise ``source_bytes`` (None: unknown) does, at :data:`MIN_ROW_BYTES` per row: a
-    heuristic, not a proof, for compressed files, whose estimate is their size on disk.
-    """
-    threshold = statistics_threshold(plan, split_rows, stream_rows)
-    return threshold is not None and room_for_key(threshold, source_bytes, source_rows)
-
-
-def room_for_key(threshold: int, source_bytes: int | None, source_rows: int | None = None) -> bool:
-    """Whether Spark's estimate of a source (bytes, rows; None: unknown) leaves room for a
-    key of more than ``threshold`` rows (the rule of :func:`statistics_needed`)."""
-    if source_rows is not None:
-        return source_rows > threshold
-    return source_bytes is None or source_bytes > threshold * MIN_ROW_BYTES
-
-
-def choose_path(plan: Plan, big_keys: list[KeyStatistics] | None, forced: Path | None = None,
-                split_rows: int = SPLIT_ROWS, chunk_rows: int = CHUNK_ROWS,
-                stream_rows: int = STREAM_ROWS, *, ansi: bool = True, chunk_multiple: int = 1) -> PathChoice:
-    """The path of one statement from the statistics of its keys over
-    :func:`statistics_threshold` rows.
-
-    Native whenever :func:`native_reason` allows it (``ansi``: Spark's ANSI arithmetic is
-    on, so that an overflow raises); otherwise time split when a key exceeds ``split_rows``
-    and its span holds :data:`MIN_CHUNKS` chunks of twice the window; otherwise streaming
-    when a key exceeds ``stream_rows`` (too big for one worker's memory); otherwise grouped.
-    A split key's chunk count is rounded up to a multiple of ``chunk_multiple``. ``big_keys`` None means no
-    statistics were collected (none needed). ``forced`` picks the path for tests and
-    benchmarks; forcing a path the plan cannot take raises ValueError.
-    """
-    if forced is Path.JVM:
-        shape = jvm_shape(plan)
-        if shape is not None:
-            raise ValueError(f"this statement cannot run on the JVM path: {shape}")
-        return PathChoice(forced, "forced by sparkseq.path", split_rows, chunk_rows)
-    native = native_reason(plan, ansi, forced=forced is Path.NATIVE)
-    if forced is Path.NATIVE:
-        if native is not None:
-            raise ValueError(f"this statement cannot run on the native path: {native}")
-        return PathChoice(forced, "forced by sparkseq.path", split_rows, chunk_rows)
-    reason, stream_reason = splittable(plan), streamable(plan)
-    if forced is not None:
-        return _forced(plan, forced, reason, stream_reason, split_rows, chunk_rows)
-    if native is None:
-        return PathChoice(Path.NATIVE, NATIVE_REASON, split_rows, chunk_rows)
-    keys = big_keys or []
-    if reason is None and plan.within is not None:  # splittable: it has a window
-        min_span = MIN_CHUNKS * 2 * plan.within
-        usable = [k for k in keys if k.rows > split_rows and min_span <= k.last - k.first < 2**62]
-        if usable:
-            top = max(usable, key=lambda k: k.rows)
-            literal = len(keys) <= MAX_SPLIT_LITERALS and all(k.key_hash is not None or len(keys) == 1 for k in usable)
-            return PathChoice(Path.TIME_SPLIT, f"{len(usable)} partition key(s) over {split_rows:,} rows (largest "
-                                               f"{top.rows:,}): cut into time chunks of about {chunk_rows:,} rows",
-                              split_rows, chunk_rows,
-                              tuple(SplitKey.of(k, plan.within, chunk_rows, chunk_multiple) for k in usable) if literal
-                              else None)
-        if any(k.rows > split_rows for k in keys):
-            reason = f"the keys over {split_rows:,} rows span less than {MIN_CHUNKS} chunks of twice the WITHIN window"
-    huge = [k for k in keys if k.rows > stream_rows]
-    if huge and stream_reason is None:
-        return PathChoice(Path.STREAMING, f"{len(huge)} partition key(s) over {stream_rows:,} rows (largest "
-                                          f"{max(k.rows for k in huge):,}) and "
-                                          f"{reason or 'no time split'}: bounded-memory streaming")
-    if reason is not None:
-        return PathChoice(Path.GROUPED, f"{native}; not splittable by time: {reason}")
-    return PathChoice(Path.GROUPED, f"{native}; no partition key holds more than {split_rows:,} rows")
-
-
-def planned_path(plan: Plan, forced: Path | None = None, split_rows: int = SPLIT_ROWS, chunk_rows: int = CHUNK_ROWS,
-                 stream_rows: int = STREAM_ROWS, *, ansi: bool = True) -> PathChoice:
-    """The path as far as it is known without Spark's size estimate of the source (what
-    EXPLAIN shows without a session): forced, fixed by the plan, or left to the estimate."""
-    if forced is not None:
-        return choose_path(plan, None, forced, split_rows, chunk_rows, stream_rows, ansi=ansi)
-    threshold = big_key_threshold(plan, split_rows, stream_rows)
-    if threshold is None or native_reason(plan, ansi) is None:
-        return choose_path(plan, [], None, split_rows, chunk_rows, stream_rows, ansi=ansi)
-    sized = sized_path(plan, split_rows, chunk_rows, stream_rows, "")
-    return PathChoice(Path.GROUPED, f"decided from Spark's size estimate of the source: unless it rules out keys over "
-                                    f"{threshold:,} rows, {sized.path.value} for such keys, counted when the "
-                                    "statement runs, and grouped for the others", split_rows, chunk_rows)
-
-
-def sized_path(plan: Plan, split_rows: int = SPLIT_ROWS, chunk_rows: int = CHUNK_ROWS,
-               stream_rows: int = STREAM_ROWS, estimate: str = "") -> PathChoice:
-    """The path of a statement whose source may hold a big key, decided without measuring
-    the source: the statement counts its keys as it runs, the keys over
-    :func:`big_key_threshold` rows take the big-key path (:func:`big_key_path`) and the
-    others the grouped path (:attr:`PathChoice.by_key_size`). ``estimate`` says why such a
-    key is possible (Spark's size estimate of the source).
-
-    Raises
-    ------
-    ValueError
-        When no key size changes the plan's path (it neither splits nor streams).
-    """
-    threshold = big_key_threshold(plan, split_rows, stream_rows)
-    if threshold is None:
-        raise ValueError(f"no key size changes this plan's path: not splittable by time ({splittable(plan)}) "
-                         f"nor streamable ({streamable(plan)})")
-    big = big_key_path(plan, split_rows, chunk_rows)
-    why = f": {estimate}" if estimate else ""
-    return PathChoice(big.path, f"keys over {threshold:,} rows, counted when the statement runs, {big.reason}; the "
-                                f"other keys grouped{why}", split_rows, chunk_rows, by_key_size=threshold)
-
-
-def jvm_choice(plan: Plan, choice: PathChoice, missing: str | None) -> PathChoice:
-    """``choice`` with what it runs on the grouped path moved to the JVM path when ``plan``
-    is a JVM shape (:func:`sql_rewrites.planning.jvm_path.jvm_shape`) — the cost rule: always, as
-    bench/jvm_path.py measured it faster at every size — and the path can run in the
-    session (``missing``: why it cannot, None when it can). A key over the time-split or
-    streaming threshold keeps that path (bounded memory). For ``auto`` and
-    ``sparkseq.path=jvm`` only; the latter where the JVM path cannot run falls back to grouped."""
-    if choice.path is Path.JVM:
-        if missing is None:
-            return choice
-        return replace(choice, path=Path.GROUPED,
-                       reason=f"sparkseq.path=jvm, but the JVM path is unavailable: {missing}")
-    if jvm_shape(plan) is not None or not (choice.path is Path.GROUPED or choice.by_key_size is not None):
-        return choice
-    if missing is not None:
-        return replace(choice, reason=f"{choice.reason}; not on the JVM path: {missing}")
-    if choice.by_key_size is not None:
-        grouped = "the other keys grouped"
-        reason = (choice.reason.replace(grouped, f"the other keys on the JVM path, {JVM_REASON}") if grouped in
-                  choice.reason else f"{choice.reason}; the other keys on the JVM path, {JVM_REASON}")
-        return replace(choice, small_path=Path.JVM, reason=reason)
-    return replace(choice, path=Path.JVM, reason=JVM_REASON)
-
-
-def big_key_threshold(plan: Plan, split_rows: int = SPLIT_ROWS, stream_rows: int = STREAM_ROWS) -> int | None:
-    """The row count over which a key counted as the statement runs takes
-    :func:`big_key_path`: ``split_rows`` for a plan that splits by time (a key cut into
-    chunks needs no streaming), ``stream_rows`` for one that only streams; None for one
-    that does neither. With the default thresholds it is :func:`statistics_threshold`."""
-    if splittable(plan) is None:
-        return split_rows
-    return stream_rows if streamable(plan) is None else None
-
-
-def big_key_path(plan: Plan, split_rows: int = SPLIT_ROWS, chunk_rows: int = CHUNK_ROWS) -> PathChoice:
-    """The path of ``plan`` for a key known only to exceed :func:`big_key_threshold`
-    rows: time split (the chunks sized as it runs) when the plan splits, else the streaming
-    path when it streams, else grouped."""
-    if splittable(plan) is None:
-        return PathChoice(Path.TIME_SPLIT, f"cut into time chunks of about {chunk_rows:,} rows", split_rows, chunk_rows)
-    if streamable(plan) is None:
-        return PathChoice(Path.STREAMING, "through the bounded-memory streaming function", split_rows, chunk_rows)
-    return PathChoice(Path.GROUPED, f"not splittable by time ({splittable(plan)}) nor streamable "
-                                    f"({streamable(plan)})", split_rows, chunk_rows)
-
-
-#: Why a statement runs native (the cost rule; the measurements are in docs/engine.md).
-NATIVE_REASON = ("positive pattern counted by Spark window functions: no rows travel to Python, "
-                 "whatever the partition sizes")
-
-
-#: The cost rule: ``auto`` runs a native shape natively up to this pattern length. Zero:
-#: measured on this project's 2-core machine (bench/native.py, docs/engine.md "Native
-#: path") the native path leads at 1 M events (1,000 rows per key) for lengths 2-3 in
-#: three shapes of four, but at 10 M (10,000 rows per key) the kernel path wins every
-#: shape (0.31-0.90x native's time) and length 5 everywhere (5-7x), so no length alone
-#: picks the faster path. ``sparkseq.path=native`` forces it up to ``MAX_LENGTH``.
-NATIVE_AUTO_LENGTH = 0
-
-
-def native_reason(plan: Plan, ansi: bool = True, forced: bool = False) -> str | None:
-    """None when the statement runs native, else why not: the shape
-    (:func:`sql_rewrites.planning.native.native_shape`), ANSI arithmetic off (an overflow would
-    then be NULL or wrapped instead of raised), or, unless ``forced``, the cost rule
-    (:data:`NATIVE_AUTO_LENGTH`)."""
-    shape = native_shape(plan)
-    if shape is not None:
-        return shape
-    if not ansi:
-        return "the native path needs ANSI arithmetic (spark.sql.ansi.enabled) so that an overflow raises"
-    if not forced and plan.length > NATIVE_AUTO_LENGTH:
-        pays = (f"native pays up to length {NATIVE_AUTO_LENGTH}" if NATIVE_AUTO_LENGTH
-                else "slower than the kernel path at every length measured")
-        return (f"a pattern of {plan.length} element(s) costs more natively than on the kernel path "
-                f"({pays}, docs/engine.md; sparkseq.path=native forces it)")
-    return None
-
-
-def _forced(plan: Plan, forced: Path, reason: str | None, stream_reason: str | None, split_rows: int,
-            chunk_rows: int) -> PathChoice:
-    if forced is Path.TIME_SPLIT and reason is not None:
-        raise ValueError(f"this statement cannot run time-split: {reason}")
-    if forced is Path.STREAMING and stream_reason is not None:
-        raise ValueError(f"this statement cannot run on the streaming path: {stream_reason}")
-    return PathChoice(forced, "forced by sparkseq.path", split_rows, chunk_rows)
 
 
 def time_split_query(spec: EngineInput, chunk_function: str, combine_function: str, source: exp.Expr,
@@ -381,7 +99,7 @@ def time_split_query(spec: EngineInput, chunk_function: str, combine_function: s
     chunk number, so they spread too.
 
     ``split_keys``: the keys to cut and their chunks as the statistics job measured them
-    (:attr:`PathChoice.split_keys`), joined as literals by the hash of the key values;
+    (:attr:`sql_rewrites.planning.planner.PathChoice.split_keys`), joined as literals by the hash of the key values;
     then ``split_rows`` and ``chunk_rows`` are not used and the source is read once.
     Another key whose values hash the same (about one in 2**64 / 100) is cut at the same
     boundaries, which is still exact: any cut is.
@@ -673,26 +391,10 @@ def _subsets(n: int) -> list[tuple[int, ...]]:
 
 __all__ = [
     "CHUNK_ROWS",
-    "MIN_CHUNKS",
-    "MIN_ROW_BYTES",
-    "NATIVE_AUTO_LENGTH",
-    "SPLIT_ROWS",
-    "STREAM_ROWS",
-    "KeyStatistics",
     "MAX_SPLIT_LITERALS",
+    "MIN_CHUNKS",
+    "SPLIT_ROWS",
     "SplitKey",
-    "Path",
-    "PathChoice",
-    "choose_path",
-    "native_reason",
-    "big_key_path",
-    "big_key_threshold",
-    "planned_path",
-    "room_for_key",
-    "sized_path",
-    "statistics_needed",
-    "statistics_threshold",
-    "streamable",
     "streaming_query",
     "time_split_query",
 ]

@@ -18,8 +18,8 @@ from sqlglot import exp
 from sql_rewrites.analysis.analyzer import analyze_sql
 from sql_rewrites.errors import EdgeNegationWithoutWindowError
 from sql_rewrites.generation.generate import engine_query
-from sql_rewrites.planning.cube_paths import cube_paths, cube_union, cuboid_plans, cuboid_statements, planned_cube_paths
-from sql_rewrites.planning.timesplit import KeyStatistics, Path
+from sql_rewrites.planning.cube_paths import cube_union, cuboid_plans, cuboid_statements
+from sql_rewrites.planning.planner import KeyStatistics, Path, PlanSettings, cube_path
 from sql_rewrites.syntax.dialect import SparkSeq
 from tests.kernels.test_kernel_oracle import as_rows, assert_same
 from tests.support.cube_cases import CubeCase, cube_cases, masks
@@ -115,13 +115,15 @@ def branches(query: exp.Expr) -> list[exp.Expr]:
     return [query]
 
 
-def paths(sql: str, keys: list[KeyStatistics] | None, forced: Path | None = None, **kw):
+def paths(sql: str, keys: list[KeyStatistics] | None, forced: Path | None = None, *, chunk_multiple: int = 1,
+          unmeasured: str | None = None):
     statements = cuboid_statements(analysed(sql))
-    return cube_paths([s.text for s in statements], [s.plan for s in statements], keys, forced, **kw)
+    return cube_path([s.text for s in statements], [s.plan for s in statements],
+                     PlanSettings(forced=forced, chunk_multiple=chunk_multiple), big_keys=keys, unmeasured=unmeasured)
 
 
 def test_moderate_keys_keep_one_call_and_a_big_key_splits_every_cuboid() -> None:
-    assert not paths(ROLLUP, None).split and not paths(ROLLUP, []).split
+    assert not paths(ROLLUP, []).split
     assert "no partition key holds more than 4,000,000 rows" in paths(ROLLUP, []).reason
     split = paths(ROLLUP, BIG, chunk_multiple=4)
     assert split.split and [c.path for c in split.cuboids] == [Path.TIME_SPLIT] * 6
@@ -150,9 +152,13 @@ def test_forced_paths_and_failed_statistics() -> None:
     assert not failed.split and "statistics unavailable (AnalysisException)" in failed.reason
 
 
-def test_planned_path_before_statistics() -> None:
+def test_without_a_session_the_path_waits_for_the_estimate_and_says_both() -> None:
     statements = cuboid_statements(analysed(ROLLUP))
     texts, plans = [s.text for s in statements], [s.plan for s in statements]
-    planned = planned_cube_paths(texts, plans, split_rows=50, stream_rows=100)
-    assert not planned.split and "unless it rules out keys over 50 rows" in planned.describe()[0]
-    assert planned_cube_paths(texts, plans, Path.STREAMING).split
+    planned = cube_path(texts, plans, PlanSettings(split_rows=50, stream_rows=100))
+    assert planned.pending and planned.by_key_size == 50
+    assert planned.describe()[0].startswith(
+        "every cuboid in one engine call per key, and for the keys over 50 rows, counted when the statement runs, "
+        "each cuboid its own statement, UNION ALL; only when Spark's size estimate of the source leaves room "
+        "for such keys, else every key in the one grouped call")
+    assert cube_path(texts, plans, PlanSettings(forced=Path.STREAMING)).split

@@ -10,21 +10,23 @@ from sql_rewrites.analysis.analyzer import analyze_sql
 from sql_rewrites.generation.cube_navigation import single_pattern_statement
 from sql_rewrites.generation.generate import engine_input
 from sql_rewrites.logical.cube import CubeElement
-from sql_rewrites.planning.cube_paths import cuboid_statements, sized_cube_paths
+from sql_rewrites.planning.cube_paths import cuboid_statements
+from sql_rewrites.planning.jvm_path import JVM_FUNCTION
 from sql_rewrites.planning.path_queries import (
-    NATIVE_NAME,
     PathFunctions,
-    big_keys_sql,
     cube_on_paths,
     key_types_sql,
     operator_on_path,
     path_output,
 )
-from sql_rewrites.planning.timesplit import Path, PathChoice, SplitKey, sized_path
+from sql_rewrites.planning.planner import Path, PathChoice, PlanSettings, SourceSize, cube_path, sized_path
+from sql_rewrites.planning.timesplit import SplitKey
 from sql_rewrites.syntax.dialect import SparkSeq, parse_statement
 from sql_rewrites.syntax.expressions import MatchAggregate
 from sql_rewrites.syntax.markers import positional_markers
 from tests.compiler.test_sql_cube_paths import HIERARCHY, ROLLUP, SCHEMA, branches
+
+SMALL = PlanSettings(split_rows=50, chunk_rows=40, stream_rows=100, session=True)
 
 KEYED = ("SELECT * FROM ev MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERN SEQ(a, b) TYPE BY tp "
          "MEASURES COUNT(*) AS n WITHIN 10) AS m")
@@ -34,16 +36,6 @@ WHOLE = KEYED.replace("PARTITION BY k ", "")
 def analysed(sql: str):
     [q] = analyze_sql(sql, SCHEMA, hierarchies=HIERARCHY)
     return q
-
-
-def test_statistics_query_counts_the_big_keys() -> None:
-    tree = parse_statement(big_keys_sql(analysed(KEYED), 4_000_000, 101))
-    assert [e.alias for e in tree.expressions] == ["n", "t0", "t1", "h"]
-    assert tree.args["group"].sql(dialect=SparkSeq) == "GROUP BY `k`"
-    assert tree.args["having"].sql(dialect=SparkSeq) == "HAVING COUNT(*) > 4000000"
-    assert tree.args["limit"].expression.name == "101" and "MAX(XXHASH64(`k`)) AS `h`" in tree.sql(dialect=SparkSeq)
-    alone = parse_statement(big_keys_sql(analysed(WHOLE), 50, 2))
-    assert [e.alias for e in alone.expressions] == ["n", "t0", "t1"] and alone.args.get("group") is None
 
 
 def test_key_types_query_selects_the_keys() -> None:
@@ -57,8 +49,8 @@ def test_each_path_needs_its_functions() -> None:
     for path in (Path.GROUPED, Path.STREAMING, Path.TIME_SPLIT):
         with pytest.raises(ValueError, match="needs"):
             operator_on_path(q, PathChoice(path, ""), PathFunctions())
-    _, name = operator_on_path(q, PathChoice(Path.NATIVE, ""), PathFunctions())
-    assert name == NATIVE_NAME
+    _, name = operator_on_path(q, PathChoice(Path.JVM, ""), PathFunctions())  # a session function of its own
+    assert name == JVM_FUNCTION
     _, name = operator_on_path(q, PathChoice(Path.STREAMING, ""), PathFunctions(stream="my_stream"))
     assert name == "my_stream"
 
@@ -93,7 +85,7 @@ def test_keys_counted_as_it_runs_split_the_rows_between_two_branches() -> None:
     path, the big keys' (SEMI JOIN) on theirs, each standing where the source stood: same
     alias, so the operator's qualified columns still resolve."""
     q = analysed(KEYED.replace("ev MATCH_AGGREGATE (PARTITION BY k", "ev AS e MATCH_AGGREGATE (PARTITION BY e.k"))
-    choice = sized_path(q.single_plan, 50, 40, 100)
+    choice = sized_path(q.single_plan, SMALL)
     with pytest.raises(ValueError, match="grouped path needs"):
         operator_on_path(q, choice, PathFunctions(split=("f_chunk", "f_combine"), chunk_tasks=4))
     replaced, name = operator_on_path(q, choice, PathFunctions(engine="g", split=("f_chunk", "f_combine"),
@@ -109,7 +101,7 @@ def test_keys_counted_as_it_runs_split_the_rows_between_two_branches() -> None:
     assert all(j.parent_select.parent.alias == "e" for j in joins)
     assert "g(" in small.sql(dialect=SparkSeq).lower() and "f_chunk(" not in small.sql(dialect=SparkSeq).lower()
     assert "f_combine(" in big.sql(dialect=SparkSeq).lower()
-    alone = operator_on_path(analysed(WHOLE), sized_path(analysed(WHOLE).single_plan, 50, 40, 100),
+    alone = operator_on_path(analysed(WHOLE), sized_path(analysed(WHOLE).single_plan, SMALL),
                              PathFunctions(engine="g", split=("c", "d"), chunk_tasks=4))[0]
     assert "CAST(0 AS BIGINT) AS `__sparkseq_key_hash`" in alone.sql(dialect=SparkSeq)
 
@@ -117,7 +109,7 @@ def test_keys_counted_as_it_runs_split_the_rows_between_two_branches() -> None:
 def test_a_cube_counted_as_it_runs_keeps_one_grouped_call_for_small_keys() -> None:
     q = analysed(ROLLUP)
     statements = cuboid_statements(q)
-    sized = sized_cube_paths([s.text for s in statements], [s.plan for s in statements], 50, 40, 100)
+    sized = cube_path([s.text for s in statements], [s.plan for s in statements], SMALL, SourceSize())
     assert sized.by_key_size == 50 and {c.path for c in sized.cuboids} == {Path.TIME_SPLIT}
     functions = [PathFunctions(split=("c", "d"), chunk_tasks=4)] * len(statements)
     with pytest.raises(ValueError, match="grouped engine function"):

@@ -6,7 +6,7 @@ import pytest
 
 from sql_rewrites import errors as E
 from sql_rewrites.generation.shared import sharing_key
-from sql_rewrites.planning.timesplit import Path, choose_path, statistics_threshold
+from sql_rewrites.planning.planner import Path, PlanSettings, measured_path, statistics_threshold
 from tests.compiler.test_sql_analysis import SCHEMA, clause, expect, one, outputs
 from udafs.plan import MeasureKind
 
@@ -54,10 +54,10 @@ def test_funnel_plans_run_grouped_whatever_the_key_size() -> None:
     """Time split and the streaming UDTF count the whole pattern only; a huge key stays grouped."""
     plan = one(funnel()).plan
     assert statistics_threshold(plan) is None  # no key size changes its path
-    choice = choose_path(plan, None)
+    choice = measured_path(plan, None, PlanSettings())
     assert choice.path is Path.GROUPED and "STEPS(*)" in choice.reason
     with pytest.raises(ValueError, match="grouped path only"):
-        choose_path(plan, None, forced=Path.TIME_SPLIT)
+        measured_path(plan, None, PlanSettings(forced=Path.TIME_SPLIT))
 
 
 def test_generated_sql_casts_the_array() -> None:

@@ -127,3 +127,7 @@ def test_the_statistics_query_samples_by_a_hash_of_keys_and_time() -> None:
     whole = statistics_sql(g)
     assert "HASH(" not in whole and "GROUP BY `k`" in whole and "COUNT(*) AS `partitions`" in whole
     assert "WHERE PMOD(HASH(`k`, `ts`), 16) = 0 GROUP BY `k`" in statistics_sql(g, sample_every=16)
+    both = statistics_sql(g, sample_every=16, big_key_rows=50)  # the big keys from the same scan: every row read
+    assert "WHERE" not in both and "CASE WHEN PMOD(HASH(`k`, `ts`), 16) = 0 AND" in both
+    assert "COLLECT_LIST(CASE WHEN `n` > 50 THEN NAMED_STRUCT('n', `n`, 't0', `t0`, 't1', `t1`, 'h', `h`) END)" \
+        in both and "MAX(XXHASH64(`k`)) AS `h`" in both

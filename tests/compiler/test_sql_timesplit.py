@@ -1,4 +1,4 @@
-"""Time split without Spark: the path decision and the generated SQL's shape and quoting."""
+"""Time split without Spark: the generated SQL's shape and quoting (its choice: tests/test_sql_planner.py)."""
 
 from __future__ import annotations
 
@@ -8,107 +8,7 @@ from sqlglot import exp
 
 from sql_rewrites.analysis.analyzer import analyze_sql
 from sql_rewrites.generation.generate import engine_input
-from sql_rewrites.planning.timesplit import (
-    CHUNK_ROWS,
-    MAX_SPLIT_LITERALS,
-    MIN_CHUNKS,
-    MIN_ROW_BYTES,
-    SPLIT_ROWS,
-    STREAM_ROWS,
-    KeyStatistics,
-    Path,
-    SplitKey,
-    big_key_path,
-    choose_path,
-    planned_path,
-    sized_path,
-    statistics_needed,
-    statistics_threshold,
-    streaming_query,
-    time_split_query,
-)
-from udafs.plan import Element, Measure, MeasureKind, Plan, Strategy, ValueType
-
-#: A MAX measure keeps these plans off the native path (tests/compiler/test_sql_native.py), whose
-#: statements never need key statistics.
-KERNEL_ONLY = dict(measures=(Measure(MeasureKind.MAX, 1, 0, "x"),), columns=(ValueType.INT,))
-PLAN = Plan(symbols=("A", "B"), elements=(Element(0), Element(1)), negations=(0, 0, 0), within=10, **KERNEL_ONLY)
-NO_WINDOW = Plan(symbols=("A", "B"), elements=(Element(0), Element(1)), negations=(0, 0, 0), **KERNEL_ONLY)
-BIG = KeyStatistics(rows=SPLIT_ROWS + 1, first=0, last=10_000)
-CONTIGUOUS = Plan(symbols=("A", "B"), elements=(Element(0), Element(1)), negations=(0, 0, 0), within=10,
-                  strategy=Strategy.STRICT_CONTIGUITY)
-
-
-def test_no_big_key_stays_grouped() -> None:
-    choice = choose_path(PLAN, [])
-    assert choice.path is Path.GROUPED and f"{SPLIT_ROWS:,}" in choice.reason
-
-
-def test_a_big_key_is_split() -> None:
-    choice = choose_path(PLAN, [BIG, KeyStatistics(SPLIT_ROWS + 5, 0, 100_000)])
-    assert choice.path is Path.TIME_SPLIT
-    assert "2 partition key(s)" in choice.reason and f"{SPLIT_ROWS + 5:,}" in choice.reason
-    assert (choice.split_rows, choice.chunk_rows) == (SPLIT_ROWS, CHUNK_ROWS)
-
-
-def test_a_window_too_long_for_the_span_stays_grouped() -> None:
-    short = KeyStatistics(SPLIT_ROWS + 1, 0, MIN_CHUNKS * 2 * PLAN.within - 1)
-    assert choose_path(PLAN, [short]).path is Path.GROUPED
-
-
-def test_unsplittable_plans_stay_grouped_and_cannot_be_forced() -> None:
-    choice = choose_path(NO_WINDOW, [BIG])
-    assert choice.path is Path.GROUPED and "no WITHIN" in choice.reason
-    with pytest.raises(ValueError, match="no WITHIN"):
-        choose_path(NO_WINDOW, None, Path.TIME_SPLIT)
-    assert choose_path(PLAN, None, Path.TIME_SPLIT).path is Path.TIME_SPLIT
-    assert choose_path(PLAN, [BIG], Path.GROUPED).path is Path.GROUPED
-
-
-def test_statistics_only_when_a_big_key_is_possible() -> None:
-    assert statistics_needed(PLAN, None)
-    assert not statistics_needed(PLAN, SPLIT_ROWS * MIN_ROW_BYTES)
-    assert statistics_needed(PLAN, SPLIT_ROWS * MIN_ROW_BYTES + 1)
-    assert statistics_threshold(NO_WINDOW) == STREAM_ROWS  # cannot split, can stream
-    assert not statistics_needed(NO_WINDOW, STREAM_ROWS * MIN_ROW_BYTES)
-    assert statistics_needed(NO_WINDOW, None)
-    assert statistics_threshold(CONTIGUOUS) is None and not statistics_needed(CONTIGUOUS, None)
-    # a known row count decides: no key holds more rows than the source
-    assert not statistics_needed(PLAN, None, source_rows=SPLIT_ROWS)
-    assert not statistics_needed(PLAN, 10**12, source_rows=SPLIT_ROWS)
-    assert statistics_needed(PLAN, 1, source_rows=SPLIT_ROWS + 1)
-
-
-def test_a_huge_key_of_an_unsplittable_plan_streams() -> None:
-    huge = KeyStatistics(STREAM_ROWS + 1, 0, 10)
-    choice = choose_path(NO_WINDOW, [huge])
-    assert choice.path is Path.STREAMING and "no WITHIN" in choice.reason
-    assert choose_path(PLAN, [huge]).path is Path.STREAMING  # a window too long for the span
-    assert choose_path(PLAN, [KeyStatistics(STREAM_ROWS + 1, 0, 10**9)]).path is Path.TIME_SPLIT
-    assert choose_path(NO_WINDOW, [KeyStatistics(STREAM_ROWS, 0, 10)]).path is Path.GROUPED
-    assert choose_path(CONTIGUOUS, [huge]).path is Path.GROUPED  # the streaming evaluator refuses strategies
-    with pytest.raises(ValueError, match="streaming path"):
-        choose_path(CONTIGUOUS, None, Path.STREAMING)
-    assert choose_path(NO_WINDOW, None, Path.STREAMING).path is Path.STREAMING
-
-
-def test_keys_counted_as_the_statement_runs_take_the_big_key_path() -> None:
-    """Without statistics: the keys over the plan's threshold take its big-key path, the
-    others the grouped path; a plan that neither splits nor streams has no such choice."""
-    split = sized_path(PLAN, 50, 40, 100, "an estimate")
-    assert (split.path, split.by_key_size, split.split_keys) == (Path.TIME_SPLIT, 50, None)
-    assert split.reason == ("keys over 50 rows, counted when the statement runs, cut into time chunks of about 40 "
-                            "rows; the other keys grouped: an estimate")
-    streamed = sized_path(NO_WINDOW, 50, 40, 100)
-    assert (streamed.path, streamed.by_key_size) == (Path.STREAMING, 100)
-    assert big_key_path(CONTIGUOUS).path is Path.GROUPED
-    with pytest.raises(ValueError, match="no key size changes"):
-        sized_path(CONTIGUOUS)
-    planned = planned_path(PLAN, split_rows=50, stream_rows=100)
-    assert planned.path is Path.GROUPED and planned.by_key_size is None
-    assert "unless it rules out keys over 50 rows, time-split for such keys, counted when the statement runs" \
-        in planned.reason
-
+from sql_rewrites.planning.timesplit import SplitKey, streaming_query, time_split_query
 
 NASTY = "k`) x; DROP TABLE t --"
 SCHEMA = {"t": {NASTY: "string", "ts": "bigint", "kind": "string", "v": "int"}}
@@ -167,15 +67,8 @@ def test_streaming_query_quotes_keys_and_passes_the_plan_as_a_literal() -> None:
 
 
 def test_the_statistics_bound_the_chunks_as_literals() -> None:
-    """The keys the statistics job measured reach the query as literals: no second read."""
-    hashed = KeyStatistics(rows=3 * CHUNK_ROWS + 1, first=-50, last=10_000, key_hash=-7)
-    choice = choose_path(PLAN, [hashed, KeyStatistics(SPLIT_ROWS + 1, 0, 10, key_hash=3)])
-    assert choice.split_keys == (SplitKey(-7, -50, 10_050 // 4 + 1, 4),)  # the short key stays whole
-    assert choose_path(PLAN, [BIG]).split_keys == (SplitKey(None, 0, 10_000 // 3 + 1, 3),)  # no PARTITION BY
-    assert choose_path(PLAN, [BIG], chunk_multiple=4).split_keys == (SplitKey(None, 0, 10_000 // 4 + 1, 4),)
-    many = [KeyStatistics(SPLIT_ROWS + 1, 0, 10_000, key_hash=h) for h in range(MAX_SPLIT_LITERALS + 1)]
-    assert choose_path(PLAN, many).split_keys is None  # more big keys than literals: the query finds them
-    assert choose_path(PLAN, None, Path.TIME_SPLIT).split_keys is None
+    """The keys the statistics job measured (tests/test_sql_planner.py) reach the query as
+    literals: no second read."""
     [query] = analyze_sql(TEXT, SCHEMA)
     sql = time_split_query(engine_input(query), "f_chunk", "f_combine", query.node.this.copy(),
                            split_keys=[SplitKey(-2**63, -5, 40, 3)]).sql(dialect="spark")

@@ -21,7 +21,8 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 import sparkseq
-from sparkseq.running.execution_paths import PATH_CONF, SPLIT_ROWS_CONF, STREAM_ROWS_CONF, big_keys
+from sparkseq.running import statistics
+from sparkseq.running.execution_paths import PATH_CONF, SPLIT_ROWS_CONF, STREAM_ROWS_CONF
 from sql_rewrites.syntax.dialect import SparkSeq, parse_statement
 from tests.spark.test_spark_cube_paths import ROLLUP, SECTORS, ordered
 from tests.spark.test_spark_timesplit import assert_same_rows
@@ -223,8 +224,8 @@ def test_a_workload_over_a_source_of_unknown_size_counts_its_keys_when_called(sp
     assert ("paths from one job counting the source's keys, run by every way of running the workload — workload() "
             "too, when called, before any rows are asked for: Spark's size estimate of the source (unknown) leaves "
             "room for a key over 100 rows") in explained
-    query = sparkseq.plan_workload(spark, script).groups[0].members[0].query
-    _, counting = jobs_during(spark, lambda: big_keys(spark, query, 100))  # its query's stages: jobs of their own
+    group = sparkseq.plan_workload(spark, script).groups[0]
+    _, counting = jobs_during(spark, lambda: statistics.measure(spark, group, reuse=False, big_key_rows=100))
     try:
         frames, jobs = jobs_during(spark, lambda: sparkseq.workload(spark, script))
         assert jobs == counting
@@ -242,9 +243,9 @@ def test_explain_prints_the_statement_that_runs(spark: SparkSession, events: str
     explained, jobs = jobs_during(spark, lambda: sparkseq.explain(spark, WITHIN))
     assert jobs == 0
     [path] = [line.strip() for line in explained.splitlines() if line.strip().startswith("path ")]
-    assert path == ("path          time-split (keys over 50 rows, counted when the statement runs, cut into time "
-                    "chunks of about 40 rows; the other keys grouped: Spark's size estimate of the source (unknown) "
-                    "leaves room for a key over 50 rows)")
+    assert path == ("path          per key, counted when the statement runs: time-split for keys over 50 rows, "
+                    "grouped for the others (cut into time chunks of about 40 rows; Spark's size estimate of the "
+                    "source (unknown) leaves room for a key over 50 rows)")
     shown = explained.split("Spark SQL:\n", 1)[1]
     [runs], jobs = jobs_during(spark, lambda: rewrite(spark, WITHIN))
     assert jobs == 0

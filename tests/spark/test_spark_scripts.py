@@ -88,7 +88,7 @@ def test_one_statement_is_left_to_spark_analysis_with_the_same_errors(spark, cli
     assert jobs_started(spark) == before and not spark.catalog.tableExists("script_first")
 
 
-@pytest.mark.parametrize(("path", "compiles"), [("grouped", 1), ("native", 2)])
+@pytest.mark.parametrize(("path", "compiles"), [("grouped", 1), ("jvm", 2)])
 def test_one_statement_is_compiled_once_unless_its_path_replaces_the_operator(spark, clicks: str, monkeypatch,
                                                                               path: str, compiles: int) -> None:
     """A script of one statement is checked against the session itself: running it reuses that

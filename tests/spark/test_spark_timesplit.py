@@ -86,7 +86,7 @@ def test_no_partition_by_and_timestamps(spark, events: str, small_thresholds: No
 
 
 def test_auto_path_splits_only_when_a_key_is_big(spark, events: str, small_thresholds: None) -> None:
-    # MAX keeps the statement off the native path (which needs no statistics)
+    # MAX under WITHIN keeps the statement off the JVM path
     text = (f"SELECT * FROM {events} MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERN SEQ(A, B) TYPE BY type "
             "MEASURES COUNT(*) AS n, MAX(B.v) AS mv WITHIN 20) AS m ORDER BY ALL")
     want, _ = run(spark, text, "grouped")
@@ -142,20 +142,52 @@ def test_forcing_a_split_of_an_unsplittable_plan_is_an_error(spark, events: str,
         run(spark, text, "time-split")
 
 
+def test_explain_lists_every_path_a_key_may_take_and_the_big_key_runs_time_split(spark, events: str,
+                                                                                small_thresholds: None) -> None:
+    """A source with one key over the split threshold (600 rows, threshold 50). EXPLAIN from
+    the schemas alone (no session: no estimate, no settings) used to say ``grouped`` — a path
+    the big key never takes; now, with or without the session, it names the big keys' path
+    and the others', and the statement runs the big key time-split as said."""
+    from tests.test_spark_jobs_before_rows import executed  # which imports this module
+
+    text = (f"SELECT * FROM {events} MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERN SEQ(A, B) TYPE BY type "
+            "MEASURES COUNT(*) AS n, MAX(B.v) AS mv WITHIN 20) AS m ORDER BY ALL")
+    schema = {events: {f.name: f.dataType.simpleString() for f in spark.table(events).schema}}
+
+    def path_line(source: object) -> str:
+        [line] = [x.strip() for x in sparkseq.explain(source, text).splitlines() if x.strip().startswith("path ")]
+        return line.split(None, 1)[1]
+
+    assert path_line(schema).startswith(
+        "per key, counted when the statement runs: time-split for keys over 4,000,000 rows, grouped for the others; "
+        "only when Spark's size estimate of the source leaves room for such keys, else every key grouped")
+    assert path_line(spark).startswith(
+        "per key, counted when the statement runs: time-split for keys over 50 rows, grouped for the others (cut "
+        "into time chunks of about 40 rows; Spark's size estimate of the source")
+    want, _ = run(spark, text, "grouped")
+    spark.conf.set(PATH_CONF, "auto")
+    frame = sparkseq.sql(spark, text)
+    assert_same_rows(want, frame.collect())
+    assert "_chunk" in executed(frame)  # the big key ran time-split
+
+
 def test_explain_names_the_path(spark, events: str, small_thresholds: None) -> None:
     text = (f"SELECT * FROM {events} MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERN SEQ(A, B) TYPE BY type "
             "MEASURES COUNT(*) AS n, MAX(B.v) AS mv WITHIN 20) AS m")
     spark.conf.set(PATH_CONF, "time-split")
     assert "time-split (forced by sparkseq.path)" in sparkseq.explain(spark, text)
     spark.conf.set(PATH_CONF, "auto")
-    assert "keys over 50 rows, counted when the statement runs, cut into time chunks" in sparkseq.explain(spark, text)
+    assert "per key, counted when the statement runs: time-split for keys over 50 rows, grouped for the others (cut " \
+        "into time chunks" in sparkseq.explain(spark, text)
     spark.conf.set(PATH_CONF, "grouped")
     assert "grouped (forced by sparkseq.path)" in sparkseq.explain(spark, text.replace("WITHIN 20", ""))
     spark.conf.set(PATH_CONF, "auto")
     strict = text.replace("MEASURES", "STRATEGY STRICT CONTIGUITY MEASURES")
     assert "not splittable by time: contiguity" in sparkseq.explain(spark, strict)
-    spark.conf.set(PATH_CONF, "native")
-    assert "native (forced by sparkseq.path)" in sparkseq.explain(spark, text.replace(", MAX(B.v) AS mv", ""))
+    spark.conf.set(PATH_CONF, "native")  # the window-function path is gone: the error names the valid values
+    with pytest.raises(ValueError, match="sparkseq.path must be one of auto, grouped, time-split, streaming, jvm, "
+                                         "got 'native'"):
+        sparkseq.explain(spark, text)
 
 
 def test_cluster_case_splits_and_equals_the_grouped_answer(spark) -> None:

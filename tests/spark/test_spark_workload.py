@@ -168,6 +168,13 @@ def test_a_large_source_is_sampled_and_decides_as_from_all_its_rows(spark) -> No
     every = SymbolStatistics.of({key: row[f"c{k}"] for k, key in enumerate(symbol_keys(group))}, row["partitions"])
     assert every.rows_of(symbol_keys(group)[0]) == 400_000 and every.partitions == 40
     assert plan_timelines(group, sampled).plan.timelines == plan_timelines(group, every).plan.timelines
+    # one scan for the paths too: the same sampled counts, and every key over the threshold, exactly
+    measured = statistics.measure(spark, group, reuse=False, big_key_rows=29_999)
+    assert measured.symbols == sampled
+    assert sorted((k.rows, k.first, k.last) for k in measured.big_keys) == sorted(
+        (30_000, g, 1_200_000 - 40 + g) for g in range(40))
+    assert len({k.key_hash for k in measured.big_keys}) == 40
+    assert statistics.measure(spark, group, reuse=False, big_key_rows=30_000).big_keys == ()
 
 
 def test_a_bad_statement_fails_before_any_job_and_creates_nothing(spark) -> None:  # noqa: ANN001
