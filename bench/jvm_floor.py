@@ -83,7 +83,7 @@ def main() -> None:
     parser.add_argument("--candidates", default=",".join(CANDIDATES))
     args = parser.parse_args()
     jar = compile_jar((SOURCE,), scratch_dir() / "bench-aggregate-floors.jar")
-    spark = sparkseq.spark.session(conf={"spark.driver.extraClassPath": str(jar), FALLBACK: str(1 << 20)})
+    spark = sparkseq.session(conf={"spark.driver.extraClassPath": str(jar), FALLBACK: str(1 << 20)})
     floors = getattr(spark.sparkContext._jvm, CLASS)
     floors.register(spark._jsparkSession)
     missing = jvm_path_missing(spark)  # registers sparkseq's aggregate in the session

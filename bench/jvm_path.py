@@ -72,7 +72,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--shape", choices=SHAPES, default="within")
     args = parser.parse_args()
-    spark = sparkseq.spark.session()
+    spark = sparkseq.session()
     generate(spark, args.events, args.keys, args.per_window)
     text = SHAPES[args.shape]
     runs: dict[str, Callable[[], dict[int, int]]] = {

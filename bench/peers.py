@@ -221,7 +221,7 @@ def main() -> None:
         names.remove("jvm path")
         print("jvm path: skipped (this sparkseq has no sparkseq.path=jvm)", file=sys.stderr)
     worker = PeerWorker() if any(name in PEERS for name in names) else None
-    spark = sparkseq.spark.session()
+    spark = sparkseq.session()
     versions = "".join(f", {name} {version}" for name, version in (worker.versions if worker else {}).items())
     print(f"{spark.sparkContext.master}, Spark {spark.version}{versions}; SEQ(A, B, C) WITHIN 10 minutes, "
           f"COUNT(*) per key", flush=True)

@@ -1,7 +1,7 @@
 """``sparkseq.sql``: run SQL with MATCH_AGGREGATE in a SparkSession; ``sparkseq.explain``.
 
 >>> import sparkseq
->>> spark = sparkseq.spark.session()  # doctest: +SKIP
+>>> spark = sparkseq.session()  # doctest: +SKIP
 >>> df = spark.sql("SELECT * FROM VALUES (7, TIMESTAMP'2024-05-01 10:00:00', 'view'), "
 ...                "(7, TIMESTAMP'2024-05-01 10:04:00', 'buy') AS t(customer_id, ts, action)")
 >>> sparkseq.sql(spark, '''

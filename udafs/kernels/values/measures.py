@@ -110,9 +110,7 @@ def finalize(plan: Plan, parts: Sequence[Partial]) -> tuple[list, list]:
 
 def _funnel_value(steps: np.ndarray, ct: CountType, m: Measure) -> np.ndarray:
     """STEPS(*): the ``(rows, n)`` prefix counts in the count type (overflow raises, naming the
-    measure); MAX_STEP(): the int64 step number per row (:func:`udafs.kernels.values.steps.max_steps`)."""
-    from udafs.kernels.values.steps import max_steps
-
+    measure); MAX_STEP(): the int64 step number per row (:func:`max_steps`)."""
     if m.kind is MeasureKind.MAX_STEP:
         return max_steps(steps)
     return _to_count_type(steps.ravel(), ct, m).reshape(steps.shape)
@@ -316,3 +314,16 @@ def _check_range(v: np.ndarray, lo: int, hi: int, what: str, target: str, advice
     for x in v:
         if not lo <= x <= hi:
             raise CountOverflowError(what, len(str(abs(int(x)))), target, advice=advice)
+
+
+def max_steps(steps: np.ndarray) -> np.ndarray:
+    """MAX_STEP per output row from the ``(rows, n)`` prefix counts: the largest 1-based i
+    with a non-zero count, 0 when none.
+
+    >>> max_steps(np.array([[3, 1, 0], [0, 0, 0], [2, 2, 2]])).tolist()
+    [2, 0, 3]
+    """
+    reached = np.asarray(steps != 0, dtype=bool)
+    n = reached.shape[1]
+    last = n - np.argmax(reached[:, ::-1], axis=1)
+    return np.where(reached.any(axis=1), last, 0).astype(np.int64)

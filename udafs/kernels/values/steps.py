@@ -149,14 +149,3 @@ def _stack(columns: list[np.ndarray]) -> np.ndarray:
     return np.column_stack([c.astype(object) for c in columns])
 
 
-def max_steps(steps: np.ndarray) -> np.ndarray:
-    """MAX_STEP per output row from the ``(rows, n)`` prefix counts: the largest 1-based i
-    with a non-zero count, 0 when none.
-
-    >>> max_steps(np.array([[3, 1, 0], [0, 0, 0], [2, 2, 2]])).tolist()
-    [2, 0, 3]
-    """
-    reached = np.asarray(steps != 0, dtype=bool)
-    n = reached.shape[1]
-    last = n - np.argmax(reached[:, ::-1], axis=1)
-    return np.where(reached.any(axis=1), last, 0).astype(np.int64)
