@@ -44,7 +44,7 @@ from pyspark.sql.streaming.state import GroupStateTimeout
 
 from sparkseq.running.execution_paths import Path, forced_path
 from sparkseq.running.jvm_path import jvm_function
-from sparkseq.spark.gateway import jvm
+from sparkseq.spark.gateway import is_connect_session, jvm
 from sparkseq.spark.jvm_parser import Place, with_origins
 from sql_rewrites.errors import StreamingError
 from sql_rewrites.generation.live import LiveQuery, jvm_live_literal, jvm_live_shape, live_query
@@ -197,6 +197,8 @@ def runs_in_jvm(spark: SparkSession, plan: Plan) -> bool:
     if forced is not None and forced is not Path.JVM:
         return False
     reason = jvm_live_shape(plan)
+    if reason is None and is_connect_session(spark):  # the operator is built through py4j, in this process
+        reason = "a Spark Connect client's live streams run on the Python live operator"
     if reason is not None:
         if forced is Path.JVM:
             raise ValueError(f"sparkseq.path=jvm, but this plan cannot run on the JVM live operator: {reason}")

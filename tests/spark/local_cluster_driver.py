@@ -41,7 +41,7 @@ def main(out: Path, kill_file: Path, bare_python: str) -> None:
     report["jvm_shaped_plan"] = sparkseq.sql(spark, cluster_cases.JVM_SHAPED)._jdf.queryExecution() \
         .executedPlan().toString()
     kill_file.touch()
-    report["after_kill"] = cluster_cases.CASES["match_aggregate"](spark)
+    report["after_kill"] = cluster_cases.on_python_workers(spark, "match_aggregate")
     report["kill_consumed"] = not kill_file.exists()
     report["worker_paths"] = spark.sparkContext.parallelize([0], 1).map(_worker_path).collect()[0]
     report["bare_workers"] = _check_with(spark, bare_python)

@@ -129,7 +129,7 @@ def test_local_master_retries_a_killed_worker(spark) -> None:  # noqa: ANN001
     before = cluster_cases.CASES["match_aggregate"](spark)
     armed.touch()
     try:
-        after = cluster_cases.CASES["match_aggregate"](spark)
+        after = cluster_cases.on_python_workers(spark, "match_aggregate")
         assert not armed.exists(), "no worker was killed"
     finally:
         armed.unlink(missing_ok=True)

@@ -148,7 +148,7 @@ def test_explain_lists_every_path_a_key_may_take_and_the_big_key_runs_time_split
     the schemas alone (no session: no estimate, no settings) used to say ``grouped`` — a path
     the big key never takes; now, with or without the session, it names the big keys' path
     and the others', and the statement runs the big key time-split as said."""
-    from tests.test_spark_jobs_before_rows import executed  # which imports this module
+    from tests.spark.test_spark_jobs_before_rows import executed  # which imports this module
 
     text = (f"SELECT * FROM {events} MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERN SEQ(A, B) TYPE BY type "
             "MEASURES COUNT(*) AS n, MAX(B.v) AS mv WITHIN 20) AS m ORDER BY ALL")
@@ -158,11 +158,15 @@ def test_explain_lists_every_path_a_key_may_take_and_the_big_key_runs_time_split
         [line] = [x.strip() for x in sparkseq.explain(source, text).splitlines() if x.strip().startswith("path ")]
         return line.split(None, 1)[1]
 
-    assert path_line(schema).startswith(
-        "per key, counted when the statement runs: time-split for keys over 4,000,000 rows, grouped for the others; "
-        "only when Spark's size estimate of the source leaves room for such keys, else every key grouped")
+    # the other keys: grouped, or the JVM path (COUNT(*) and MAX of one column under WITHIN) where it loads
+    without_session = path_line(schema)
+    assert without_session.startswith(
+        "per key, counted when the statement runs: time-split for keys over 4,000,000 rows, grouped, or jvm where "
+        "the session loads the JVM path"), without_session
+    assert "only when Spark's size estimate of the source leaves room for such keys, else every key grouped, or jvm " \
+        "where the session loads the JVM path" in without_session, without_session
     assert path_line(spark).startswith(
-        "per key, counted when the statement runs: time-split for keys over 50 rows, grouped for the others (cut "
+        "per key, counted when the statement runs: time-split for keys over 50 rows, jvm for the others (cut "
         "into time chunks of about 40 rows; Spark's size estimate of the source")
     want, _ = run(spark, text, "grouped")
     spark.conf.set(PATH_CONF, "auto")
@@ -177,7 +181,8 @@ def test_explain_names_the_path(spark, events: str, small_thresholds: None) -> N
     spark.conf.set(PATH_CONF, "time-split")
     assert "time-split (forced by sparkseq.path)" in sparkseq.explain(spark, text)
     spark.conf.set(PATH_CONF, "auto")
-    assert "per key, counted when the statement runs: time-split for keys over 50 rows, grouped for the others (cut " \
+    # the other keys: the JVM path, which counts COUNT(*) and MAX of one column under WITHIN
+    assert "per key, counted when the statement runs: time-split for keys over 50 rows, jvm for the others (cut " \
         "into time chunks" in sparkseq.explain(spark, text)
     spark.conf.set(PATH_CONF, "grouped")
     assert "grouped (forced by sparkseq.path)" in sparkseq.explain(spark, text.replace("WITHIN 20", ""))
