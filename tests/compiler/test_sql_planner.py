@@ -25,7 +25,9 @@ from sql_rewrites.planning.timesplit import CHUNK_ROWS, MAX_SPLIT_LITERALS, MIN_
 from udafs.plan import Element, Measure, MeasureKind, Plan, Strategy, ValueType
 
 #: A MAX measure under WITHIN keeps these plans off the JVM path, whose choice is tested below.
-KERNEL_ONLY = dict(measures=(Measure(MeasureKind.MAX, 1, 0, "x"),), columns=(ValueType.INT,))
+#: Two value columns keep these plans off the JVM path (it reads one measure column).
+KERNEL_ONLY = dict(measures=(Measure(MeasureKind.MAX, 1, 0, "x"), Measure(MeasureKind.MIN, 1, 1, "y")),
+                   columns=(ValueType.INT, ValueType.INT))
 PLAN = Plan(symbols=("A", "B"), elements=(Element(0), Element(1)), negations=(0, 0, 0), within=10, **KERNEL_ONLY)
 NO_WINDOW = Plan(symbols=("A", "B"), elements=(Element(0), Element(1)), negations=(0, 0, 0), **KERNEL_ONLY)
 COUNTED = Plan(symbols=("A", "B"), elements=(Element(0), Element(1)), negations=(0, 0, 0), within=10)
@@ -158,7 +160,7 @@ def test_the_jvm_path_takes_what_would_run_grouped_where_it_loads() -> None:
     assert statement_path(COUNTED, SESSION, SourceSize(rows=SPLIT_ROWS + 1)).small_path is Path.JVM
     missing = statement_path(COUNTED, NO_JVM)
     assert missing.path is Path.GROUPED and missing.reason.endswith("; not on the JVM path: no jar")
-    assert statement_path(PLAN, SESSION).path is Path.GROUPED  # MAX under WITHIN: not a JVM shape
+    assert statement_path(PLAN, SESSION).path is Path.GROUPED  # two value columns: not a JVM shape
     assert statement_path(COUNTED, forced(Path.JVM, session=True)).path is Path.JVM
     fallback = statement_path(COUNTED, forced(Path.JVM, session=True, jvm_missing="no jar"))
     assert fallback.path is Path.GROUPED and "unavailable: no jar" in fallback.reason
