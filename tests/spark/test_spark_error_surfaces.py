@@ -410,8 +410,14 @@ def test_thrift_dbapi(spark, dbapi: Any, case: Case) -> None:
             cursor.fetchall()
     finally:
         cursor.close()
-    in_user_words(str(caught.value))
-    assert seen(str(caught.value)) == reference(spark, case)
+    text = str(caught.value)
+    in_user_words(text)
+    expected = reference(spark, case)
+    if case.kind == "UnknownTableError":  # a JDBC session copies the temporary views there were when it opened
+        expected = Seen(expected.kind, expected.message.split("; tables and views")[0], expected.line,
+                        expected.column, expected.underlined)
+        text = re.sub(r"; tables and views: [^\n]*? at line", " at line", text)
+    assert seen(text) == expected
 
 
 @pytest.mark.parametrize("case", cases_on("connect"))
