@@ -43,10 +43,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import sparkseq  # noqa: E402
 from sequence_events import FLOOR, MATCH, generate, spark_counts  # noqa: E402  (bench/ is on sys.path as a script)
 from spark_e2e import WINDOW_MICROS  # noqa: E402
-from sparkseq.running.jvm_path import jvm_path_missing  # noqa: E402
 from sparkseq.spark.jars import compile_jar  # noqa: E402
+from sparkseq.spark.jvm_path import jvm_path_missing  # noqa: E402
 from sparkseq.spark.session import scratch_dir  # noqa: E402
-from sql_rewrites.planning.jvm_path import JVM_FUNCTION, plan_literal  # noqa: E402
+from sql_rewrites.generation.jvm_path import JVM_FUNCTION, plan_literal  # noqa: E402
 from sql_rewrites.syntax.dialect import SparkSeq  # noqa: E402
 from timing import interleaved_rounds, print_ratios_to_kernel_and_count  # noqa: E402
 from udafs.plan import Element, Measure, MeasureKind, Plan  # noqa: E402

@@ -32,14 +32,14 @@ import scala.runtime.AbstractFunction1;
  *
  * <p>{@code sparkseq_jvm_aggregate(plan, ts, mask[, value])} is called once per PARTITION BY
  * group, as the Python engine function is (udafs/contract.py): {@code plan} is a string
- * literal (sql_rewrites/planning/jvm_path.py writes it), {@code ts} and {@code mask} the BIGINT time
+ * literal (sql_rewrites/generation/jvm_path.py writes it), {@code ts} and {@code mask} the BIGINT time
  * and symbol bitmask of each row, {@code value} the one measure column (BIGINT, DOUBLE or
  * DECIMAL, whose unscaled integers are read). It returns the contract's
  * {@code ARRAY<STRUCT<window_start, window_end, m0 .. m{k-1}, error>>}: one row, the window
  * bounds NULL, the measures, and {@code error} NULL unless a value does not fit its type
  * (the message, with {@code {partition}} where the generated SQL splices the key).
  *
- * <p>Shapes (sql_rewrites/planning/jvm_path.py {@code jvm_shape} decides): SEQ of positive
+ * <p>Shapes (sql_rewrites/generation/jvm_path.py {@code jvm_shape} decides): SEQ of positive
  * elements (one row each), negations between two of them, with or without WITHIN;
  * COUNT(*) and COUNT(X) (a factor: X's positions), SUM, AVG, MIN and MAX of one column
  * from each row's pair count (the matches binding it to X, udafs/kernels/values/measures.py);

@@ -39,7 +39,7 @@ import org.apache.spark.unsafe.types.UTF8String;
  * rows by it), {@code ts} and {@code mask} (BIGINT engine time and symbol bitmask) and, when
  * the plan reads one, the value column (BIGINT, DOUBLE or DECIMAL, whose unscaled integers are
  * read). The plan is the JVM path's literal ({@link SparkSeqAggregates.Plan}, written by
- * sql_rewrites/planning/jvm_path.py) plus the live window: {@code within} and {@code slide}.
+ * sql_rewrites/generation/jvm_path.py) plus the live window: {@code within} and {@code slide}.
  *
  * <p>Emission, as the Python live operator's (udafs/kernels/incremental/live.py): with SLIDE, each window
  * {@code [k*slide, k*slide + within)} holding a row of the key is emitted once (append mode),

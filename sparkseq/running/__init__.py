@@ -1,3 +1,3 @@
-"""Running what was planned: execution paths and the JVM path, statistics jobs, batch and
-live queries, a workload's results in one job.
+"""Running what was planned: execution paths, statistics jobs, batch and live queries, a
+workload's results in one job.
 """

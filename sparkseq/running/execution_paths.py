@@ -19,7 +19,7 @@ group's pass fixes the SQL of each statement. Session settings:
 
 * ``sparkseq.path``: ``auto`` (default), ``grouped`` (the kernel path), ``time-split``,
   ``streaming`` or ``jvm`` (tests, benchmarks). ``auto`` and ``jvm`` run on the JVM path
-  (:mod:`sql_rewrites.planning.jvm_path`, :mod:`sparkseq.running.jvm_path`) what would run
+  (:mod:`sql_rewrites.generation.jvm_path`, :mod:`sparkseq.spark.jvm_path`) what would run
   grouped when the plan is a JVM shape; ``jvm`` on another shape is an error naming why,
   and where the JVM path cannot run (no jar in the JVM, Spark Connect) both warn once and
   run in Python;
@@ -37,7 +37,7 @@ from dataclasses import replace
 
 from pyspark.sql import SparkSession
 
-from sparkseq.running.jvm_path import jvm_function, jvm_path_missing
+from sparkseq.spark.jvm_path import jvm_function, jvm_path_missing
 from sparkseq.spark.registration import (
     engine_function,
     engine_function_name,
@@ -46,9 +46,9 @@ from sparkseq.spark.registration import (
     time_split_function_names,
     time_split_functions,
 )
+from sql_rewrites.generation.jvm_path import jvm_shape
 from sql_rewrites.logical.query import MatchAggregateQuery
 from sql_rewrites.planning.cube_paths import cuboid_plans
-from sql_rewrites.planning.jvm_path import jvm_shape
 from sql_rewrites.planning.path_queries import (
     PathFunctions,
     cube_on_paths,
@@ -134,7 +134,7 @@ def decide(spark: SparkSession | None, query: MatchAggregateQuery, *, streaming:
     :func:`~sql_rewrites.planning.planner.cube_path`), from the session's settings and,
     where it decides something, Spark's size estimate of the source: no job. Without a
     session, the decision as far as the plan fixes it. Where the JVM path would take the
-    statement but cannot run, the one :class:`~sparkseq.running.jvm_path.JvmPathUnavailable`
+    statement but cannot run, the one :class:`~sparkseq.spark.jvm_path.JvmPathUnavailable`
     warning."""
     settings = plan_settings(spark, streaming=streaming)
     markers = bool(positional_markers(query.node))

@@ -43,9 +43,9 @@ from pyspark.sql import types as T
 from pyspark.sql.streaming.state import GroupStateTimeout
 
 from sparkseq.running.execution_paths import Path, forced_path
-from sparkseq.running.jvm_path import jvm_function
 from sparkseq.spark.gateway import is_connect_session, jvm
 from sparkseq.spark.jvm_parser import Place, with_origins
+from sparkseq.spark.jvm_path import jvm_function
 from sql_rewrites.errors import StreamingError
 from sql_rewrites.generation.live import LiveQuery, jvm_live_literal, jvm_live_shape, live_query
 from sql_rewrites.logical.query import MatchAggregateQuery
@@ -184,7 +184,7 @@ def frame(spark: SparkSession, live: LiveQuery, events: DataFrame, in_jvm: bool 
 def runs_in_jvm(spark: SparkSession, plan: Plan) -> bool:
     """Whether the live operator of ``plan`` runs in the JVM (``SparkSeqLive``): ``auto`` picks
     it for the shapes :func:`sql_rewrites.generation.live.jvm_live_shape` covers where the JVM path's jar
-    loads (else the Python operator, after the one :class:`~sparkseq.running.jvm_path.JvmPathUnavailable`
+    loads (else the Python operator, after the one :class:`~sparkseq.spark.jvm_path.JvmPathUnavailable`
     warning); ``sparkseq.path=jvm`` forces it (an uncovered shape is an error naming why), any
     other forced path the Python operator.
 

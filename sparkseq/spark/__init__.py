@@ -1,3 +1,3 @@
-"""Spark wiring: the session, the parser extension and its jars, function registration, the
-cluster, the persistent catalog.
+"""Spark wiring: the session, the parser extension, the JVM path's aggregate and their jars,
+function registration, the cluster, the persistent catalog.
 """

@@ -3,7 +3,7 @@ command that builds them.
 
 ``sparkseq/jvm/SparkSeqExtension.java`` (the parser extension, :mod:`sparkseq.spark.jvm_parser`)
 and ``sparkseq/jvm/SparkSeqAggregates.java`` (the JVM path's aggregate,
-:mod:`sparkseq.running.jvm_path`) ship as Java 17 bytecode built against the pinned pyspark's
+:mod:`sparkseq.spark.jvm_path`) ship as Java 17 bytecode built against the pinned pyspark's
 jars: no JDK is needed at run time. Each jar records the SHA-256 of the source it was built
 from; a jar that does not match the shipped source is refused. Rebuild after editing a source::
 
@@ -36,7 +36,7 @@ JAR = SOURCE.with_name("sparkseq-extension.jar")
 #: Inside the jar: what it was built from (``key=value`` lines).
 BUILD_INFO = "META-INF/sparkseq-extension.properties"
 JAVA_RELEASE = "17"  # Spark 4 runs on Java 17 and later
-#: The JVM path's aggregate (:mod:`sparkseq.running.jvm_path`): its own source and jar, built and
+#: The JVM path's aggregate (:mod:`sparkseq.spark.jvm_path`): its own source and jar, built and
 #: checked by the same commands (``--build``, ``--check``) and the same rule as the extension's.
 AGGREGATES_SOURCE = SOURCE.with_name("SparkSeqAggregates.java")
 AGGREGATES_JAR = SOURCE.with_name("sparkseq-aggregates.jar")
@@ -204,7 +204,7 @@ def aggregates_conf(conf: dict[str, str] | None = None) -> dict[str, str]:
     """``conf`` plus the JVM path's jar (:data:`AGGREGATES_JAR`) on the driver's and the
     executors' class path, when it was built from the shipped source; else ``conf``
     unchanged (the JVM path then says why, once, and statements run on the Python path:
-    :mod:`sparkseq.running.jvm_path`). Like :func:`extension_conf`, it must be given before the JVM starts."""
+    :mod:`sparkseq.spark.jvm_path`). Like :func:`extension_conf`, it must be given before the JVM starts."""
     conf = dict(conf or {})
     try:
         jar = str(check_jar(AGGREGATES_JAR, AGGREGATES_SOURCES))

@@ -151,7 +151,7 @@ class Rewriter:
                 from sparkseq.spark.registration import register
 
                 register(spark)
-            from sparkseq.running.jvm_path import share_jvm_function
+            from sparkseq.spark.jvm_path import share_jvm_function
 
             share_jvm_function(self.home, spark)  # a Connect client's sparkseq.sql looks for it
         except Exception:  # noqa: BLE001 - the session still works; a missing function says so itself

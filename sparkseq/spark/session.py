@@ -180,7 +180,7 @@ class ParserExtensionWarning(UserWarning):
 
 
 def _with_jvm_path(settings: dict[str, str]) -> dict[str, str]:
-    """``settings`` plus the JVM path's jar on the class path (:mod:`sparkseq.running.jvm_path`)."""
+    """``settings`` plus the JVM path's jar on the class path (:mod:`sparkseq.spark.jvm_path`)."""
 
     return jars.aggregates_conf(settings)
 

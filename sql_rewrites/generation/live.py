@@ -38,9 +38,9 @@ from sql_rewrites.generation.generate import (
     flat_output,
     result_columns,
 )
+from sql_rewrites.generation.jvm_path import jvm_shape, plan_literal
 from sql_rewrites.logical.query import MatchAggregateQuery
 from sql_rewrites.logical.sql_types import OrderKind
-from sql_rewrites.planning.jvm_path import jvm_shape, plan_literal
 from sql_rewrites.syntax.dialect import SparkSeq
 from sql_rewrites.syntax.expressions import node_position
 from udafs.plan import Plan, Strategy, funnel_measures
@@ -174,7 +174,7 @@ def jvm_live_shape(plan: Plan) -> str | None:
 
 def jvm_live_literal(plan: Plan) -> str:
     """The plan as ``SparkSeqLive`` reads it: the JVM path's literal
-    (:func:`sql_rewrites.planning.jvm_path.plan_literal`) of the plan each window is counted with
+    (:func:`sql_rewrites.generation.jvm_path.plan_literal`) of the plan each window is counted with
     (without WITHIN and SLIDE when it slides); the live window travels apart.
 
     Raises

@@ -29,10 +29,10 @@ from dataclasses import dataclass, replace
 from sqlglot import exp
 
 from sql_rewrites.generation.generate import EngineInput, InternalNames, aliased, engine_input, engine_query, sanitize
+from sql_rewrites.generation.jvm_path import JVM_FUNCTION, jvm_query
 from sql_rewrites.logical.query import MatchAggregateQuery
 from sql_rewrites.logical.sql_types import DType
 from sql_rewrites.planning.cube_paths import cube_branches, cube_union, cuboid_statements
-from sql_rewrites.planning.jvm_path import JVM_FUNCTION, jvm_query
 from sql_rewrites.planning.planner import Path, PathChoice
 from sql_rewrites.planning.timesplit import streaming_query, time_split_query
 from sql_rewrites.rewriter import Replaced

@@ -23,7 +23,7 @@ The rules:
   literals); a key over ``stream_rows`` in a plan that cannot be split → streaming;
   else grouped;
 * what would run grouped runs on the JVM path when the plan is a JVM shape
-  (:func:`sql_rewrites.planning.jvm_path.jvm_shape`) and the session can load it.
+  (:func:`sql_rewrites.generation.jvm_path.jvm_shape`) and the session can load it.
 
 Pure: no Spark.
 """
@@ -34,7 +34,7 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from sql_rewrites.planning.jvm_path import JVM_REASON, jvm_shape
+from sql_rewrites.generation.jvm_path import JVM_REASON, jvm_shape
 from sql_rewrites.planning.timesplit import CHUNK_ROWS, MAX_SPLIT_LITERALS, MIN_CHUNKS, SPLIT_ROWS, SplitKey
 from udafs.plan import Plan, splittable, streamable
 
@@ -62,7 +62,7 @@ class Path(str, enum.Enum):
     GROUPED = "grouped"  # one grouped Arrow UDAF call per partition key
     TIME_SPLIT = "time-split"  # big keys cut into time chunks, partials combined
     STREAMING = "streaming"  # rows sorted by (key hash, time) through the streaming UDTF
-    JVM = "jvm"  # one Catalyst aggregate call per partition key, in the JVM (sql_rewrites.planning.jvm_path)
+    JVM = "jvm"  # one Catalyst aggregate call per partition key, in the JVM (sql_rewrites.generation.jvm_path)
 
 
 #: The paths that take a cuboid out of the cube's one engine call (a big key).
@@ -378,7 +378,7 @@ def size_threshold(plans: Sequence[Plan], settings: PlanSettings) -> int | None:
 
 def jvm_choice(plan: Plan, choice: PathChoice, settings: PlanSettings) -> PathChoice:
     """``choice`` with what it runs on the grouped path moved to the JVM path when ``plan``
-    is a JVM shape (:func:`sql_rewrites.planning.jvm_path.jvm_shape`) — the cost rule: always,
+    is a JVM shape (:func:`sql_rewrites.generation.jvm_path.jvm_shape`) — the cost rule: always,
     as bench/jvm_path.py measured it faster at every size — and the session can run the
     path (``settings.jvm_missing``). A key over the time-split or streaming threshold keeps
     that path (bounded memory). For ``auto`` and ``sparkseq.path=jvm`` only, and never for

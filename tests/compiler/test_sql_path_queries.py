@@ -9,9 +9,9 @@ from sqlglot import exp
 from sql_rewrites.analysis.analyzer import analyze_sql
 from sql_rewrites.generation.cube_navigation import single_pattern_statement
 from sql_rewrites.generation.generate import engine_input
+from sql_rewrites.generation.jvm_path import JVM_FUNCTION
 from sql_rewrites.logical.cube import CubeElement
 from sql_rewrites.planning.cube_paths import cuboid_statements
-from sql_rewrites.planning.jvm_path import JVM_FUNCTION
 from sql_rewrites.planning.path_queries import (
     PathFunctions,
     cube_on_paths,

@@ -13,10 +13,10 @@ from sql_rewrites.analysis.seq_functions import check_statement_calls
 from sql_rewrites.clauses.pattern import compile_type_pattern, parse_pattern
 from sql_rewrites.clauses.symbols import MAX_QUANTIFIER_ROWS, written_element
 from sql_rewrites.generation.cube_navigation import single_pattern_statement
+from sql_rewrites.generation.jvm_path import jvm_shape
 from sql_rewrites.generation.live import check_live
 from sql_rewrites.generation.shared import Member, build_group
 from sql_rewrites.logical.cube import CubeElement
-from sql_rewrites.planning.jvm_path import jvm_shape
 from sql_rewrites.syntax.dialect import SparkSeq, parse_statement
 from udafs.plan import Element, Plan
 

@@ -29,7 +29,7 @@ WORKLOAD = ";\n".join(
     f"CREATE OR REPLACE TEMP VIEW cluster_wl{i} AS SELECT k, n FROM clicks MATCH_AGGREGATE (PARTITION BY k "
     f"ORDER BY ts PATTERN {pattern} TYPE BY tp MEASURES COUNT(*) AS n WITHIN 50) AS m{i}"
     for i, pattern in enumerate(["SEQ(view, cart, buy)", "SEQ(view, buy)", "SEQ(cart, !view, buy)"]))
-#: A shape the JVM path counts (:func:`sql_rewrites.planning.jvm_path.jvm_shape`): ``auto`` runs it there
+#: A shape the JVM path counts (:func:`sql_rewrites.generation.jvm_path.jvm_shape`): ``auto`` runs it there
 #: when the executors were given the jar, else on the Python path after one warning.
 JVM_SHAPED = """SELECT k, n, c FROM clicks MATCH_AGGREGATE (PARTITION BY k ORDER BY ts
   PATTERN SEQ(view, cart, buy) TYPE BY tp MEASURES COUNT(*) AS n, COUNT(buy) AS c WITHIN 40) AS m"""

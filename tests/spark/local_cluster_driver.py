@@ -20,8 +20,8 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 import sparkseq
-from sparkseq.running.jvm_path import jvm_path_missing
 from sparkseq.spark import cluster
+from sparkseq.spark.jvm_path import jvm_path_missing
 from tests.spark import cluster_cases
 from udafs.workers.faults import KILL_WORKER_ONCE
 

@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 
 import sparkseq
 from sparkseq.running import live
-from sparkseq.running.jvm_path import jvm_path_missing
+from sparkseq.spark.jvm_path import jvm_path_missing
 from sql_rewrites.errors import StreamingError
 from sql_rewrites.generation.live import jvm_live_shape
 from tests.kernels.test_kernel_oracle import events, plans
@@ -174,7 +174,7 @@ FALLBACK = textwrap.dedent("""
     import json, sys, warnings
     from pyspark.sql import SparkSession
     import sparkseq
-    from sparkseq.running.jvm_path import JvmPathUnavailable
+    from sparkseq.spark.jvm_path import JvmPathUnavailable
     spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
              .config("spark.sql.shuffle.partitions", "1").getOrCreate())  # no sparkseq jar on the class path
     sparkseq.register(spark)

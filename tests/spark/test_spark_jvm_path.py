@@ -1,6 +1,6 @@
 """The JVM path on local Spark: the same rows as the Python (kernel) path and the oracle.
 
-Random plans of the JVM shapes (:func:`sql_rewrites.planning.jvm_path.jvm_shape`: 1-6 positive
+Random plans of the JVM shapes (:func:`sql_rewrites.generation.jvm_path.jvm_shape`: 1-6 positive
 elements with repeated symbols, negations between them, with or without WITHIN (some
 wider than any span), SLIDE windows, leading and trailing negations, COUNT(*),
 COUNT(X) and SUM/AVG/MIN/MAX of one column, every COUNT TYPE) over random events with
@@ -34,10 +34,10 @@ from sqlglot import exp
 
 import sparkseq
 from sparkseq.running.execution_paths import PATH_CONF
-from sparkseq.running.jvm_path import jvm_path_missing
 from sparkseq.spark import jars
+from sparkseq.spark.jvm_path import jvm_path_missing
 from sparkseq.statements.sql_api import sql
-from sql_rewrites.planning.jvm_path import JVM_FUNCTION, jvm_shape, plan_literal
+from sql_rewrites.generation.jvm_path import JVM_FUNCTION, jvm_shape, plan_literal
 from sql_rewrites.syntax.dialect import SparkSeq
 from tests.conftest import run_property
 from tests.kernels.test_kernel_oracle import events, plans
@@ -326,7 +326,7 @@ FALLBACK = textwrap.dedent("""
     import json, warnings
     from pyspark.sql import SparkSession
     import sparkseq
-    from sparkseq.running.jvm_path import JvmPathUnavailable
+    from sparkseq.spark.jvm_path import JvmPathUnavailable
     spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
              .config("spark.sql.shuffle.partitions", "1").getOrCreate())  # no sparkseq jar on the class path
     sparkseq.register(spark)

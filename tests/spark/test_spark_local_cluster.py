@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from sparkseq.spark import worker_probe
-from sql_rewrites.planning.jvm_path import JVM_FUNCTION
+from sql_rewrites.generation.jvm_path import JVM_FUNCTION
 from tests.spark import cluster_cases
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,6 +1,6 @@
 """The JVM path: the common pattern shapes counted by a Catalyst aggregate, no Python worker.
 
-``sparkseq/jvm/SparkSeqAggregates.java`` (shipped compiled, :mod:`sparkseq.running.jvm_path`
+``sparkseq/jvm/SparkSeqAggregates.java`` (shipped compiled, :mod:`sparkseq.spark.jvm_path`
 registers it) is an engine function in the JVM with the contract of
 :mod:`udafs.contract`, except that the plan is its first argument, a string literal::
 

@@ -3,7 +3,7 @@
 The aggregate (``sparkseq/jvm/SparkSeqAggregates.java``, shipped compiled in
 ``sparkseq/jvm/sparkseq-aggregates.jar`` and checked against its source as the parser
 extension's jar is: ``python -m sparkseq.spark.jars --build`` / ``--check``) counts the
-plans :func:`sql_rewrites.planning.jvm_path.jvm_shape` covers without moving rows into Python
+plans :func:`sql_rewrites.generation.jvm_path.jvm_shape` covers without moving rows into Python
 workers. :func:`sparkseq.session` puts the jar on the driver's and executors' class
 path (:func:`sparkseq.spark.jars.aggregates_conf`). A Spark Connect client has no JVM in
 its process: it takes the JVM path when its session on the server has the function, which
@@ -23,7 +23,7 @@ import weakref
 from pyspark.sql import SparkSession
 
 from sparkseq.spark.jars import AGGREGATES_JAR, AGGREGATES_SOURCES, JvmParserUnavailable, check_jar
-from sql_rewrites.planning.jvm_path import JVM_FUNCTION
+from sql_rewrites.generation.jvm_path import JVM_FUNCTION
 
 CLASS_NAME = "sparkseq.jvm.SparkSeqAggregates"
 
