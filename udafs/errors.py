@@ -51,7 +51,7 @@ class OverflowSlot(enum.Enum):
 def overflow_template(what: str, target: str, names_partition: bool,
                       advice: str | None = None) -> tuple[str | OverflowSlot, ...]:
     """The one text of a :class:`CountOverflowError`, as literal pieces and slots: the
-    kernels fill the slots in Python, the JVM path (:mod:`sql_rewrites.planning.jvm_path`) in
+    kernels fill the slots in Python, the JVM path (:mod:`sql_rewrites.generation.jvm_path`) in
     Java, so both paths raise the same words."""
     where: tuple[str | OverflowSlot, ...] = (" in partition ", OverflowSlot.PARTITION) if names_partition else ()
     return (what, *where, " has ", OverflowSlot.DIGITS,
