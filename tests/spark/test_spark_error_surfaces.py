@@ -399,6 +399,18 @@ def _arguments(frame: dict[str, Any]) -> list[str]:
     return labels
 
 
+def assert_seen_in_another_session(text: str, expected: Seen, case: Case) -> None:
+    """``text`` reads as ``expected``, where the error came from another session than the
+    reference's (a JDBC session, which copied the temporary views there were when it opened; a
+    Connect server's session): an unknown table's message is compared without its list of the
+    session's tables and views."""
+    if case.kind == "UnknownTableError":
+        expected = Seen(expected.kind, expected.message.split("; tables and views")[0], expected.line,
+                        expected.column, expected.underlined)
+        text = re.sub(r"; tables and views: [^\n]*? at line", " at line", text)
+    assert seen(text) == expected
+
+
 @pytest.mark.parametrize("case", cases_on("thrift"))
 def test_thrift_dbapi(spark, dbapi: Any, case: Case) -> None:
     from impala.error import Error
@@ -412,24 +424,14 @@ def test_thrift_dbapi(spark, dbapi: Any, case: Case) -> None:
         cursor.close()
     text = str(caught.value)
     in_user_words(text)
-    expected = reference(spark, case)
-    if case.kind == "UnknownTableError":  # a JDBC session copies the temporary views there were when it opened
-        expected = Seen(expected.kind, expected.message.split("; tables and views")[0], expected.line,
-                        expected.column, expected.underlined)
-        text = re.sub(r"; tables and views: [^\n]*? at line", " at line", text)
-    assert seen(text) == expected
+    assert_seen_in_another_session(text, reference(spark, case), case)
 
 
 @pytest.mark.parametrize("case", cases_on("connect"))
 def test_connect_client(spark, connect_errors: dict[str, str], case: Case) -> None:
     text = connect_errors[case.id]
     in_user_words(text)
-    expected = reference(spark, case)
-    if case.kind == "UnknownTableError":  # the Connect server's session has other tables
-        expected = Seen(expected.kind, expected.message.split("; tables and views")[0], expected.line,
-                        expected.column, expected.underlined)
-        text = re.sub(r"; tables and views: [^\n]*? at line", " at line", text)
-    assert seen(text) == expected
+    assert_seen_in_another_session(text, reference(spark, case), case)
 
 
 @pytest.mark.parametrize("case", cases_on("connect-sparkseq"))
@@ -438,12 +440,7 @@ def test_connect_client_with_sparkseq(spark, connect_sparkseq_errors: dict[str, 
     an error while the job runs still points at the DEFINE (the places travel with the SQL)."""
     text = connect_sparkseq_errors[case.id]
     in_user_words(text)
-    expected = reference(spark, case)
-    if case.kind == "UnknownTableError":  # the Connect server's session has other tables
-        expected = Seen(expected.kind, expected.message.split("; tables and views")[0], expected.line,
-                        expected.column, expected.underlined)
-        text = re.sub(r"; tables and views: [^\n]*? at line", " at line", text)
-    assert seen(text) == expected
+    assert_seen_in_another_session(text, reference(spark, case), case)
 
 
 @pytest.mark.parametrize("deliver", ["collect_workload", "workload"])
