@@ -11,40 +11,42 @@ import java.util.Iterator;
 import java.util.List;
 
 import org.apache.spark.api.java.function.FlatMapGroupsWithStateFunction;
-import org.apache.spark.api.java.function.MapFunction;
 import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Encoder;
 import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
-import org.apache.spark.sql.catalyst.InternalRow;
-import org.apache.spark.sql.catalyst.util.GenericArrayData;
 import org.apache.spark.sql.streaming.GroupState;
 import org.apache.spark.sql.streaming.GroupStateTimeout;
 import org.apache.spark.sql.streaming.OutputMode;
 import org.apache.spark.sql.types.ArrayType;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.Decimal;
-import org.apache.spark.sql.types.DecimalType;
+import org.apache.spark.sql.types.DoubleType;
+import org.apache.spark.sql.types.LongType;
+import org.apache.spark.sql.types.StringType;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.unsafe.types.UTF8String;
 
 /**
  * The live operator in the JVM: a MATCH_AGGREGATE over a streaming source kept per partition
- * key in Spark's state store by {@code groupByKey(key).flatMapGroupsWithState} (Spark's public
- * stateful streaming API), so that no row of the stream travels to a Python worker.
+ * key in Spark's state store by {@code groupBy(key).as(...).flatMapGroupsWithState} (Spark's
+ * public stateful streaming API), so that no row of the stream travels to a Python worker.
  *
  * <p>sparkseq/running/live.py builds its input, one row per event: {@code key} (the partition key as
  * one canonical string), the event-time column (it carries the watermark: Spark drops late
  * rows by it), {@code ts} and {@code mask} (BIGINT engine time and symbol bitmask) and, when
- * the plan reads one, the value column (BIGINT, DOUBLE or DECIMAL, whose unscaled integers are
- * read). The plan is the JVM path's literal ({@link SparkSeqAggregates.Plan}, written by
- * sql_rewrites/generation/jvm_path.py) plus the live window: {@code within} and {@code slide}.
+ * the plan reads one, the column {@code value} (BIGINT: an integer, or a DECIMAL of up to 18
+ * digits as its unscaled integer; DOUBLE; or a wider DECIMAL as its plain text). Each event is
+ * read into a small bean ({@link Event}) of the engine columns alone. The plan is the JVM path's
+ * literal ({@link SparkSeqAggregates.Plan}, written by sql_rewrites/generation/jvm_path.py) plus
+ * the live window: {@code within} and {@code slide}.
  *
  * <p>Emission, as the Python live operator's (udafs/kernels/incremental/live.py): with SLIDE, each window
  * {@code [k*slide, k*slide + within)} holding a row of the key is emitted once (append mode),
  * when the watermark passes its end, counted on its own rows by
- * {@link SparkSeqAggregates#result} (rows of one window are never more than {@code within}
+ * {@link SparkSeqAggregates#measures} (rows of one window are never more than {@code within}
  * apart, so the window's count is the plan's count without WITHIN); rows older than every
  * unfinished window are dropped from the state. Without SLIDE (update mode), a running result
  * over the key's complete rows, emitted whenever it changed: counted incrementally over time
@@ -52,40 +54,111 @@ import org.apache.spark.unsafe.types.UTF8String;
  * chain counts). A row is complete when the watermark (ms) times 1000 is at or after its time.
  *
  * <p>State: one BINARY value per key, {@link #MAGIC}, the layout {@link #VERSION} byte, the
- * digest of the statement it was written for (sparkseq/running/live.py), then the layout's data. State
- * of another statement, of another layout version or of the Python operator is refused with a
- * message saying so, never read as if it were this one's.
+ * digest of the statement it was written for (sparkseq/running/live.py), then the layout's data
+ * ({@link KeyState#toBytes}). State of another statement, of another layout version or of the
+ * Python operator is refused with a message saying so, never read as if it were this one's.
  */
 public final class SparkSeqLive {
     private SparkSeqLive() {}
 
     /** The first bytes of every state value this class writes. */
     static final byte[] MAGIC = "SQJL".getBytes(StandardCharsets.US_ASCII);
-    /** The state layout this class writes and reads. */
-    public static final int VERSION = 1;
+    /** The state layout this class writes and reads: 2 holds the rows as variable-length
+     * integers (1 held them as fixed 8-byte fields and each value with its length). */
+    public static final int VERSION = 2;
 
-    /** The live operator over {@code events} (see the class comment); {@code within}, {@code slide} 0 when absent. */
-    public static Dataset<Row> operator(Dataset<Row> events, String plan, long within, long slide, String digest) {
+    /**
+     * The live operator over {@code events} (see the class comment); {@code within}, {@code slide}
+     * 0 when absent; {@code scale}, the scale of a DECIMAL value column that arrives as its text
+     * (-1: none). The events are grouped by their {@code key} column as it is (no function
+     * computes the key) and read into small beans ({@link Event}) of the engine columns alone,
+     * never into generic rows.
+     */
+    public static Dataset<Row> operator(Dataset<Row> events, String plan, long within, long slide, String digest,
+                                        int scale) {
         Window window = new Window(within == 0 ? null : within, slide == 0 ? null : slide);
         SparkSeqAggregates.Plan parsed = new SparkSeqAggregates.Plan(plan);
         if (window.slide == null && !window.countsOnly(parsed)) {
             throw new IllegalArgumentException("the JVM live operator counts COUNT(*) and COUNT(X) without SLIDE");
         }
-        StructType input = events.schema();
-        int scale = input.fields().length > 4 && input.fields()[4].dataType() instanceof DecimalType d ? d.scale() : -1;
         StructType result = (StructType) ((ArrayType) parsed.resultType()).elementType();
         StructType output = new StructType().add("key", DataTypes.StringType, false);
         for (StructField f : result.fields()) output = output.add(f);
         StructType state = new StructType().add("state", DataTypes.BinaryType, false);
-        Step step = new Step(plan, window, digest, scale, input.fields().length > 4);
-        return events.groupByKey(new KeyOf(), Encoders.STRING()).flatMapGroupsWithState(
+        Class<? extends Event> kind = Event.kind(events.schema());
+        Step step = new Step(plan, window, digest, scale, kind != Event.class);
+        @SuppressWarnings("unchecked")
+        Encoder<Event> values = (Encoder<Event>) (Encoder<?>) Encoders.bean(kind);
+        return events.groupBy(events.col("key")).as(Encoders.STRING(), values).flatMapGroupsWithState(
             step, window.slide != null ? OutputMode.Append() : OutputMode.Update(), Encoders.row(state), Encoders.row(output),
             GroupStateTimeout.EventTimeTimeout());
     }
 
-    /** The partition key of an input row (its first column). */
-    static final class KeyOf implements MapFunction<Row, String> {
-        @Override public String call(Row row) { return row.getString(0); }
+    /**
+     * One event as the operator reads it: engine time and symbol mask (BIGINT; NULL takes part
+     * in nothing), and in the subclasses the value column {@code value}: a BIGINT (an integer, or
+     * a DECIMAL of up to 18 digits as its unscaled integer), a DOUBLE, or a wider DECIMAL as its
+     * plain text. A bean, so that Spark's encoder fills it from the named columns alone (the
+     * key and the event-time column, which the watermark needs, are never converted).
+     */
+    public static class Event implements Serializable {
+        private Long ts;
+        private Long mask;
+
+        public Long getTs() { return ts; }
+        public void setTs(Long ts) { this.ts = ts; }
+        public Long getMask() { return mask; }
+        public void setMask(Long mask) { this.mask = mask; }
+
+        /** The value as {@link SparkSeqAggregates.Rows} holds it (null: none, or NULL). */
+        Object value(int scale, int column) { return null; }
+
+        /** The bean class that reads {@code schema}'s value column (by its type; none: {@link Event}). */
+        static Class<? extends Event> kind(StructType schema) {
+            for (StructField f : schema.fields()) {
+                if (!f.name().equals("value")) continue;
+                if (f.dataType() instanceof LongType) return LongEvent.class;
+                if (f.dataType() instanceof DoubleType) return DoubleEvent.class;
+                if (f.dataType() instanceof StringType) return DecimalTextEvent.class;
+                throw new IllegalArgumentException("the JVM live operator reads a BIGINT, DOUBLE or STRING value column, "
+                                                   + "not " + f.dataType().simpleString());
+            }
+            return Event.class;
+        }
+    }
+
+    /** An event with a BIGINT value. */
+    public static class LongEvent extends Event {
+        private Long value;
+
+        public Long getValue() { return value; }
+        public void setValue(Long value) { this.value = value; }
+
+        @Override Object value(int scale, int column) {
+            return value == null ? null : column == 3 ? BigInteger.valueOf(value) : (Object) value; // 3: unscaled already
+        }
+    }
+
+    /** An event with a DOUBLE value. */
+    public static class DoubleEvent extends Event {
+        private Double value;
+
+        public Double getValue() { return value; }
+        public void setValue(Double value) { this.value = value; }
+
+        @Override Object value(int scale, int column) { return value; }
+    }
+
+    /** An event with a DECIMAL value of more than 18 digits, as its plain text ({@code CAST(d AS STRING)}). */
+    public static class DecimalTextEvent extends Event {
+        private String value;
+
+        public String getValue() { return value; }
+        public void setValue(String value) { this.value = value; }
+
+        @Override Object value(int scale, int column) {
+            return value == null ? null : new BigDecimal(value).setScale(scale).unscaledValue();
+        }
     }
 
     /** WITHIN and SLIDE in engine units (null when absent). */
@@ -114,104 +187,81 @@ public final class SparkSeqLive {
 
     /** One key's state: rows not yet complete or still in an unfinished window, and where emission stands. */
     static final class KeyState {
-        long[] ts = new long[8];
-        long[] mask = new long[8];
-        Object[] values; // NULL, a Long, a Double or a BigInteger (unscaled DECIMAL); null without a value column
-        int n;
+        /** The rows held: arrival order until {@link #sort}, then time order. */
+        SparkSeqAggregates.Rows rows = new SparkSeqAggregates.Rows();
         /** SLIDE: windows before this one were emitted (Long.MIN_VALUE: none yet). */
         long next = Long.MIN_VALUE;
         /** Running modes: the counts carried over the complete rows so far. */
         Running running;
 
-        void add(long t, long m, Object value, boolean valued) {
-            if (n == ts.length) {
-                ts = Arrays.copyOf(ts, 2 * n);
-                mask = Arrays.copyOf(mask, 2 * n);
-                if (values != null) values = Arrays.copyOf(values, 2 * n);
-            }
-            if (valued && values == null) values = new Object[ts.length];
-            ts[n] = t;
-            mask[n] = m;
-            if (values != null) values[n] = value;
-            n++;
-        }
-
         /** Keeps the rows {@code keep} says, in their order. */
         void retain(boolean[] keep) {
+            SparkSeqAggregates.Rows r = rows;
             int j = 0;
-            for (int i = 0; i < n; i++) {
+            for (int i = 0; i < r.n; i++) {
                 if (!keep[i]) continue;
-                ts[j] = ts[i];
-                mask[j] = mask[i];
-                if (values != null) values[j] = values[i];
+                r.ts[j] = r.ts[i];
+                r.mask[j] = r.mask[i];
+                if (r.values != null) r.values[j] = r.values[i];
                 j++;
             }
-            if (values != null) Arrays.fill(values, j, n, null);
-            n = j;
+            if (r.values != null) Arrays.fill(r.values, j, r.n, null);
+            r.n = j;
         }
 
-        /** Sorts the rows by time (rows of one time keep their arrival order). */
+        /** Sorts the rows by time (rows of one time keep their arrival order: {@code Rows.order}). */
         void sort() {
+            SparkSeqAggregates.Rows r = rows;
             boolean sorted = true;
-            for (int i = 1; i < n && sorted; i++) sorted = ts[i - 1] <= ts[i];
+            for (int i = 1; i < r.n && sorted; i++) sorted = r.ts[i - 1] <= r.ts[i];
             if (sorted) return;
-            int[] order = order(ts, n);
-            long[] t = new long[Math.max(n, 1)], m = new long[Math.max(n, 1)];
-            Object[] v = values == null ? null : new Object[Math.max(n, 1)];
-            for (int i = 0; i < n; i++) {
-                t[i] = ts[order[i]];
-                m[i] = mask[order[i]];
-                if (v != null) v[i] = values[order[i]];
+            int[] order = r.order();
+            int size = Math.max(r.n, 1);
+            long[] t = new long[size], m = new long[size];
+            Object[] v = r.values == null ? null : new Object[size];
+            for (int i = 0; i < r.n; i++) {
+                t[i] = r.ts[order[i]];
+                m[i] = r.mask[order[i]];
+                if (v != null) v[i] = r.values[order[i]];
             }
-            ts = t;
-            mask = m;
-            values = v;
+            r.ts = t;
+            r.mask = m;
+            r.values = v;
         }
 
-        boolean empty() { return n == 0 && running == null; }
+        boolean empty() { return rows.n == 0 && running == null; }
 
-        /** Indices of {@code ts[0..n)} in time order, ties in index order: one primitive sort of
-         * (time, index) keys when the span allows, else a sort of boxed indices. */
-        static int[] order(long[] ts, int n) {
-            long lo = Long.MAX_VALUE, hi = Long.MIN_VALUE;
-            for (int i = 0; i < n; i++) {
-                lo = Math.min(lo, ts[i]);
-                hi = Math.max(hi, ts[i]);
-            }
-            int shift = 64 - Long.numberOfLeadingZeros(Math.max(n - 1, 1));
-            int[] order = new int[n];
-            long span = hi - lo; // negative when the span overflows
-            if (span >= 0 && span < (1L << (63 - shift))) {
-                long[] keys = new long[n];
-                for (int i = 0; i < n; i++) keys[i] = ((ts[i] - lo) << shift) | i;
-                Arrays.sort(keys);
-                for (int i = 0; i < n; i++) order[i] = (int) (keys[i] & ((1L << shift) - 1));
-                return order;
-            }
-            Integer[] boxed = new Integer[n];
-            for (int i = 0; i < n; i++) boxed[i] = i;
-            Arrays.sort(boxed, (x, y) -> Long.compare(ts[x], ts[y]));
-            for (int i = 0; i < n; i++) order[i] = boxed[i];
-            return order;
-        }
-
+        /**
+         * The state as bytes: {@link #MAGIC}, {@link #VERSION}, the digest (a 2-byte length and
+         * UTF-8), {@link #next} (8 bytes), the number of rows (4 bytes), per row its time as the
+         * zigzag varint of the step from the row before (the first: from 0) and its mask as a
+         * varint, a byte saying whether values follow, the values ({@link #putValue}), a byte
+         * saying whether {@link Running} counts follow, and those. Big-endian throughout.
+         */
         byte[] toBytes(String digest) {
+            SparkSeqAggregates.Rows r = rows;
             byte[] name = digest.getBytes(StandardCharsets.UTF_8);
-            ByteBuffer out = ByteBuffer.allocate(64 + name.length + 16 * n + valueBytes() + runningBytes());
+            ByteBuffer out = ByteBuffer.allocate(64 + name.length + 20 * r.n + valueBytes() + runningBytes());
             out.put(MAGIC).put((byte) VERSION).putShort((short) name.length).put(name);
-            out.putLong(next).putInt(n);
-            for (int i = 0; i < n; i++) out.putLong(ts[i]).putLong(mask[i]);
-            out.put((byte) (values == null ? 0 : 1));
-            for (int i = 0; values != null && i < n; i++) putValue(out, values[i]);
+            out.putLong(next).putInt(r.n);
+            long previous = 0;
+            for (int i = 0; i < r.n; i++) {
+                putVarLong(out, zigzag(r.ts[i] - previous));
+                putVarLong(out, r.mask[i]);
+                previous = r.ts[i];
+            }
+            out.put((byte) (r.values == null ? 0 : 1));
+            for (int i = 0; r.values != null && i < r.n; i++) putValue(out, r.values[i]);
             out.put((byte) (running == null ? 0 : 1));
             if (running != null) running.write(out);
             return Arrays.copyOf(out.array(), out.position());
         }
 
         private int valueBytes() {
+            SparkSeqAggregates.Rows r = rows;
             int size = 0;
-            for (int i = 0; values != null && i < n; i++) {
-                size += 1 + Integer.BYTES + (values[i] instanceof BigInteger b ? b.toByteArray().length : Long.BYTES);
+            for (int i = 0; r.values != null && i < r.n; i++) {
+                size += 1 + Integer.BYTES + (r.values[i] instanceof BigInteger b ? b.bitLength() / 8 + 1 : Long.BYTES + 2);
             }
             return size;
         }
@@ -247,29 +297,61 @@ public final class SparkSeqLive {
             KeyState state = new KeyState();
             state.next = in.getLong();
             int n = in.getInt();
-            state.ts = new long[Math.max(n, 1)];
-            state.mask = new long[Math.max(n, 1)];
+            SparkSeqAggregates.Rows r = state.rows;
+            r.ts = new long[Math.max(n, 8)];
+            r.mask = new long[Math.max(n, 8)];
+            long previous = 0;
             for (int i = 0; i < n; i++) {
-                state.ts[i] = in.getLong();
-                state.mask[i] = in.getLong();
+                previous += unzigzag(getVarLong(in));
+                r.ts[i] = previous;
+                r.mask[i] = getVarLong(in);
             }
             if (in.get() == 1) {
-                state.values = new Object[Math.max(n, 1)];
-                for (int i = 0; i < n; i++) state.values[i] = getValue(in);
+                r.values = new Object[Math.max(n, 8)];
+                for (int i = 0; i < n; i++) r.values[i] = getValue(in);
             }
-            state.n = n;
+            r.n = n;
             if (in.get() == 1) state.running = Running.read(in);
             return state;
         }
     }
 
+    /** The zigzag form of {@code v}: small magnitudes, either sign, as small unsigned numbers. */
+    static long zigzag(long v) { return (v << 1) ^ (v >> 63); }
+
+    static long unzigzag(long v) { return (v >>> 1) ^ -(v & 1); }
+
+    /** {@code v} as an unsigned varint: 7 bits a byte, low bits first, the high bit saying more follow. */
+    static void putVarLong(ByteBuffer out, long v) {
+        while ((v & ~0x7FL) != 0) {
+            out.put((byte) ((v & 0x7F) | 0x80));
+            v >>>= 7;
+        }
+        out.put((byte) v);
+    }
+
+    static long getVarLong(ByteBuffer in) {
+        long v = 0;
+        for (int shift = 0; ; shift += 7) {
+            byte b = in.get();
+            v |= (long) (b & 0x7F) << shift;
+            if (b >= 0) return v;
+        }
+    }
+
+    /** One value: a kind byte (0 NULL, 1 BIGINT as a zigzag varint, 2 DOUBLE, 3 an unscaled DECIMAL: length and
+     * two's-complement bytes, 4 an unscaled DECIMAL that fits a BIGINT, as a zigzag varint), then its data. */
     static void putValue(ByteBuffer out, Object v) {
         if (v == null) {
             out.put((byte) 0);
         } else if (v instanceof Long x) {
-            out.put((byte) 1).putLong(x);
+            out.put((byte) 1);
+            putVarLong(out, zigzag(x));
         } else if (v instanceof Double x) {
             out.put((byte) 2).putDouble(x);
+        } else if (((BigInteger) v).bitLength() < Long.SIZE) {
+            out.put((byte) 4);
+            putVarLong(out, zigzag(((BigInteger) v).longValue()));
         } else {
             byte[] b = ((BigInteger) v).toByteArray();
             out.put((byte) 3).putInt(b.length).put(b);
@@ -279,8 +361,9 @@ public final class SparkSeqLive {
     static Object getValue(ByteBuffer in) {
         byte kind = in.get();
         if (kind == 0) return null;
-        if (kind == 1) return in.getLong();
+        if (kind == 1) return unzigzag(getVarLong(in));
         if (kind == 2) return in.getDouble();
+        if (kind == 4) return BigInteger.valueOf(unzigzag(getVarLong(in)));
         byte[] b = new byte[in.getInt()];
         in.get(b);
         return new BigInteger(b);
@@ -457,11 +540,11 @@ public final class SparkSeqLive {
     // --- one call per key and micro-batch ---------------------------------------------------
 
     /** The {@code flatMapGroupsWithState} function (class comment). */
-    static final class Step implements FlatMapGroupsWithStateFunction<String, Row, Row, Row> {
+    static final class Step implements FlatMapGroupsWithStateFunction<String, Event, Row, Row> {
         private final String planText;
         private final Window window;
         private final String digest;
-        private final int scale; // the DECIMAL value column's scale (-1: not a DECIMAL)
+        private final int scale; // the DECIMAL value column's scale (-1: not a DECIMAL text)
         private final boolean valued;
         private transient SparkSeqAggregates.Plan plan;
         private transient long symbols; // the pattern's symbols, positive and negated
@@ -474,24 +557,19 @@ public final class SparkSeqLive {
             this.valued = valued;
         }
 
-        @Override public Iterator<Row> call(String key, Iterator<Row> rows, GroupState<Row> state) {
+        @Override public Iterator<Row> call(String key, Iterator<Event> events, GroupState<Row> state) {
             if (plan == null) {
                 plan = new SparkSeqAggregates.Plan(planText);
                 for (long bits : plan.elements) symbols |= bits;
                 for (long bits : plan.negations) symbols |= bits;
             }
             KeyState keyState = state.exists() ? KeyState.fromBytes(state.get().getAs(0), digest) : new KeyState();
-            while (rows.hasNext()) {
-                Row r = rows.next();
+            SparkSeqAggregates.Rows rows = keyState.rows;
+            while (events.hasNext()) {
+                Event e = events.next();
                 // a row of no pattern symbol takes part in nothing, not even in which windows exist
-                if (r.isNullAt(2) || r.isNullAt(3) || (r.getLong(3) & symbols) == 0) continue;
-                Object value = null;
-                if (valued && !r.isNullAt(4)) {
-                    value = r.get(4);
-                    if (value instanceof BigDecimal d) value = d.setScale(scale).unscaledValue();
-                    if (value instanceof Long x && plan.column == 3) value = BigInteger.valueOf(x); // unscaled already
-                }
-                keyState.add(r.getLong(2), r.getLong(3), value, valued);
+                if (e.getTs() == null || e.getMask() == null || (e.getMask() & symbols) == 0) continue;
+                rows.add(e.getTs(), e.getMask(), e.value(scale, plan.column), valued);
             }
             long watermark = state.getCurrentWatermarkMs();
             List<Row> out = new ArrayList<>();
@@ -507,59 +585,64 @@ public final class SparkSeqLive {
             return out.iterator();
         }
 
-        /** SLIDE: every window the watermark finished that holds a row, each counted on its own rows. */
+        /** SLIDE: every window the watermark finished that holds a row, each counted on its own rows
+         * (the held rows in time order: a window's are one range of them). */
         private void windows(String key, KeyState s, long completeBefore, List<Row> out) {
             long w = window.within, step = window.slide;
             long end = Math.floorDiv(completeBefore - w, step) + 1; // windows before this one are final
-            if (s.n == 0 || end <= s.next) return;
+            SparkSeqAggregates.Rows r = s.rows;
+            if (r.n == 0 || end <= s.next) return;
             s.sort();
-            long k = Math.max(s.next, window.firstWindow(s.ts[0]));
+            long k = Math.max(s.next, window.firstWindow(r.ts[0]));
             int lo = 0;
             while (k < end) {
                 long start = k * step;
-                while (lo < s.n && s.ts[lo] < start) lo++;
-                if (lo == s.n) break;
-                if (s.ts[lo] >= start + w) { // no row in window k: on to the first window holding row lo
-                    k = Math.max(k + 1, window.firstWindow(s.ts[lo]));
+                while (lo < r.n && r.ts[lo] < start) lo++;
+                if (lo == r.n) break;
+                if (r.ts[lo] >= start + w) { // no row in window k: on to the first window holding row lo
+                    k = Math.max(k + 1, window.firstWindow(r.ts[lo]));
                     continue;
                 }
                 int hi = lo;
-                while (hi < s.n && s.ts[hi] < start + w) hi++;
-                SparkSeqAggregates.Rows rows = new SparkSeqAggregates.Rows();
-                for (int i = lo; i < hi; i++) rows.add(s.ts[i], s.mask[i], s.values == null ? null : s.values[i], valued);
-                out.add(row(key, start, start + w, SparkSeqAggregates.result(plan, rows)));
+                while (hi < r.n && r.ts[hi] < start + w) hi++;
+                Object[] fields = new Object[plan.measures.length + 3];
+                Object[] values = r.values == null ? new Object[hi - lo] : Arrays.copyOfRange(r.values, lo, hi);
+                Object error = SparkSeqAggregates.measures(plan, Arrays.copyOfRange(r.ts, lo, hi),
+                                                           Arrays.copyOfRange(r.mask, lo, hi), values, fields);
+                out.add(row(key, start, start + w, error == null ? fields : failed(fields.length, error)));
                 k++;
             }
             s.next = end;
-            boolean[] keep = new boolean[s.n];
-            for (int i = 0; i < s.n; i++) keep[i] = s.ts[i] >= end * step;
+            boolean[] keep = new boolean[r.n];
+            for (int i = 0; i < r.n; i++) keep[i] = r.ts[i] >= end * step;
             s.retain(keep);
         }
 
         /** No SLIDE: the complete rows counted in time order; the running result emitted when it changed. */
         private void running(String key, KeyState s, long completeBefore, List<Row> out) {
-            boolean[] pending = new boolean[s.n];
+            SparkSeqAggregates.Rows r = s.rows;
+            boolean[] pending = new boolean[r.n];
             boolean any = false;
-            for (int i = 0; i < s.n; i++) {
-                pending[i] = s.ts[i] >= completeBefore;
+            for (int i = 0; i < r.n; i++) {
+                pending[i] = r.ts[i] >= completeBefore;
                 any |= !pending[i];
             }
             if (!any) return;
             s.sort();
-            for (int i = 0; i < s.n; i++) pending[i] = s.ts[i] >= completeBefore;
+            for (int i = 0; i < r.n; i++) pending[i] = r.ts[i] >= completeBefore;
             if (s.running == null) {
                 int k = plan.elements.length;
                 s.running = new Running(k, k * (k - 1) / 2);
             }
             Running run = s.running;
-            for (int start = 0; start < s.n && !pending[start]; ) {
+            for (int start = 0; start < r.n && !pending[start]; ) {
                 int stop = start;
-                while (stop < s.n && s.ts[stop] == s.ts[start]) stop++;
+                while (stop < r.n && r.ts[stop] == r.ts[start]) stop++;
                 run.seen = true;
                 if (window.within == null) {
-                    run.open(plan, s.mask, start, stop);
+                    run.open(plan, r.mask, start, stop);
                 } else {
-                    run.within(plan, window.within, s.ts[start], s.mask, start, stop);
+                    run.within(plan, window.within, r.ts[start], r.mask, start, stop);
                 }
                 start = stop;
             }
@@ -578,10 +661,7 @@ public final class SparkSeqLive {
                 SparkSeqAggregates.Measure m = plan.measures[j];
                 fields[j + 2] = SparkSeqAggregates.fitted(plan, m, total.multiply(BigInteger.valueOf(m.factor)), error);
             }
-            if (error[0] == null) return fields;
-            Object[] failed = new Object[fields.length];
-            failed[fields.length - 1] = error[0];
-            return failed;
+            return error[0] == null ? fields : failed(fields.length, error[0]);
         }
 
         private void save(KeyState s, GroupState<Row> state, long watermark) {
@@ -590,11 +670,12 @@ public final class SparkSeqLive {
                 return;
             }
             state.update(RowFactory.create((Object) s.toBytes(digest)));
-            if (s.n == 0) {
+            SparkSeqAggregates.Rows r = s.rows;
+            if (r.n == 0) {
                 return;
             }
             long first = Long.MAX_VALUE;
-            for (int i = 0; i < s.n; i++) first = Math.min(first, s.ts[i]);
+            for (int i = 0; i < r.n; i++) first = Math.min(first, r.ts[i]);
             long due = first + 1; // without SLIDE: the least complete_before that counts a held row
             if (window.slide != null) { // with SLIDE: ... that emits a window
                 due = Math.max(s.next, window.firstWindow(first)) * window.slide + window.within;
@@ -607,17 +688,15 @@ public final class SparkSeqLive {
         }
     }
 
-    /** An output row: the key, the window bounds and the contract's fields ({@code result}: {@link
-     * SparkSeqAggregates#result}'s array of one row, or the fields themselves), as external values. */
-    static Row row(String key, Long start, Long end, Object result) {
-        Object[] fields;
-        if (result instanceof Object[] plain) {
-            fields = plain;
-        } else {
-            InternalRow internal = (InternalRow) ((GenericArrayData) result).array()[0];
-            fields = new Object[internal.numFields()];
-            for (int i = 0; i < fields.length; i++) fields[i] = internal.get(i, DataTypes.NullType);
-        }
+    /** The fields of a result row that failed: the error text, every other field NULL. */
+    static Object[] failed(int size, Object error) {
+        Object[] fields = new Object[size];
+        fields[size - 1] = error;
+        return fields;
+    }
+
+    /** An output row: the key, the window bounds and the contract's fields, as external values. */
+    static Row row(String key, Long start, Long end, Object[] fields) {
         Object[] out = new Object[fields.length + 1];
         out[0] = key;
         for (int i = 0; i < fields.length; i++) {

@@ -216,21 +216,26 @@ def jvm_operator(spark: SparkSession, live: LiveQuery, events: DataFrame, key: C
     """The live operator in the JVM (``sparkseq/jvm/SparkSeqLive.java``): one state per
     partition key, ``key`` and the contract's result fields out, no Python worker."""
     plan = live.plan
-    values = [_jvm_value(events[name], vt, events.schema[name].dataType).alias(f"v{j}")
-              for j, (name, vt) in enumerate(zip(live.values, plan.columns))]
+    values, scale = [], -1
+    for name, vt in zip(live.values, plan.columns):  # one at most (jvm_live_shape)
+        dtype = events.schema[name].dataType
+        values.append(_jvm_value(events[name], vt, dtype).alias("value"))
+        scale = dtype.scale if isinstance(dtype, T.DecimalType) else -1
     rows = events.select(key.alias(spark_live.KEY), events[live.event_time], events[live.ts].cast("bigint").alias("ts"),
                          events[live.mask].cast("bigint").alias("mask"), *values)
     window = (plan.within or 0, plan.slide or 0)  # 0: none (a window is positive)
     jdf = jvm(spark).sparkseq.jvm.SparkSeqLive.operator(rows._jdf, jvm_live_literal(plan), *window,
-                                                         jvm_state_digest(plan.to_json()))
+                                                         jvm_state_digest(plan.to_json()), scale)
     return DataFrame(jdf, spark)
 
 
 def _jvm_value(column: Column, vt: ValueType, dtype: T.DataType) -> Column:
-    """A value column as ``SparkSeqLive`` reads it: BIGINT, DOUBLE, or a DECIMAL as it is
-    (its unscaled integer is read), NULL as NULL."""
+    """A value column as ``SparkSeqLive`` reads it (``SparkSeqLive.Event``): BIGINT (an integer,
+    or a DECIMAL of up to 18 digits, which the engine events carry as its unscaled integer:
+    :func:`sql_rewrites.logical.sql_types.unscaled_bigint`), DOUBLE, or a wider DECIMAL as its
+    plain text (``CAST(d AS STRING)``: no exponent, all its decimals); NULL as NULL."""
     if isinstance(dtype, T.DecimalType):
-        return column
+        return column.cast("string")
     return column.cast("double" if vt is ValueType.FLOAT else "bigint")
 
 
@@ -346,7 +351,7 @@ def check_checkpoint(spark: SparkSession, checkpoint: str, plans: list[str]) -> 
 #: The first bytes of the JVM live operator's state (``SparkSeqLive.MAGIC``) and the layout
 #: version this sparkseq writes and reads (``SparkSeqLive.VERSION``).
 JVM_STATE_MAGIC = b"SQJL"
-JVM_STATE_VERSION = 1
+JVM_STATE_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -361,7 +366,8 @@ class JvmState:
 
 def jvm_state(blob: bytes) -> JvmState | None:
     """What a stored state of the JVM live operator holds (``SparkSeqLive.KeyState.toBytes``:
-    big-endian), None for state it did not write (the Python operator's).
+    big-endian; each row's time a zigzag varint of the step from the row before, then its mask
+    as a varint), None for state it did not write (the Python operator's).
 
     Raises
     ------
@@ -378,8 +384,25 @@ def jvm_state(blob: bytes) -> JvmState | None:
     at = 7 + size
     digest = blob[7:at].decode()
     next_window, n = struct.unpack_from(">qi", blob, at)
-    pairs = struct.unpack_from(f">{2 * n}q", blob, at + 12)
-    return JvmState(digest, None if next_window == -(2**63) else next_window, tuple(pairs[::2]))
+    at += 12
+    ts, previous = [], 0
+    for _ in range(n):
+        step, at = _varint(blob, at)
+        previous += (step >> 1) ^ -(step & 1)  # zigzag
+        ts.append(previous)
+        _, at = _varint(blob, at)  # the mask
+    return JvmState(digest, None if next_window == -(2**63) else next_window, tuple(ts))
+
+
+def _varint(blob: bytes, at: int) -> tuple[int, int]:
+    """The unsigned varint at ``blob[at:]`` (7 bits a byte, low first) and where the next item starts."""
+    value = shift = 0
+    while True:
+        byte = blob[at]
+        value |= (byte & 0x7F) << shift
+        at, shift = at + 1, shift + 7
+        if byte < 0x80:
+            return value, at
 
 
 #: One of Spark's errors in a text: ``[CONDITION] message SQLSTATE: code``, then the place of

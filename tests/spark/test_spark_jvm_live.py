@@ -103,6 +103,62 @@ def test_zero_count_windows_and_non_finite_sums_on_the_jvm_operator(spark, tmp_p
     assert run_case(spark, tmp_path, plan, groups, 5, plain_text(plan), path="jvm") > 100
 
 
+WIDE = """SELECT g, window_start, window_end, n, s, a, lo, hi FROM {source} MATCH_AGGREGATE (
+  PARTITION BY g ORDER BY ts PATTERN SEQ(A, !C, B) TYPE BY tp
+  MEASURES COUNT(*) AS n, SUM(B.d) AS s, AVG(B.d) AS a, MIN(A.d) AS lo, MAX(B.d) AS hi
+  WITHIN INTERVAL 20 SECONDS SLIDE INTERVAL 10 SECONDS) AS m"""
+
+
+def test_wide_decimals_on_both_operators_equal_the_batch_answer(spark, tmp_path: Path) -> None:
+    """A DECIMAL(30, 4) value column, whose unscaled integers pass BIGINT (the JVM operator reads
+    it as its plain text and keeps it as a BigInteger in its state), with NULLs, ties and
+    negative values: SUM, AVG, MIN and MAX of every window equal the batch answer, on both
+    operators. Files are cut in time order and the watermark lags by a second, so no row is late."""
+    rng = np.random.default_rng(11)
+    n = 300
+    ts = np.sort(rng.integers(0, 120, n))
+    unit = pa.array([None if rng.random() < 0.1 else live_cases.Decimal(int(rng.integers(-10**9, 10**9)))
+                     * live_cases.Decimal("1234567890123.4567") for _ in range(n)], pa.decimal128(30, 4))
+    table = pa.table({"g": pa.array(rng.integers(0, 4, n), pa.int32()),
+                      "ts": pa.array(live_cases.T0 + ts * live_cases.SECOND, pa.timestamp("us", tz="UTC")),
+                      "tp": pa.array(rng.choice(["A", "B", "C"], n, p=[0.45, 0.45, 0.1])), "d": unit})
+    assert max(abs(v) for v in unit.to_pylist() if v is not None) * 10**4 > 2**63
+    schema = "g INT, ts TIMESTAMP, tp STRING, d DECIMAL(30, 4)"
+    spark.createDataFrame(table, schema).createOrReplaceTempView("wide_batch")
+    want = live_cases.rows_by_key([r.asDict() for r in sparkseq.sql(spark, WIDE.format(source="wide_batch")).collect()],
+                                  windows=True)
+    assert len(want) > 30 and any(r["s"] is None for r in want.values()) and any(r["n"] > 1 for r in want.values())
+    cuts = np.searchsorted(ts, [40, 80, 10**9])  # three files of whole seconds, in time order
+    flush = pa.table({"g": pa.array([live_cases.FLUSH], pa.int32()),
+                      "ts": pa.array([live_cases.T0 + 10**6 * live_cases.SECOND], pa.timestamp("us", tz="UTC")),
+                      "tp": pa.array(["A"]), "d": pa.array([None], pa.decimal128(30, 4))})
+    for path in ("jvm", "grouped"):
+        source = tmp_path / f"wide_{path}"
+        source.mkdir()
+        spark.readStream.schema(schema).parquet(str(source)).withWatermark("ts", "1 second") \
+            .createOrReplaceTempView("wide_live")
+        spark.conf.set("sparkseq.path", path)
+        try:
+            frame = sparkseq.sql(spark, WIDE.format(source="wide_live"))
+        finally:
+            spark.conf.unset("sparkseq.path")
+        batches: list[tuple[int, list[dict]]] = []
+        query = (frame.writeStream.foreachBatch(live_cases.collector(batches)).outputMode("append")
+                 .option("checkpointLocation", str(tmp_path / f"ck_wide_{path}")).start())
+        try:
+            for f, (lo, hi) in enumerate(zip([0, *cuts[:-1]], cuts)):
+                pq.write_table(table.slice(lo, hi - lo), tmp_path / "part.parquet")
+                os.replace(tmp_path / "part.parquet", source / f"part-{f}.parquet")
+                query.processAllAvailable()
+            pq.write_table(flush, tmp_path / "part.parquet")
+            os.replace(tmp_path / "part.parquet", source / "part-9.parquet")
+            query.processAllAvailable()
+        finally:
+            query.stop()
+        emitted = [r for _, rows in sorted(batches, key=lambda b: b[0]) for r in rows]
+        live_cases.assert_rows_equal(live_cases.rows_by_key(emitted, windows=True), want)
+
+
 def one_key_stream(spark, tmp: Path, name: str, count_type: CountType, path: str) -> list[dict]:
     """SEQ(A, A, A, A, A, A) over 5,000 rows of one key at distinct seconds, all in one SLIDE
     window (windows align to the epoch: [T0 - 7,200 s, T0 + 12,800 s)), so C(5000, 6) > 2^63
@@ -166,7 +222,7 @@ def test_a_checkpoint_of_one_operator_is_refused_by_the_other(spark, tmp_path: P
     states = [live.jvm_state(b) for b in blobs]
     assert len(states) == 3 and all(s is not None and s.next_window is not None for s in states)
     older = blobs[0][:4] + bytes([0]) + blobs[0][5:]
-    with pytest.raises(StreamingError, match="layout version 0; this sparkseq reads layout version 1"):
+    with pytest.raises(StreamingError, match="layout version 0; this sparkseq reads layout version 2"):
         live.jvm_state(older)
 
 
