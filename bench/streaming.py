@@ -18,14 +18,19 @@ Reference, same run: the batch MATCH_AGGREGATE (``sparkseq.sql`` over a static r
 the same files), its events/s, and the check that every window the stream emitted
 equals the batch row for it.
 
-``--operators``: the same events through six stateful shapes, each as one
-AvailableNow query reading one file per micro-batch (median of ``--repeat``): the
-stateless floor (shuffle by key hash + an Arrow map that only counts rows), sparkseq's
+``--operators``: the same events through these shapes, each as one AvailableNow query
+reading one file per micro-batch (median of ``--repeat``, runs interleaved): the
+stateless floor (shuffle by key hash + an Arrow map that only counts rows: the floor of a
+Python operator), the JVM's stateless floor (shuffle by key into the session's shuffle
+partitions, each row consumed by a no-op sink: no Python, no state), Spark's own stateful
+``groupBy(k).count()`` (a state store per shuffle partition, no Python), sparkseq's
 two live operators — in the JVM (``sparkseq/jvm/SparkSeqLive.java``, ``flatMapGroupsWithState``
 per key, ``sparkseq.path=jvm``) and in Python (``applyInPandasWithState`` per bucket of
 keys, ``sparkseq.path=grouped``) —, ``applyInPandasWithState`` per key and
 ``transformWithStateInPandas`` per key (both with a function that only counts rows; the
-latter needs ``protobuf``). Ratios are to the floor. ``--path`` chooses the live operator
+latter needs ``protobuf``). Ratios are to both floors, as medians and per round.
+``--only`` keeps the shapes whose names contain one of its words (the two floors always run).
+``--path`` chooses the live operator
 of the rate phases (default ``auto``: the JVM one where it loads).
 
 Last, a summary: the highest rate sustained (backlog of at most the file in flight)
@@ -37,7 +42,7 @@ why that is less than sparkseq computes) and the ratio to it.
 
 Usage: .venv/bin/python bench/streaming.py [--keys K] [--rates R1,R2,...] [--seconds S]
        [--speedup X] [--path auto|jvm|grouped] [--flink PYTHON [--flink-files N]]
-       [--operators [--events N] [--files F] [--repeat R]]
+       [--operators [--events N] [--files F] [--repeat R] [--only WORD,...]]
 """
 
 from __future__ import annotations
@@ -244,9 +249,12 @@ def run_operators(spark: SparkSession, args: argparse.Namespace, work: Path) -> 
     frame = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(source)).withWatermark(
         "ts", DELAY)
     frame.createOrReplaceTempView("clicks_ops")
+    partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
     shapes = {
         "floor: shuffle + count (stateless)": lambda: frame.repartition(2, F.xxhash64("k")).mapInArrow(
             _count_batches, "n BIGINT"),
+        "JVM floor: shuffle by key, no Python (stateless)": lambda: frame.repartition(partitions, "k"),
+        "Spark's own stateful count per key (groupBy.count)": lambda: frame.groupBy("k").count(),
         "sparkseq live, Python operator (per bucket of keys)": lambda: live_frame(spark, "clicks_ops", "grouped"),
         "sparkseq live, JVM operator (per key)": lambda: live_frame(spark, "clicks_ops", "jvm"),
         "applyInPandasWithState per key, count only": lambda: frame.groupBy("k").applyInPandasWithState(
@@ -258,22 +266,32 @@ def run_operators(spark: SparkSession, args: argparse.Namespace, work: Path) -> 
             frame.groupBy("k").transformWithStateInPandas(_CountRows(), "n BIGINT", "Update", "None"))
     except ImportError:
         print("(transformWithStateInPandas left out: it needs protobuf, not installed)")
+    if args.only:
+        words = args.only.split(",")
+        shapes = {name: build for i, (name, build) in enumerate(shapes.items())
+                  if i < 2 or any(word in name for word in words)}
     times: dict[str, list[float]] = {name: [] for name in shapes}
     for rep in range(args.repeat):
         for name, build in shapes.items():
-            mode = "append" if name.startswith(("floor", "sparkseq")) else "update"
+            mode = "append" if name.startswith(("floor", "JVM floor", "sparkseq")) else "update"
             started = time.perf_counter()
             query = (build().writeStream.format("noop").outputMode(mode)
                      .option("checkpointLocation", str(work / f"ck_ops_{rep}_{len(times[name])}_{hash(name)}"))
                      .trigger(availableNow=True).start())
             query.awaitTermination()
             times[name].append(time.perf_counter() - started)
-    floor = statistics.median(times[next(iter(shapes))])
-    print(f"{args.events:,} events, {args.keys:,} keys, {args.files} micro-batches of one file; "
-          f"median of {args.repeat}:")
+    floor, jvm_floor = (statistics.median(times[name]) for name in list(shapes)[:2])
+    print(f"{args.events:,} events, {args.keys:,} keys, {args.files} micro-batches of one file, "
+          f"{partitions} shuffle partitions; median of {args.repeat}:")
+    print(f"  {'':<50} {'time':>9}  {'events/s':>10}  {'/ floor':>7}  {'/ JVM floor':>11}")
     for name, values in times.items():
         med = statistics.median(values)
-        print(f"  {name:<50} {med:7.1f} s  {args.events / med:>10,.0f} events/s  {med / floor:5.2f}x the floor")
+        print(f"  {name:<50} {med:7.1f} s  {args.events / med:>10,.0f}  {med / floor:6.2f}x  {med / jvm_floor:10.2f}x")
+    print("  per round (time / floor, time / JVM floor):")
+    for rep in range(args.repeat):
+        ratios = "  ".join(f"{times[name][rep] / times[list(shapes)[0]][rep]:.2f}/"
+                           f"{times[name][rep] / times[list(shapes)[1]][rep]:.2f}" for name in list(shapes)[2:])
+        print(f"    round {rep + 1}: {ratios}")
 
 
 def live_frame(spark: SparkSession, source: str, path: str) -> object:
@@ -331,6 +349,8 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=2_000_000, help="--operators: events in all")
     parser.add_argument("--files", type=int, default=10, help="--operators: files = micro-batches")
     parser.add_argument("--repeat", type=int, default=3, help="--operators: runs per shape")
+    parser.add_argument("--only", help="--operators: the shapes whose names hold one of these comma-separated "
+                        "words (e.g. JVM,stateful), besides the two floors")
     parser.add_argument("--flink", metavar="PYTHON", help="an interpreter with apache-flink: also run "
                         "bench/flink_match_recognize.py over the first --flink-files files")
     parser.add_argument("--flink-files", type=int, default=10)

@@ -261,6 +261,13 @@ ARROW_BATCH_ROWS_DEFAULT = 10_000
 LOCAL_DRIVER_MEMORY = "2g"
 
 ROCKSDB_STATE_STORE = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+#: RocksDB's changelog checkpointing: each micro-batch's commit writes the batch's changes to
+#: a changelog file, and a snapshot of the store's files is uploaded every few batches in the
+#: background, instead of at every commit (a flush, a file sync and a zip of the files per
+#: state store and micro-batch). Streams only; a checkpoint written without it restarts with
+#: it, and the other way round (Spark's streaming guide). docs/engine.md "The live operator in
+#: the JVM" has the figures.
+ROCKSDB_CHANGELOG = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
 
 #: The Python worker daemon of local masters (:mod:`udafs.workers.daemon`): PySpark's, without
 #: the traceback of a worker whose output a LIMIT left unread, nor PySpark's pandas warnings.
@@ -295,6 +302,7 @@ def default_conf(master: str, *, derby_log: Path | None = None) -> dict[str, str
         # live MATCH_AGGREGATE keeps per-partition evaluator state (sparkseq.running.live):
         # RocksDB holds large state on disk instead of in executor memory
         "spark.sql.streaming.stateStore.providerClass": ROCKSDB_STATE_STORE,
+        ROCKSDB_CHANGELOG: "true",
     }
     conf.update({f"spark.executorEnv.{key}": os.environ.get(key, value) for key, value in WORKER_MALLOC.items()})
     where = cluster.classify(master)
