@@ -144,7 +144,7 @@ def held_rows(spark, checkpoint: Path, path: str) -> tuple[list[str], list[np.nd
     rows = spark.read.format("statestore").load(str(checkpoint)).collect()
     if path == "jvm":
         states = [live.jvm_state(bytes(r.value.groupState.state)) for r in rows]
-        return [r.key.value for r in rows], [np.array(s.ts if s else (), dtype=np.int64) for s in states]
+        return [r.key[0] for r in rows], [np.array(s.ts if s else (), dtype=np.int64) for s in states]
     blobs = [state_codec.decode(r.value.groupState.state) for r in rows]
     return ([k for b in blobs for k in b["keys"]],
             [np.concatenate([st["mode"]["buf"][0], st["pending"][0]]) for b in blobs for st in b["states"]])
