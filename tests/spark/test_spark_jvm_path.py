@@ -378,7 +378,8 @@ FALLBACK = textwrap.dedent("""
 
 
 def test_a_jvm_without_the_jar_runs_the_python_path_with_one_warning(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # a plain session, so no sparkseq.session() sets the workers' Python: the test does
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYSPARK_PYTHON": sys.executable}
     done = subprocess.run([sys.executable, "-c", FALLBACK], capture_output=True, text=True, timeout=600, env=env,
                           cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
