@@ -57,10 +57,12 @@ MIN_ROW_BYTES = 16
 #: 5m-one-key``), and because Spark's size estimate of a source then rules such a key out
 #: more often, sparing the statement the count of its keys as it runs (``bench/peers.py
 #: --sizes 10m``: ``auto`` took about twice the forced JVM path's time). A memory bound: the
-#: JVM path holds a key's rows in the executor's heap (``bench/memory.py --paths jvm``:
-#: figures in docs/engine.md, "The cost rule"); value measures keep the time split's threshold
-#: (their pair counts take a BigInteger per row).
-JVM_COUNT_ROWS = 12_000_000
+#: JVM path holds a key's rows in the executor's heap: 665 MB for a 10 M-row key
+#: (``bench/memory.py --events 10000000 --paths jvm``, the heap's peak above its level
+#: before, garbage included), 66.5 bytes a row, so two keys of this size, one per core of a
+#: local[2] driver, take about 1.06 GB of its 2 GB heap. Value measures keep the time split's
+#: threshold (their pair counts take a BigInteger per row).
+JVM_COUNT_ROWS = 8_000_000
 #: The stream threshold of a statement that must not run on the streaming path: more rows
 #: than any key has. A persistent view's query (created or read) is such a statement: the
 #: streaming path calls a table function, which Spark resolves by name inside a view, and
