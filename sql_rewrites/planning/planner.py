@@ -51,18 +51,19 @@ STREAM_ROWS = 8_000_000
 MIN_ROW_BYTES = 16
 #: The key size (rows) up to which a statement that only counts (COUNT(*), COUNT(X): no value
 #: column) keeps a key on the JVM path; over it the key takes the big-key path (time split,
-#: else streaming), as every key over ``split_rows`` does on the Python paths. Above the time
-#: split's threshold because the JVM path ran a 5 M-row key in less time than the time split
-#: (``bench/jvm_path.py --events 5000000 --keys 1 --split``, ``bench/peers.py --sizes
-#: 5m-one-key``), and because Spark's size estimate of a source then rules such a key out
-#: more often, sparing the statement the count of its keys as it runs (``bench/peers.py
-#: --sizes 10m``: ``auto`` took about twice the forced JVM path's time). A memory bound: the
-#: JVM path holds a key's rows in the executor's heap: 665 MB for a 10 M-row key
-#: (``bench/memory.py --events 10000000 --paths jvm``, the heap's peak above its level
-#: before, garbage included), 66.5 bytes a row, so two keys of this size, one per core of a
-#: local[2] driver, take about 1.06 GB of its 2 GB heap. Value measures keep the time split's
-#: threshold (their pair counts take a BigInteger per row).
-JVM_COUNT_ROWS = 8_000_000
+#: else streaming), as every key over ``split_rows`` does on the Python paths. The measured
+#: crossover: one key runs in one task on the JVM path, on every core when time-split; a
+#: 5 M-row key took 0.92x the time split's time (``bench/jvm_path.py --events 5000000 --keys 1
+#: --split``, medians of same-round ratios, 0.60x and 1.24x), a 10 M-row key 1.97x
+#: (``bench/memory.py --events 10000000 --paths jvm time-split``: 350 s against 178 s, on
+#: local[2]), so the bound sits just above the even point. Above the time split's 4 M: Spark's
+#: size estimate of a source then rules out such a key more often, sparing the statement the
+#: count of its keys as it runs (``bench/peers.py --sizes 10m``: ``auto`` counting took 1.95x
+#: the JVM path's time; the 87 MB file of 10 M events on 1,000 keys leaves room for 5.4 M rows).
+#: Memory: the JVM path holds a key's rows in the executor's heap, 665 MB at the peak for a
+#: 10 M-row key (the same bench/memory.py run, garbage included), about 400 MB at this bound.
+#: Value measures keep the time split's threshold (their pair counts take a BigInteger per row).
+JVM_COUNT_ROWS = 6_000_000
 #: The stream threshold of a statement that must not run on the streaming path: more rows
 #: than any key has. A persistent view's query (created or read) is such a statement: the
 #: streaming path calls a table function, which Spark resolves by name inside a view, and
@@ -399,8 +400,8 @@ def key_threshold(plan: Plan, settings: PlanSettings) -> int | None:
     """The row count over which a key, counted as the statement runs, leaves the path of the
     other keys for the big-key path: :func:`big_key_threshold`, or for a statement that only
     counts and runs on the JVM path (:func:`runs_on_jvm`) at least ``settings.jvm_rows``
-    (:data:`JVM_COUNT_ROWS`: the JVM path ran a big key faster than the time split, and
-    holds such a key in its heap); None when no key size changes the plan's path."""
+    (:data:`JVM_COUNT_ROWS`: the JVM path kept up with the time split up to about that key
+    size, and holds such a key in its heap); None when no key size changes the plan's path."""
     threshold = big_key_threshold(plan, settings.split_rows, settings.stream_limit)
     if threshold is not None and not plan.columns and runs_on_jvm(plan, settings):
         return max(threshold, settings.jvm_rows)
@@ -423,11 +424,12 @@ def jvm_choice(plan: Plan, choice: PathChoice, settings: PlanSettings) -> PathCh
     """``choice`` with what it runs on the grouped path moved to the JVM path when ``plan``
     is a JVM shape (:func:`sql_rewrites.generation.jvm_path.jvm_shape`) and the session can
     run the path (``settings.jvm_missing``). The cost rule, measured (docs/engine.md "JVM
-    path", "The cost rule"): the JVM path took less time than the kernel path wherever it was
-    timed (1 M and 10 M events, every covered shape, SLIDE with 60 windows a row, tiny
-    inputs, keys of one row), so it takes every key but the big ones; a key over the big-key
-    threshold (:func:`key_threshold`: the time split's, or for a statement that only counts
-    :data:`JVM_COUNT_ROWS`, the JVM path's memory bound) keeps the big-key path. For
+    path", "The cost rule"): the JVM path took less time than the kernel path wherever keys
+    are many (1 M and 10 M events on 1,000 keys, every covered shape at 1 M, SLIDE with 60
+    windows a row), so it takes every key but the big ones; a key over the big-key threshold
+    (:func:`key_threshold`: the time split's, or for a statement that only counts
+    :data:`JVM_COUNT_ROWS`, about where one key on the JVM path stops keeping up with the
+    time split on every core) keeps the big-key path. For
     ``auto`` and ``sparkseq.path=jvm`` only, and never for a persistent view's query (it runs
     in Python); ``jvm`` where the JVM path cannot run falls back to grouped. Without a
     session nothing moves (:attr:`PathChoice.pending` says the JVM path may take the

@@ -250,7 +250,7 @@ def test_a_statement_that_only_counts_keeps_keys_up_to_the_jvm_bound_on_the_jvm_
     assert (room.path, room.by_key_size, room.small_path) == (Path.TIME_SPLIT, JVM_COUNT_ROWS, Path.JVM)
     assert room.describe().startswith(f"per key, counted when the statement runs: time-split for keys over "
                                       f"{JVM_COUNT_ROWS:,} rows, jvm for the others (")
-    open_room = statement_path(COUNTED_OPEN, SESSION, SourceSize(rows=JVM_COUNT_ROWS + 1))
+    open_room = statement_path(COUNTED_OPEN, SESSION, SourceSize(rows=max(STREAM_ROWS, JVM_COUNT_ROWS) + 1))
     assert (open_room.path, open_room.small_path) == (Path.STREAMING, Path.JVM)
 
 
