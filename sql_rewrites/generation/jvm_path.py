@@ -42,7 +42,7 @@ _KINDS = (MeasureKind.COUNT_STAR, MeasureKind.COUNT, MeasureKind.SUM, MeasureKin
           MeasureKind.MAX)
 #: Why the planner picks the JVM path for a covered plan (the cost rule: bench/jvm_path.py, bench/peers.py).
 JVM_REASON = ("counted in the JVM by a Catalyst aggregate: no rows travel to Python workers "
-              "(measured faster than the kernel path wherever timed, docs/engine.md \"The cost rule\")")
+              "(measured faster than the kernel path over many keys, docs/engine.md \"The cost rule\")")
 
 
 def jvm_shape(plan: Plan) -> str | None:
