@@ -426,7 +426,7 @@ def jvm_choice(plan: Plan, choice: PathChoice, settings: PlanSettings) -> PathCh
     run the path (``settings.jvm_missing``). The cost rule, measured (docs/engine.md "JVM
     path", "The cost rule"): the JVM path took less time than the kernel path wherever keys
     are many (1 M and 10 M events on 1,000 keys, every covered shape at 1 M, SLIDE with 60
-    windows a row), so it takes every key but the big ones; a key over the big-key threshold
+    windows a row, 20,000 keys of one row), so it takes every key but the big ones; a key over the big-key threshold
     (:func:`key_threshold`: the time split's, or for a statement that only counts
     :data:`JVM_COUNT_ROWS`, about where one key on the JVM path stops keeping up with the
     time split on every core) keeps the big-key path. For
