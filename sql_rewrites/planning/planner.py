@@ -161,6 +161,9 @@ class PathChoice:
     #: Decided without a session: what runs grouped runs on the JVM path where the
     #: session loads it (the plan is a JVM shape).
     maybe_jvm: bool = False
+    #: Why the JVM path, which would take (part of) the statement, cannot run in this
+    #: session (the Spark layer warns once per process); None when it runs or is not wanted.
+    jvm_unavailable: str | None = None
 
     def describe(self) -> str:
         """EXPLAIN's ``path`` line: the path, or every path the statement may take when a
@@ -391,12 +394,12 @@ def jvm_choice(plan: Plan, choice: PathChoice, settings: PlanSettings) -> PathCh
     if choice.path is Path.JVM:
         if missing is None:
             return choice
-        return replace(choice, path=Path.GROUPED,
+        return replace(choice, path=Path.GROUPED, jvm_unavailable=missing,
                        reason=f"sparkseq.path=jvm, but the JVM path is unavailable: {missing}")
     if jvm_shape(plan) is not None or not (choice.path is Path.GROUPED or choice.by_key_size is not None):
         return choice
     if missing is not None:
-        return replace(choice, reason=f"{choice.reason}; not on the JVM path: {missing}")
+        return replace(choice, reason=f"{choice.reason}; not on the JVM path: {missing}", jvm_unavailable=missing)
     if choice.by_key_size is not None:
         return replace(choice, small_path=Path.JVM, reason=f"{choice.reason}; the other keys {JVM_REASON}")
     return replace(choice, path=Path.JVM, reason=JVM_REASON)

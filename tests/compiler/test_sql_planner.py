@@ -160,10 +160,15 @@ def test_the_jvm_path_takes_what_would_run_grouped_where_it_loads() -> None:
     assert statement_path(COUNTED, SESSION, SourceSize(rows=SPLIT_ROWS + 1)).small_path is Path.JVM
     missing = statement_path(COUNTED, NO_JVM)
     assert missing.path is Path.GROUPED and missing.reason.endswith("; not on the JVM path: no jar")
+    assert missing.jvm_unavailable == "no jar"  # the Spark layer's one warning says why
     assert statement_path(PLAN, SESSION).path is Path.GROUPED  # two value columns: not a JVM shape
+    assert statement_path(PLAN, NO_JVM).jvm_unavailable is None  # no shape of the JVM path: nothing to warn of
+    assert statement_path(COUNTED, SESSION).jvm_unavailable is None
     assert statement_path(COUNTED, forced(Path.JVM, session=True)).path is Path.JVM
     fallback = statement_path(COUNTED, forced(Path.JVM, session=True, jvm_missing="no jar"))
     assert fallback.path is Path.GROUPED and "unavailable: no jar" in fallback.reason
+    assert fallback.jvm_unavailable == "no jar"
+    assert statement_path(COUNTED, forced(Path.GROUPED, session=True, jvm_missing="no jar")).jvm_unavailable is None
     with pytest.raises(ValueError, match="cannot run on the JVM path"):
         statement_path(CONTIGUOUS, forced(Path.JVM, session=True))
     assert statement_path(COUNTED, forced(Path.GROUPED, session=True)).path is Path.GROUPED
