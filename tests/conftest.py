@@ -131,18 +131,12 @@ def pytest_configure(config: pytest.Config) -> None:
     _submit_options()
 
 
-#: The partitions of the suite's session (``spark`` below): two shuffle partitions (batch
-#: queries too, before adaptive coalescing) keep each small test query at a few tasks. Also
-#: given to a server whose answers a test compares with the session's (``--conf``).
-SESSION_PARTITIONS = {"spark.sql.shuffle.partitions": "2",
-                      "spark.sql.adaptive.coalescePartitions.initialPartitionNum": "2"}
-
-
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
-    """A local[2] session with sparkseq's functions registered, of :data:`SESSION_PARTITIONS`."""
+    """A local[2] session with sparkseq's functions registered; two shuffle partitions
+    (batch queries too, before adaptive coalescing) keep each small test query at a few tasks."""
     import sparkseq
-    from sparkseq.spark.session import scratch_dir
+    from sparkseq.spark.session import INITIAL_PARTITIONS, scratch_dir
     from udafs.workers.faults import KILL_WORKER_ONCE
 
     # Armed only by creating the file (tests/spark/test_spark_local_cluster.py): a worker kills itself once.
@@ -154,7 +148,8 @@ def spark() -> Iterator[SparkSession]:
         else:
             patch.delenv("SPARK_SUBMIT_OPTS")
         session = sparkseq.session("local[2]", app_name="sparkseq-tests", conf={
-            **SESSION_PARTITIONS, f"spark.executorEnv.{KILL_WORKER_ONCE}": str(kill_file)})
+            "spark.sql.shuffle.partitions": "2", INITIAL_PARTITIONS: "2",
+            f"spark.executorEnv.{KILL_WORKER_ONCE}": str(kill_file)})
     yield session
     session.stop()
 

@@ -62,7 +62,6 @@ def hive_conf(folder: Path) -> dict[str, str]:
         "spark.sql.warehouse.dir": str(folder / "warehouse"),
         "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={folder}/metastore_db;create=true",
         "spark.sql.shuffle.partitions": "2",
-        "spark.sql.adaptive.coalescePartitions.initialPartitionNum": "2",  # as the suite's session
     }
 
 

@@ -1,10 +1,10 @@
 """Spark Connect: ``python -m sparkseq connect-server`` and sparkseq's API on Connect sessions.
 
 Two servers start once for the module, in subprocesses and side by side: the sparkseq
-Connect server (init file below; the partitions of the suite's session) and a plain
-Spark Connect server whose JVM started without sparkseq's extension. Clients run in
-subprocesses too (:mod:`tests.servers.connect_clients`: a Connect client cannot share a
-process with the suite's classic session); each prints what it observed, asserted here.
+Connect server (init file below) and a plain Spark Connect server whose JVM started
+without sparkseq's extension. Clients run in subprocesses too
+(:mod:`tests.servers.connect_clients`: a Connect client cannot share a process with the
+suite's classic session); each prints what it observed, asserted here.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from typing import IO
 
 import pytest
 
-from tests.conftest import SESSION_PARTITIONS
 from tests.servers.test_thrift_server import CLICKS, free_port, listening, read_banner
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,10 +60,8 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, 
     folder = tmp_path_factory.mktemp("connect")
     (folder / "clicks.csv").write_text(CLICKS)
     (folder / "views.sql").write_text(INIT.format(csv=folder / "clicks.csv"))
-    # the partitions of the local session whose answers the Connect client's are compared with
-    partitions = [arg for key, value in SESSION_PARTITIONS.items() for arg in ("--conf", f"{key}={value}")]
     ours = _spawn(folder, "ours", [sys.executable, "-m", "sparkseq", "connect-server", "--in-memory-catalog",
-                                   "--init-file", str(folder / "views.sql"), *partitions], stdin=None)
+                                   "--init-file", str(folder / "views.sql")], stdin=None)
     plain = _spawn(folder, "plain", [sys.executable, "-m", "tests.servers.connect_clients", "plain-server"],
                    stdin=subprocess.PIPE)
     try:
