@@ -34,7 +34,7 @@ from pyspark.sql import SparkSession  # noqa: E402
 
 import sparkseq  # noqa: E402
 from sparkseq.statements.scripts import Checked, check_script, run_script  # noqa: E402
-from sql_rewrites.rewriter import split_statements  # noqa: E402
+from sql_rewrites.syntax.statements import split_statements  # noqa: E402
 
 OPERATOR = ("SELECT k, n FROM bench_events MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERN SEQ(a, b, !c) "
             "DEFINE a AS kind = 'a', b AS kind = 'b' AND v > 1, c AS kind = 'c' "

@@ -8,7 +8,7 @@ parses them, with the precise line/column errors of the rest of the dialect::
     CREATE [OR REPLACE] CONCEPT HIERARCHY name FROM relation
     DROP CONCEPT HIERARCHY [IF EXISTS] name
 
->>> from sql_rewrites.rewriter import split_statements
+>>> from sql_rewrites.syntax.statements import split_statements
 >>> text = "CREATE OR REPLACE CONCEPT HIERARCHY sectors FROM db.company_sector"
 >>> parse_hierarchy_statement(split_statements(text)[0], text)
 CreateHierarchy(name='sectors', source='db.company_sector', replace=True)
@@ -23,14 +23,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Union
+from typing import Union
 
 from sqlglot.tokens import Token, TokenType
 
 from sql_rewrites.errors import SourcePosition, SqlParseError, position_of
-
-if TYPE_CHECKING:
-    from sql_rewrites.rewriter import Statement
+from sql_rewrites.syntax.statements import Statement
 
 WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 

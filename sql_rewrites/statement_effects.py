@@ -14,8 +14,8 @@ from sqlglot.tokens import TokenType
 
 from sql_rewrites.errors import SqlRewriteError
 from sql_rewrites.logical.schema import table_name
-from sql_rewrites.rewriter import Statement
 from sql_rewrites.syntax.dialect import parse_statement
+from sql_rewrites.syntax.statements import Statement
 
 #: First keywords of statements that create an object (named by :func:`created_relations`).
 CREATING = frozenset({"CREATE", "CACHE", "REPLACE"})
@@ -35,7 +35,7 @@ def created_relations(statement: Statement) -> set[str]:
     """Case-folded names (as written) of the relations a statement creates — views, tables,
     cached tables — and of the databases and functions it creates.
 
-    >>> from sql_rewrites.rewriter import split_statements
+    >>> from sql_rewrites.syntax.statements import split_statements
     >>> [created_relations(s) for s in split_statements(
     ...     "CREATE GLOBAL TEMP VIEW v AS SELECT 1; CACHE TABLE Db.T; SELECT 1")]
     [{'global_temp.v'}, {'db.t'}, set()]
@@ -81,7 +81,7 @@ def view_query_span(statement: Statement) -> tuple[int, int] | None:
     The query starts after the first ``AS`` outside parentheses (a column list, TBLPROPERTIES)
     and ends with the statement's last token, as the text Spark stores for a view does.
 
-    >>> from sql_rewrites.rewriter import split_statements
+    >>> from sql_rewrites.syntax.statements import split_statements
     >>> text = "CREATE OR REPLACE VIEW v (a COMMENT 'as') AS SELECT 1 AS a -- note"
     >>> start, stop = view_query_span(split_statements(text)[0])
     >>> text[start:stop + 1]
@@ -119,7 +119,7 @@ def creates_permanent_function(statement: Statement) -> bool:
     """Whether ``statement`` is ``CREATE [OR REPLACE] FUNCTION`` (not TEMPORARY): a function
     Spark keeps in the catalog, a SQL function's body as text.
 
-    >>> from sql_rewrites.rewriter import split_statements
+    >>> from sql_rewrites.syntax.statements import split_statements
     >>> [creates_permanent_function(s) for s in split_statements(
     ...     "CREATE FUNCTION f() RETURNS INT RETURN 1; CREATE TEMPORARY FUNCTION g() RETURNS INT RETURN 1")]
     [True, False]

@@ -37,7 +37,7 @@ from dataclasses import replace
 
 from pyspark.sql import SparkSession
 
-from sparkseq.spark.jvm_path import jvm_function, jvm_path_missing
+from sparkseq.spark.jvm_path import jvm_path_missing, warn_jvm_unavailable
 from sparkseq.spark.registration import (
     engine_function,
     engine_function_name,
@@ -46,7 +46,6 @@ from sparkseq.spark.registration import (
     time_split_function_names,
     time_split_functions,
 )
-from sql_rewrites.generation.jvm_path import jvm_shape
 from sql_rewrites.logical.query import MatchAggregateQuery
 from sql_rewrites.planning.cube_paths import cuboid_plans
 from sql_rewrites.planning.path_queries import (
@@ -56,6 +55,7 @@ from sql_rewrites.planning.path_queries import (
     operator_on_path,
 )
 from sql_rewrites.planning.planner import (
+    JVM_COUNT_ROWS,
     STREAM_ROWS,
     CubePaths,
     Path,
@@ -66,7 +66,7 @@ from sql_rewrites.planning.planner import (
     size_threshold,
     statement_path,
 )
-from sql_rewrites.planning.timesplit import CHUNK_ROWS, MAX_SPLIT_LITERALS, SPLIT_ROWS
+from sql_rewrites.planning.timesplit import CHUNK_ROWS, SPLIT_ROWS
 from sql_rewrites.rewriter import Replaced, Replacement
 from sql_rewrites.syntax.markers import positional_markers
 from udafs.plan import Plan
@@ -75,9 +75,7 @@ PATH_CONF = "sparkseq.path"
 SPLIT_ROWS_CONF = "sparkseq.timeSplit.splitRows"
 CHUNK_ROWS_CONF = "sparkseq.timeSplit.chunkRows"
 STREAM_ROWS_CONF = "sparkseq.streaming.rows"
-#: At most this many big keys are fetched by the statistics job (the largest first): one
-#: more than the time-split query takes as literals, so that it knows when there are more.
-MAX_KEYS_REPORTED = MAX_SPLIT_LITERALS + 1
+JVM_ROWS_CONF = "sparkseq.jvm.countRows"
 
 
 def forced_path(spark: SparkSession) -> Path | None:
@@ -113,7 +111,8 @@ def plan_settings(spark: SparkSession | None, *, streaming: bool = True) -> Plan
     return PlanSettings(forced_path(spark), _positive(spark, SPLIT_ROWS_CONF, SPLIT_ROWS),
                         _positive(spark, CHUNK_ROWS_CONF, CHUNK_ROWS), _positive(spark, STREAM_ROWS_CONF, STREAM_ROWS),
                         streaming=streaming, session=True, jvm_missing=jvm_path_missing(spark),
-                        chunk_multiple=shuffle_partitions(spark))
+                        chunk_multiple=shuffle_partitions(spark),
+                        jvm_rows=_positive(spark, JVM_ROWS_CONF, JVM_COUNT_ROWS))
 
 
 def _positive(spark: SparkSession, key: str, default: int) -> int:
@@ -134,8 +133,8 @@ def decide(spark: SparkSession | None, query: MatchAggregateQuery, *, streaming:
     :func:`~sql_rewrites.planning.planner.cube_path`), from the session's settings and,
     where it decides something, Spark's size estimate of the source: no job. Without a
     session, the decision as far as the plan fixes it. Where the JVM path would take the
-    statement but cannot run, the one :class:`~sparkseq.spark.jvm_path.JvmPathUnavailable`
-    warning."""
+    statement but cannot run (the planner's :attr:`PathChoice.jvm_unavailable`), the one
+    :class:`~sparkseq.spark.jvm_path.JvmPathUnavailable` warning."""
     settings = plan_settings(spark, streaming=streaming)
     markers = bool(positional_markers(query.node))
     if query.cube is not None:
@@ -144,9 +143,8 @@ def decide(spark: SparkSession | None, query: MatchAggregateQuery, *, streaming:
         return cube_path(texts, plans, settings, size, markers=markers)
     plan = query.single_plan
     choice = statement_path(plan, settings, _size(spark, query, [plan], settings), markers=markers)
-    if spark is not None and settings.jvm_missing is not None and streaming and jvm_shape(plan) is None \
-            and settings.forced in (None, Path.JVM):
-        jvm_function(spark)  # warns once that the JVM path cannot run here
+    if choice.jvm_unavailable is not None:
+        warn_jvm_unavailable(choice.jvm_unavailable)
     return choice
 
 
@@ -287,6 +285,7 @@ def path_functions(spark: SparkSession, query: MatchAggregateQuery, plan: Plan, 
 
 __all__ = [
     "CHUNK_ROWS_CONF",
+    "JVM_ROWS_CONF",
     "PATH_CONF",
     "SPLIT_ROWS_CONF",
     "STREAM_ROWS_CONF",

@@ -34,11 +34,12 @@ from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
 
-from sparkseq.running.execution_paths import MAX_KEYS_REPORTED, source_size
+from sparkseq.running.execution_paths import source_size
 from sparkseq.spark.jvm_parser import with_origins
 from sql_rewrites.generation.shared import SharedGroup, statistics_sql, symbol_keys
 from sql_rewrites.planning.planner import KeyStatistics, SourceSize
 from sql_rewrites.planning.symbol_statistics import SymbolStatistics, sample_every
+from sql_rewrites.planning.timesplit import MAX_KEYS_REPORTED
 
 #: How many sources' statistics are kept for reuse (the least recently used go first).
 RECENT_SOURCES = 64
@@ -77,7 +78,7 @@ def measure(spark: SparkSession, group: SharedGroup, *, reuse: bool = True, text
             size: SourceSize | None = None, big_key_rows: int | None = None) -> Measured:
     """:func:`collect`, and with ``big_key_rows`` from the same scan the keys with more
     rows than that (row count, time range, key hash; at most
-    :data:`~sparkseq.running.execution_paths.MAX_KEYS_REPORTED`, the largest): what a sharing
+    :data:`~sql_rewrites.planning.timesplit.MAX_KEYS_REPORTED`, the largest): what a sharing
     group's paths and its timelines are decided from, one job
     (:func:`sql_rewrites.generation.shared.statistics_sql`)."""
     sql, every, key = _query(spark, group, reuse, size, big_key_rows)

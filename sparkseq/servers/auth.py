@@ -52,13 +52,16 @@ import secrets
 import sys
 import tempfile
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from sparkseq.servers.lifecycle import ServerError, is_loopback
+from sparkseq.servers.lifecycle import S, ServerError, fail, is_loopback, run
 from sparkseq.spark import jars
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 ServerKind = Literal["thrift", "connect"]
 
@@ -259,6 +262,20 @@ def add_arguments(parser: argparse.ArgumentParser, server: ServerKind) -> None:
     group.add_argument("--no-auth", action="store_true",
                        help="serve without authentication also on an address other than loopback (anyone who can "
                             "reach it can run SQL as this user)")
+
+
+def run_server(args: argparse.Namespace, server: ServerKind, *, session: Callable[[Security], SparkSession],
+               start: Callable[[SparkSession, Security], S], announce: Callable[[S], None]) -> int:
+    """A server command's run (:func:`sparkseq.servers.lifecycle.run`) with its authentication
+    and TLS options read and checked first: exit code 2, before Spark starts, for options that
+    cannot work."""
+    try:
+        security = from_args(args, server)
+        preflight(args.host, security, server)
+    except ServerError as exc:
+        return fail(exc, 2)
+    return run(args, session=lambda: session(security), start=lambda spark: start(spark, security),
+               announce=announce)
 
 
 def from_args(args: argparse.Namespace, server: ServerKind) -> Security:
@@ -568,7 +585,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 __all__ = ["JAR", "NO_AUTH", "Ldap", "PasswordFile", "Security", "ServerSecurityError", "Tls", "Token",
            "add_arguments", "build", "check_jar", "check_keystore", "configure_thrift", "connect_environment",
            "forget_thrift_secrets", "from_args", "hash_password", "jvm_conf", "needs_jar", "passwd_arguments",
-           "passwd_main", "preflight", "read_users", "set_user", "start_tunnel", "verify_password"]
+           "passwd_main", "preflight", "read_users", "run_server", "set_user", "start_tunnel", "verify_password"]
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -127,15 +127,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     """Run the server until SIGTERM or Ctrl-C; the process exit code (see :func:`sparkseq.servers.lifecycle.run`;
     2 also for authentication or TLS options that cannot work, before Spark starts)."""
-    try:
-        security = server_auth.from_args(args, "connect")
-        server_auth.preflight(args.host, security, "connect")
-    except ServerError as exc:
-        return servers.fail(exc, 2)
-    return servers.run(args, session=lambda: _server_session(args.master, args.host, args.port, security,
-                                                             *servers.catalog_options(args)),
-                       start=lambda spark: start(spark, args.host, args.port, security),
-                       announce=_announce)
+    return server_auth.run_server(
+        args, "connect", session=lambda security: _server_session(args.master, args.host, args.port, security,
+                                                                  *servers.catalog_options(args)),
+        start=lambda spark, security: start(spark, args.host, args.port, security), announce=_announce)
 
 
 def _server_session(master: str | None, host: str, port: int, security: server_auth.Security | None = None,

@@ -34,7 +34,7 @@ from pyspark.sql import SparkSession
 
 from sparkseq.statements.scripts import check_script, run_script
 from sql_rewrites.errors import SqlRewriteError
-from sql_rewrites.rewriter import Statement, split_statements
+from sql_rewrites.syntax.statements import Statement, split_statements
 from udafs.errors import SparkSeqError
 
 

@@ -237,14 +237,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     """Run the server until SIGTERM or Ctrl-C; the process exit code (see :func:`sparkseq.servers.lifecycle.run`;
     2 also for authentication or TLS options that cannot work, before Spark starts)."""
-    try:
-        security = server_auth.from_args(args, "thrift")
-        server_auth.preflight(args.host, security, "thrift")
-    except ServerError as exc:
-        return servers.fail(exc, 2)
-    return servers.run(args, session=lambda: _server_session(args.master, security, *servers.catalog_options(args)),
-                       start=lambda spark: start(spark, host=args.host, port=args.port, security=security),
-                       announce=_announce)
+    return server_auth.run_server(
+        args, "thrift", session=lambda security: _server_session(args.master, security, *servers.catalog_options(args)),
+        start=lambda spark, security: start(spark, host=args.host, port=args.port, security=security),
+        announce=_announce)
 
 
 def _server_session(master: str | None, security: server_auth.Security | None = None, warehouse: str | None = None,

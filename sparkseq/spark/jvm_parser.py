@@ -54,8 +54,9 @@ from sparkseq.spark.gateway import jvm
 from sparkseq.spark.jars import CLASS_NAME, JvmParserUnavailable, check_jar
 from sql_rewrites.analysis.user_text import condition_origins
 from sql_rewrites.logical.query import MatchAggregateQuery
-from sql_rewrites.rewriter import StatementExplanation, split_statements
+from sql_rewrites.rewriter import StatementExplanation
 from sql_rewrites.statement_effects import view_query_span
+from sql_rewrites.syntax.statements import split_statements
 from udafs.errors import SparkSeqError
 
 #: The interface the Python rewriter implements (a nested interface: ``$`` in its binary name).
@@ -342,7 +343,8 @@ def origins_spec(rewritten: str, operators: Sequence[HasQuery], text: str,
     statement of ``text`` became — as the extension reads it (``SparkSeqExtension.Origins``,
     JSON): the texts the user wrote, and per condition its span in ``rewritten`` and in its text.
 
-    >>> from sql_rewrites.rewriter import explain_statement, split_statements
+    >>> from sql_rewrites.rewriter import explain_statement
+    >>> from sql_rewrites.syntax.statements import split_statements
     >>> text = "SELECT * FROM t MATCH_AGGREGATE (ORDER BY ts PATTERN SEQ(A) DEFINE A AS x = 1) m"
     >>> explained = explain_statement(split_statements(text)[0], text, {"t": {"ts": "int", "x": "int"}},
     ...                               lambda plan: "f")
@@ -379,7 +381,8 @@ def with_origins(spark: Any, sql: str, operators: Sequence[HasQuery], text: str,
     holding the places (:data:`ORIGINS_COMMENT`, the spec in URL-safe base64), which the
     server's extension reads and removes (a server without it reads a comment).
 
-    >>> from sql_rewrites.rewriter import explain_statement, split_statements
+    >>> from sql_rewrites.rewriter import explain_statement
+    >>> from sql_rewrites.syntax.statements import split_statements
     >>> text = "SELECT * FROM t MATCH_AGGREGATE (ORDER BY ts PATTERN SEQ(A) DEFINE A AS x = 1) m"
     >>> explained = explain_statement(split_statements(text)[0], text, {"t": {"ts": "int", "x": "int"}},
     ...                               lambda plan: "f")

@@ -97,15 +97,22 @@ def share_jvm_function(home: SparkSession, spark: SparkSession) -> None:
 def jvm_function(spark: SparkSession) -> str | None:
     """The name of the JVM path's function, registered in ``spark``; None (after one
     :class:`JvmPathUnavailable` warning per process) when it cannot run there."""
-    global _warned
     why = jvm_path_missing(spark)
     if why is None:
         return JVM_FUNCTION
-    if not _warned:
-        _warned = True
-        warnings.warn(f"sparkseq's JVM path is unavailable ({why}); the statements it would count run on the "
-                      "Python path, with the same results", JvmPathUnavailable, stacklevel=2)
+    warn_jvm_unavailable(why)
     return None
 
 
-__all__ = ["CLASS_NAME", "JvmPathUnavailable", "jvm_function", "jvm_path_missing", "share_jvm_function"]
+def warn_jvm_unavailable(why: str) -> None:
+    """The one :class:`JvmPathUnavailable` warning of the process: the JVM path would take
+    a statement but cannot run (``why``), so it runs on the Python path."""
+    global _warned
+    if not _warned:
+        _warned = True
+        warnings.warn(f"sparkseq's JVM path is unavailable ({why}); the statements it would count run on the "
+                      "Python path, with the same results", JvmPathUnavailable, stacklevel=3)
+
+
+__all__ = ["CLASS_NAME", "JvmPathUnavailable", "jvm_function", "jvm_path_missing", "share_jvm_function",
+           "warn_jvm_unavailable"]

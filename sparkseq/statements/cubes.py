@@ -49,7 +49,7 @@ from sql_rewrites.generation.cube_navigation import single_pattern_statement
 from sql_rewrites.logical.cube import CubeElement, Cuboid
 from sql_rewrites.logical.hierarchy import ConceptHierarchy, HierarchyResolver, resolve_hierarchy
 from sql_rewrites.logical.query import MatchAggregateQuery
-from sql_rewrites.rewriter import split_statements
+from sql_rewrites.syntax.statements import split_statements
 
 
 @dataclass(frozen=True)

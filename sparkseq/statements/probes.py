@@ -37,7 +37,8 @@ from pyspark.sql import SparkSession
 from sparkseq.statements.scratch import analyse_sql, scratch_session
 from sparkseq.statements.spark_errors import parameters_of, quiet_query_context_logger, same_condition, span_in
 from sql_rewrites.analysis.user_text import define_conditions, keyword_span, named_reference, operator_span
-from sql_rewrites.rewriter import OperatorExplanation, Statement
+from sql_rewrites.rewriter import OperatorExplanation
+from sql_rewrites.syntax.statements import Statement
 
 STAND_IN = "__sparkseq_probe_{}"
 DEFINE_PREFIX = "SELECT CASE WHEN "

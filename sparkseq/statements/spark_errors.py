@@ -24,7 +24,7 @@ from pyspark.errors import AnalysisException, ParseException, PySparkException
 from pyspark.logger import PySparkLogger
 
 from sql_rewrites.errors import SourcePosition, SparkAnalysisError, SqlParseError, SqlRewriteError, position_of
-from sql_rewrites.rewriter import Statement
+from sql_rewrites.syntax.statements import Statement
 
 #: PySpark's logger of SQL errors with a query context: it prints each one as a JSON line
 #: on stderr before the exception is raised, also for errors sparkseq catches and reports.

@@ -67,8 +67,9 @@ from sql_rewrites.errors import SqlRewriteError
 from sql_rewrites.hierarchy_statements import CreateHierarchy, parse_hierarchy_statement
 from sql_rewrites.logical.hierarchy import HierarchyResolver
 from sql_rewrites.logical.schema import Catalog, ColumnTypes, SchemaProvider
-from sql_rewrites.rewriter import StatementExplanation, split_statements
+from sql_rewrites.rewriter import StatementExplanation
 from sql_rewrites.statement_effects import created_relations, view_query_span
+from sql_rewrites.syntax.statements import split_statements
 
 Source = Union[SparkSession, SchemaProvider, None]
 

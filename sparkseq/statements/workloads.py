@@ -102,9 +102,10 @@ from sql_rewrites.planning.timeline_plan import (
     needs_statistics,
     plan_timelines,
 )
-from sql_rewrites.rewriter import Replacement, Statement
+from sql_rewrites.rewriter import Replacement
 from sql_rewrites.statement_effects import created_relations
 from sql_rewrites.syntax.dialect import SparkSeq
+from sql_rewrites.syntax.statements import Statement
 from udafs import contract
 from udafs.kernels.multiplan.partitions import laid_end_to_end
 from udafs.workers.shared import ROWS_PER_CALL, grouped_pass, sorted_pass

@@ -80,7 +80,8 @@ def condition_origins(rewritten: str, queries: Iterable[MatchAggregateQuery]) ->
     literals of several symbols) have no place. A span inside another is dropped: the
     text of one condition may recur inside another's.
 
-    >>> from sql_rewrites.rewriter import explain_statement, split_statements
+    >>> from sql_rewrites.rewriter import explain_statement
+    >>> from sql_rewrites.syntax.statements import split_statements
     >>> text = "SELECT * FROM t MATCH_AGGREGATE (ORDER BY ts PATTERN SEQ(A) DEFINE A AS x = 1) m"
     >>> explained = explain_statement(split_statements(text)[0], text, {"t": {"ts": "int", "x": "int"}},
     ...                               lambda plan: "f")

@@ -66,6 +66,9 @@ CHUNK_ROWS = 1_500_000
 #: hash, first time and chunk length: one small broadcast table); with more big keys the
 #: query finds them itself (a second read of the source).
 MAX_SPLIT_LITERALS = 100
+#: At most this many big keys are asked of the statistics job (the largest first): one more
+#: than the time-split query takes as literals, so that the planner knows when there are more.
+MAX_KEYS_REPORTED = MAX_SPLIT_LITERALS + 1
 #: A split key needs at least this many chunks of length 2 * WITHIN in its time span;
 #: with fewer, replicated edge rows would dominate (the window is too long for the span).
 MIN_CHUNKS = 4
@@ -391,6 +394,7 @@ def _subsets(n: int) -> list[tuple[int, ...]]:
 
 __all__ = [
     "CHUNK_ROWS",
+    "MAX_KEYS_REPORTED",
     "MAX_SPLIT_LITERALS",
     "MIN_CHUNKS",
     "SPLIT_ROWS",

@@ -1,3 +1,3 @@
 """Syntax: the SparkSeq dialect (Spark SQL plus MATCH_AGGREGATE), its parser and printer,
-literals and markers.
+literals, markers and the split into statements.
 """

@@ -12,7 +12,7 @@ from sql_rewrites import explain, rewrite, rewrite_statements
 from sql_rewrites.analysis.analyzer import analyze_sql
 from sql_rewrites.engine_contract import PARTITION_SLOT
 from sql_rewrites.errors import SqlParseError
-from sql_rewrites.rewriter import split_statements
+from sql_rewrites.syntax.statements import split_statements
 from udafs.plan import Plan
 
 SCHEMA = {

@@ -11,7 +11,7 @@ from sql_rewrites.analysis.analyzer import analyze_sql
 from sql_rewrites.hierarchy_statements import CreateHierarchy, DropHierarchy, parse_hierarchy_statement
 from sql_rewrites.logical.hierarchy import ConceptHierarchy, resolve_hierarchy
 from sql_rewrites.logical.query import MatchAggregateQuery
-from sql_rewrites.rewriter import split_statements
+from sql_rewrites.syntax.statements import split_statements
 
 SCHEMA = {"trades": {"k": "string", "ts": "bigint", "company": "string", "price": "double"}}
 SECTORS = [("DELL", "Computer"), ("IBM", "Computer"), ("GS", "Finance"), ("JPM", "Finance"),

@@ -10,8 +10,9 @@ from hypothesis import strategies as st
 from sql_rewrites.analysis.analyzer import analyze_sql
 from sql_rewrites.generation.routed_results import Route, routed_select, selected_columns
 from sql_rewrites.generation.shared import Member, build_group
-from sql_rewrites.rewriter import explain_statement, split_statements
+from sql_rewrites.rewriter import explain_statement
 from sql_rewrites.syntax.dialect import SparkSeq
+from sql_rewrites.syntax.statements import split_statements
 
 SCHEMA = {"clicks": {"k": "INT", "ts": "TIMESTAMP", "type": "STRING"}, "other": {"k": "INT"}}
 OPERATOR = ("clicks MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERN {} TYPE BY type MEASURES COUNT(*) AS n "

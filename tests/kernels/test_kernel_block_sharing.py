@@ -21,8 +21,7 @@ from tests.support import oracle
 from udafs.kernels import GroupResult
 from udafs.kernels.counting import within
 from udafs.kernels.counting.timeline import Timeline
-from udafs.kernels.evaluate import with_fallback
-from udafs.kernels.values.arith import Arith, Kind
+from udafs.kernels.values.arith import Arith, Kind, with_fallback
 from udafs.kernels.values.measures import finalize, measure_symbols, partials
 from udafs.plan import CountType, Element, Measure, MeasureKind, Plan
 

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from tests.kernels.test_kernel_oracle import as_rows, events, to_arrays
 from tests.support import oracle
 from udafs.kernels import GroupResult
-from udafs.kernels.evaluate import with_fallback
 from udafs.kernels.multiplan.pretree import evaluate_shared
 from udafs.kernels.options import DEFAULT, KernelOptions
+from udafs.kernels.values.arith import with_fallback
 from udafs.kernels.values.measures import finalize
 from udafs.multiplan import MultiPlan
 from udafs.plan import CountType, Element, Measure, MeasureKind, Plan

@@ -17,12 +17,12 @@ from tests.kernels.test_kernel_quantifiers import quantified_plans
 from tests.support import oracle
 from udafs.errors import CountOverflowError, PlanError
 from udafs.kernels import GroupResult, evaluate_group
+from udafs.kernels.counting.steps import prefix_plan
 from udafs.kernels.incremental.live import LiveEvaluator, advance_all
 from udafs.kernels.incremental.streaming import StreamEvaluator
 from udafs.kernels.incremental.timesplit import evaluate_chunk
 from udafs.kernels.options import DEFAULT, KernelOptions
 from udafs.kernels.values.measures import Tally, partials
-from udafs.kernels.values.steps import prefix_plan
 from udafs.plan import CountType, Element, Measure, MeasureKind, Plan, Strategy, splittable, streamable
 
 SETTINGS = settings(max_examples=250, deadline=None,

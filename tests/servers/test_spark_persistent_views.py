@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from sql_rewrites.rewriter import split_statements
 from sql_rewrites.statement_effects import view_query_span
+from sql_rewrites.syntax.statements import split_statements
 from tests.servers import persistent_view_driver as driver
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -200,7 +200,8 @@ def test_a_jvm_without_the_jar_runs_the_python_operator_with_one_warning(tmp_pat
     rows = [("u", 1, "A"), ("u", 2, "B"), ("u", 2, "A"), ("u", 3, "B"), ("v", 100, "A")]
     (tmp_path / "src" / "e.json").write_text("".join(
         json.dumps({"k": k, "ts": f"2024-01-01T00:{s // 60:02d}:{s % 60:02d}Z", "type": t}) + "\n" for k, s, t in rows))
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # a plain session, so no sparkseq.session() sets the workers' Python: the test does
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYSPARK_PYTHON": sys.executable}
     done = subprocess.run([sys.executable, "-c", FALLBACK, str(tmp_path / "src"), str(tmp_path / "ck")],
                           capture_output=True, text=True, timeout=900, env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]

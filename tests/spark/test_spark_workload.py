@@ -23,7 +23,7 @@ from sparkseq.running.workload_results import STATEMENT_COLUMN, collect_results
 from sparkseq.statements.scripts import run_checked
 from sparkseq.statements.workloads import explain_workload
 from sql_rewrites.errors import UnknownColumnError
-from sql_rewrites.rewriter import split_statements
+from sql_rewrites.syntax.statements import split_statements
 from tests.kernels.test_kernel_oracle import events, plans
 from tests.kernels.test_kernel_pretree import families
 from tests.support import oracle

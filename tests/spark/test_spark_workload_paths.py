@@ -13,7 +13,7 @@ import pytest
 import sparkseq
 from sparkseq.running.execution_paths import CHUNK_ROWS_CONF, PATH_CONF, SPLIT_ROWS_CONF, STREAM_ROWS_CONF
 from sparkseq.statements.workloads import explain_workload, release_workload
-from sql_rewrites.rewriter import split_statements
+from sql_rewrites.syntax.statements import split_statements
 from tests.spark.test_spark_timesplit import assert_same_rows
 
 SOURCE = "SELECT * FROM paths_events MATCH_AGGREGATE (PARTITION BY k ORDER BY ts "

@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple, Sequence, TypeVar
+from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from udafs.errors import CountOverflowError, InputDataError, PlanError
-from udafs.kernels.counting import paths, quantifiers, within
+from udafs.errors import InputDataError, PlanError
+from udafs.kernels.counting import paths, quantifiers, steps, within
 from udafs.kernels.counting.timeline import Timeline
 from udafs.kernels.imprecise import uncertain
 from udafs.kernels.options import DEFAULT, KernelOptions
 from udafs.kernels.predicates import extended
-from udafs.kernels.values import steps
-from udafs.kernels.values.arith import EXACT_CAP, Arith, Kind, Overflow, TooLarge
+from udafs.kernels.values.arith import Arith, with_fallback
 from udafs.kernels.values.measures import Column, Partial, Tally, finalize, measure_symbols, partials
-from udafs.plan import CountType, MeasureKind, Plan, ValueType, funnel_measures
+from udafs.plan import MeasureKind, Plan, ValueType, funnel_measures
 
 
 class GroupResult(NamedTuple):
@@ -155,34 +154,6 @@ def _bounds(ts: np.ndarray, bounds: tuple[np.ndarray, np.ndarray] | None) -> tup
                                                                     hi.dtype.kind not in "iu")):
         raise InputDataError(f"bounds must be two integer arrays of shape {ts.shape}")
     return lo.astype(np.int64, copy=False), hi.astype(np.int64, copy=False)
-
-
-T = TypeVar("T")
-
-
-def with_fallback(plan: Plan, attempt: Callable[[Arith], T], options: KernelOptions = DEFAULT) -> T:
-    """Run ``attempt`` in checked int64; on overflow again in exact Python ints (or in
-    float64 for ``count_type=DOUBLE``). Only final values are checked against the
-    count type, so huge intermediates with a small answer are fine. Without
-    ``options.int64_first`` only the fallback runs."""
-    if options.int64_first:
-        try:
-            return attempt(Arith(Kind.INT))
-        except Overflow:
-            pass
-    if plan.count_type is CountType.DOUBLE:
-        with np.errstate(over="ignore", invalid="ignore"):  # beyond 1.8e308 is inf
-            return attempt(Arith(Kind.FLOAT))
-    try:
-        return attempt(Arith(Kind.EXACT))
-    except TooLarge:
-        raise too_large(plan) from None
-
-
-def too_large(plan: Plan) -> CountOverflowError:
-    """The error for match counts too large to compute exactly (see ``arith.EXACT_CAP``)."""
-    target = "BIGINT" if plan.count_type is CountType.BIGINT else "DECIMAL(38,0)"
-    return CountOverflowError("the number of matches (at least 2**984)", len(str(EXACT_CAP // 2**40)), target)
 
 
 def tally(plan: Plan, ts: np.ndarray, mask: np.ndarray, ar: Arith) -> Tally:

@@ -31,7 +31,7 @@ import numpy as np
 
 from udafs.errors import CountOverflowError, InputDataError, PlanError
 from udafs.kernels.counting.paths import window_partials
-from udafs.kernels.evaluate import GroupResult, evaluate_group, validate, with_fallback
+from udafs.kernels.evaluate import GroupResult, evaluate_group, validate
 from udafs.kernels.incremental.streaming import (
     CarryMode,
     ClassesCarryMode,
@@ -43,6 +43,7 @@ from udafs.kernels.incremental.streaming import (
     group_result,
     result_slice,
 )
+from udafs.kernels.values.arith import with_fallback
 from udafs.kernels.values.measures import Column, Partial
 from udafs.plan import Plan, ValueType, funnel_measures
 

@@ -26,11 +26,11 @@ from udafs.errors import InputDataError, PlanError
 from udafs.kernels.counting import paths, quantifiers, within
 from udafs.kernels.counting.pattern import Pattern
 from udafs.kernels.counting.timeline import Timeline
-from udafs.kernels.evaluate import GroupResult, evaluate_group, too_large, validate, with_fallback
+from udafs.kernels.evaluate import GroupResult, evaluate_group, validate
 from udafs.kernels.incremental.carry import Agg, Carry, Chunk, Numbers, empty_agg, merge, run_chunk, saturate
 from udafs.kernels.options import DEFAULT, KernelOptions
 from udafs.kernels.values import nonfinite
-from udafs.kernels.values.arith import EXACT_CAP, Arith, Kind, Overflow
+from udafs.kernels.values.arith import EXACT_CAP, Arith, Kind, Overflow, too_large, with_fallback
 from udafs.kernels.values.channels import Channel, measure_channels
 from udafs.kernels.values.measures import (
     Column,

@@ -19,11 +19,11 @@ from udafs.errors import PlanError
 from udafs.kernels.counting import paths, quantifiers, within
 from udafs.kernels.counting.segments import sliding_windows
 from udafs.kernels.counting.timeline import Timeline
-from udafs.kernels.evaluate import GroupResult, sorted_instances, tally, validate, with_fallback
+from udafs.kernels.evaluate import GroupResult, sorted_instances, tally, validate
 from udafs.kernels.multiplan import pretree
 from udafs.kernels.options import DEFAULT, KernelOptions
 from udafs.kernels.predicates import extended
-from udafs.kernels.values.arith import Arith
+from udafs.kernels.values.arith import Arith, with_fallback
 from udafs.kernels.values.measures import Column, Partial, combine, finalize, measure_symbols, partials
 from udafs.multiplan import MultiPlan
 from udafs.plan import Measure, Plan, ValueType

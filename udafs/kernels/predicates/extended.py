@@ -24,7 +24,7 @@ from udafs.kernels.counting.segments import sliding_windows
 from udafs.kernels.options import DEFAULT, KernelOptions
 from udafs.kernels.predicates import methods as predicates
 from udafs.kernels.predicates import statedp
-from udafs.kernels.values.arith import EXACT_CAP
+from udafs.kernels.values.arith import EXACT_CAP, too_large, with_fallback
 from udafs.kernels.values.channels import Channel, measure_channels
 from udafs.kernels.values.measures import Column, Partial, key_float
 from udafs.plan import CountType, MeasureKind, Plan, Strategy, ValueType
@@ -117,8 +117,6 @@ def evaluate_extended(plan: Plan, ts: np.ndarray, mask: np.ndarray, cols: list[C
     cols = [(v[keep][order], ok[keep][order]) for v, ok in cols]
     rank = None if rank is None else rank[keep][order]
     if predicates.vectorised(plan) is None and not options.state_dp:
-        from udafs.kernels.evaluate import with_fallback  # evaluate imports this module
-
         try:
             return with_fallback(plan, lambda ar: predicates.evaluate(plan, ts, mask, cols, ar, rank, options),
                                  options)
@@ -193,8 +191,6 @@ def _counts(plan: Plan, values: list, signed: bool = False) -> np.ndarray:
     if plan.count_type is CountType.DOUBLE:
         return np.array([_to_float(v) for v in values], dtype=np.float64)
     if any(abs(v) >= EXACT_CAP for v in values):
-        from udafs.kernels.evaluate import too_large
-
         raise too_large(plan)
     return np.array(values + [None], dtype=object)[:-1] if values else np.zeros(0, dtype=object)
 

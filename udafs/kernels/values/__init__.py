@@ -1,1 +1,1 @@
-"""Values: exact arithmetic, measures carried along matches, non-finite doubles, funnel steps."""
+"""Values: exact arithmetic, measures carried along matches, non-finite doubles."""

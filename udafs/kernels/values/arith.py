@@ -3,7 +3,7 @@
 Every kernel is written once against :class:`Arith`; the number system decides the
 dtype and whether arithmetic is checked. The fast path is ``INT``: plain int64 with
 cheap overflow guards that raise :class:`Overflow` (internal) instead of wrapping.
-The caller then recomputes the whole group with ``EXACT`` (object arrays of Python
+Then :func:`with_fallback` recomputes the whole group with ``EXACT`` (object arrays of Python
 ints: exact, slow) or, for ``count_type=DOUBLE``, with ``FLOAT``.
 
 Why a guard threshold of 2**62 rather than 2**63: every checked value stays below
@@ -15,8 +15,13 @@ the 2**62 headroom).
 from __future__ import annotations
 
 import enum
+from typing import Callable, TypeVar
 
 import numpy as np
+
+from udafs.errors import CountOverflowError
+from udafs.kernels.options import DEFAULT, KernelOptions
+from udafs.plan import CountType, Plan
 
 LIMIT = 2**62
 _FLIMIT = float(LIMIT)
@@ -147,3 +152,31 @@ class Arith:
                 raise Overflow
         a = np.where(af >= _FLIMIT, LIMIT, a_late * a_early)
         return a, a_late * b_early + b_late
+
+
+T = TypeVar("T")
+
+
+def with_fallback(plan: Plan, attempt: Callable[[Arith], T], options: KernelOptions = DEFAULT) -> T:
+    """Run ``attempt`` in checked int64; on overflow again in exact Python ints (or in
+    float64 for ``count_type=DOUBLE``). Only final values are checked against the
+    count type, so huge intermediates with a small answer are fine. Without
+    ``options.int64_first`` only the fallback runs."""
+    if options.int64_first:
+        try:
+            return attempt(Arith(Kind.INT))
+        except Overflow:
+            pass
+    if plan.count_type is CountType.DOUBLE:
+        with np.errstate(over="ignore", invalid="ignore"):  # beyond 1.8e308 is inf
+            return attempt(Arith(Kind.FLOAT))
+    try:
+        return attempt(Arith(Kind.EXACT))
+    except TooLarge:
+        raise too_large(plan) from None
+
+
+def too_large(plan: Plan) -> CountOverflowError:
+    """The error for match counts too large to compute exactly (see ``arith.EXACT_CAP``)."""
+    target = "BIGINT" if plan.count_type is CountType.BIGINT else "DECIMAL(38,0)"
+    return CountOverflowError("the number of matches (at least 2**984)", len(str(EXACT_CAP // 2**40)), target)

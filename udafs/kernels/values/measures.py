@@ -64,7 +64,7 @@ def partials(plan: Plan, tally: Tally, columns: Sequence[Column], ar: Arith, *,
     ``columns`` hold the values of the tally's slots already, ``column[tally.rows]``)."""
     out = []
     for m in plan.measures:
-        if m.kind.funnel:  # prefix counts: udafs.kernels.values.steps, from evaluate_group's dispatch only
+        if m.kind.funnel:  # prefix counts: udafs.kernels.counting.steps, from evaluate_group's dispatch only
             raise PlanError(f"{m.kind.value.upper()} is evaluated on the grouped path (evaluate_group) only; "
                             "this evaluation path counts the whole pattern, not its prefixes")
         if m.kind is MeasureKind.COUNT_STAR:
