@@ -30,7 +30,7 @@ median time and the median over rounds of its time over sparkseq's in the same r
 and at the end one table of those ratios, engine by size.
 
 Usage: .venv/bin/python bench/peers.py [--sizes 1m,10m,5m-one-key] [--rounds 3]
-       [--engines sparkseq,kernel path,...] [--window-buffer-rows N]
+       [--engines sparkseq,kernel path,...]
 """
 
 from __future__ import annotations
@@ -170,7 +170,7 @@ def check_ties(spark: SparkSession, names: list[str], worker: PeerWorker | None)
         ).write.mode("overwrite").parquet(str(path))
     spark.read.parquet(str(path)).createOrReplaceTempView("events")
     matching = [name for name in names if name not in FLOORS]
-    answers = {name: run()[1] for name, run in engines(spark, matching, worker, f"{path}/*.parquet", None).items()}
+    answers = {name: run()[1] for name, run in engines(spark, matching, worker, f"{path}/*.parquet").items()}
     check_equal(answers, f"{TIE_SECONDS}-second times")
     ties = spark.sql("SELECT count(*) AS n FROM (SELECT k, ts FROM events GROUP BY k, ts HAVING count(*) > 1)")
     print(f"ties: {', '.join(matching)} equal key by key on 20,000 events at {TIE_SECONDS}-second times "

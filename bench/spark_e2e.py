@@ -31,6 +31,7 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from pyspark import cloudpickle  # noqa: E402
 from pyspark.sql import SparkSession  # noqa: E402
 from pyspark.sql.functions import arrow_udf  # noqa: E402
 
@@ -90,7 +91,11 @@ def length_only(ts: pa.Array, mask: pa.Array) -> pa.Scalar:
 
 
 def floor_sql(spark: SparkSession, table: str) -> str:
-    """(a)'s generated SQL with the engine function replaced by :func:`length_only`."""
+    """(a)'s generated SQL with the engine function replaced by :func:`length_only`.
+
+    The function travels to the workers by value: imported as ``spark_e2e`` (by bench/peers.py),
+    this module is on no worker's path."""
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
     plans: list[sparkseq.Plan] = []
     text = compile_sql(MATCH.format(table=table), SessionSchemas(spark), lambda plan: plans.append(plan) or FLOOR)
     spark.udf.register(FLOOR, arrow_udf(length_only, contract.result_type(plans[0])))

@@ -277,14 +277,22 @@ def isolated_hierarchies(spark: SparkSession) -> Iterator[None]:
 @pytest.fixture()
 def small_thresholds(spark: SparkSession) -> Iterator[None]:
     """Path thresholds small enough for test data: keys over 50 rows are split by time in
-    chunks of about 40 rows, over 100 rows streamed; ``sparkseq.path`` reset afterwards."""
-    from sparkseq.running.execution_paths import CHUNK_ROWS_CONF, PATH_CONF, SPLIT_ROWS_CONF, STREAM_ROWS_CONF
+    chunks of about 40 rows (on the JVM path too), over 100 rows streamed; ``sparkseq.path``
+    reset afterwards."""
+    from sparkseq.running.execution_paths import (
+        CHUNK_ROWS_CONF,
+        JVM_ROWS_CONF,
+        PATH_CONF,
+        SPLIT_ROWS_CONF,
+        STREAM_ROWS_CONF,
+    )
 
     spark.conf.set(SPLIT_ROWS_CONF, "50")
     spark.conf.set(CHUNK_ROWS_CONF, "40")
     spark.conf.set(STREAM_ROWS_CONF, "100")
+    spark.conf.set(JVM_ROWS_CONF, "50")
     yield
-    for key in (SPLIT_ROWS_CONF, CHUNK_ROWS_CONF, STREAM_ROWS_CONF, PATH_CONF):
+    for key in (SPLIT_ROWS_CONF, CHUNK_ROWS_CONF, STREAM_ROWS_CONF, JVM_ROWS_CONF, PATH_CONF):
         spark.conf.unset(key)
 
 

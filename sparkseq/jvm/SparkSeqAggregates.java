@@ -293,7 +293,15 @@ public final class SparkSeqAggregates {
             return rows;
         }
 
-        /** Row indices in time order (a stable order does not matter: ties never chain). */
+        /**
+         * Row indices in time order (a stable order does not matter: ties never chain), by one
+         * primitive sort of (time, row) keys packed into a long: the time's offset from the
+         * earliest when the span leaves room for the row bits, else its rank among the sorted
+         * distinct times (one more primitive sort; a rank and a row index take 62 bits at
+         * most). The ranks replace a sort of boxed indices with a comparator, which took most
+         * of a one-key statement's time (a key spanning more than 2^(63 - log2 rows) µs: 5 M
+         * rows over 3.5 days).
+         */
         int[] order() {
             long lo = Long.MAX_VALUE, hi = Long.MIN_VALUE;
             for (int i = 0; i < n; i++) {
@@ -301,20 +309,21 @@ public final class SparkSeqAggregates {
                 hi = Math.max(hi, ts[i]);
             }
             int shift = 64 - Long.numberOfLeadingZeros(Math.max(n - 1, 1));
-            int[] order = new int[n];
             long span = n == 0 ? 0 : hi - lo; // negative when the span overflows
-            if (span >= 0 && span < (1L << (63 - shift))) { // one primitive sort of (time, row) keys
-                long[] keys = new long[n];
+            long[] keys = new long[n];
+            if (span >= 0 && span < (1L << (63 - shift))) {
                 for (int i = 0; i < n; i++) keys[i] = ((ts[i] - lo) << shift) | i;
-                Arrays.sort(keys);
-                long low = (1L << shift) - 1;
-                for (int i = 0; i < n; i++) order[i] = (int) (keys[i] & low);
             } else {
-                Integer[] boxed = new Integer[n];
-                for (int i = 0; i < n; i++) boxed[i] = i;
-                Arrays.sort(boxed, (x, y) -> Long.compare(ts[x], ts[y]));
-                for (int i = 0; i < n; i++) order[i] = boxed[i];
+                long[] times = Arrays.copyOf(ts, n);
+                Arrays.sort(times);
+                int distinct = 0;
+                for (int i = 0; i < n; i++) if (distinct == 0 || times[distinct - 1] != times[i]) times[distinct++] = times[i];
+                for (int i = 0; i < n; i++) keys[i] = ((long) Arrays.binarySearch(times, 0, distinct, ts[i]) << shift) | i;
             }
+            Arrays.sort(keys);
+            int[] order = new int[n];
+            long low = (1L << shift) - 1;
+            for (int i = 0; i < n; i++) order[i] = (int) (keys[i] & low);
             return order;
         }
     }

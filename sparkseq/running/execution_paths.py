@@ -55,6 +55,7 @@ from sql_rewrites.planning.path_queries import (
     operator_on_path,
 )
 from sql_rewrites.planning.planner import (
+    JVM_COUNT_ROWS,
     STREAM_ROWS,
     CubePaths,
     Path,
@@ -74,6 +75,7 @@ PATH_CONF = "sparkseq.path"
 SPLIT_ROWS_CONF = "sparkseq.timeSplit.splitRows"
 CHUNK_ROWS_CONF = "sparkseq.timeSplit.chunkRows"
 STREAM_ROWS_CONF = "sparkseq.streaming.rows"
+JVM_ROWS_CONF = "sparkseq.jvm.countRows"
 
 
 def forced_path(spark: SparkSession) -> Path | None:
@@ -109,7 +111,8 @@ def plan_settings(spark: SparkSession | None, *, streaming: bool = True) -> Plan
     return PlanSettings(forced_path(spark), _positive(spark, SPLIT_ROWS_CONF, SPLIT_ROWS),
                         _positive(spark, CHUNK_ROWS_CONF, CHUNK_ROWS), _positive(spark, STREAM_ROWS_CONF, STREAM_ROWS),
                         streaming=streaming, session=True, jvm_missing=jvm_path_missing(spark),
-                        chunk_multiple=shuffle_partitions(spark))
+                        chunk_multiple=shuffle_partitions(spark),
+                        jvm_rows=_positive(spark, JVM_ROWS_CONF, JVM_COUNT_ROWS))
 
 
 def _positive(spark: SparkSession, key: str, default: int) -> int:
@@ -282,6 +285,7 @@ def path_functions(spark: SparkSession, query: MatchAggregateQuery, plan: Plan, 
 
 __all__ = [
     "CHUNK_ROWS_CONF",
+    "JVM_ROWS_CONF",
     "PATH_CONF",
     "SPLIT_ROWS_CONF",
     "STREAM_ROWS_CONF",

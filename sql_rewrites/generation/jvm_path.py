@@ -40,9 +40,9 @@ _TARGETS = {CountType.BIGINT: "BIGINT", CountType.DECIMAL: "DECIMAL(38,0)", Coun
 OPEN_PARENTHESIS = "\\u0028"
 _KINDS = (MeasureKind.COUNT_STAR, MeasureKind.COUNT, MeasureKind.SUM, MeasureKind.AVG, MeasureKind.MIN,
           MeasureKind.MAX)
-#: Why the planner picks the JVM path for a covered plan (the cost rule; bench/jvm_path.py).
+#: Why the planner picks the JVM path for a covered plan (the cost rule: bench/jvm_path.py, bench/peers.py).
 JVM_REASON = ("counted in the JVM by a Catalyst aggregate: no rows travel to Python workers "
-              "(measured faster than the kernel path at every size, docs/engine.md \"JVM path\")")
+              "(measured faster than the kernel path over many keys, docs/engine.md \"The cost rule\")")
 
 
 def jvm_shape(plan: Plan) -> str | None:

@@ -49,6 +49,21 @@ STREAM_ROWS = 8_000_000
 #: size on disk, 9.5 bytes per row for bench/scale.py's events (47.6 MB for 5 M rows), so
 #: keys up to ~6.7 M rows of such a file run grouped without statistics.
 MIN_ROW_BYTES = 16
+#: The key size (rows) up to which a statement that only counts (COUNT(*), COUNT(X): no value
+#: column) keeps a key on the JVM path; over it the key takes the big-key path (time split,
+#: else streaming), as every key over ``split_rows`` does on the Python paths. The measured
+#: crossover: one key runs in one task on the JVM path, on every core when time-split; a
+#: 5 M-row key took 0.92x the time split's time (``bench/jvm_path.py --events 5000000 --keys 1
+#: --split``, medians of same-round ratios, 0.60x and 1.24x), a 10 M-row key 1.97x
+#: (``bench/memory.py --events 10000000 --paths jvm time-split``: 350 s against 178 s, on
+#: local[2]), so the bound sits just above the even point. Above the time split's 4 M: Spark's
+#: size estimate of a source then rules out such a key more often, sparing the statement the
+#: count of its keys as it runs (``bench/peers.py --sizes 10m``: ``auto`` counting took 1.95x
+#: the JVM path's time; the 87 MB file of 10 M events on 1,000 keys leaves room for 5.4 M rows).
+#: Memory: the JVM path holds a key's rows in the executor's heap, 665 MB at the peak for a
+#: 10 M-row key (the same bench/memory.py run, garbage included), about 400 MB at this bound.
+#: Value measures keep the time split's threshold (their pair counts take a BigInteger per row).
+JVM_COUNT_ROWS = 6_000_000
 #: The stream threshold of a statement that must not run on the streaming path: more rows
 #: than any key has. A persistent view's query (created or read) is such a statement: the
 #: streaming path calls a table function, which Spark resolves by name inside a view, and
@@ -80,7 +95,9 @@ class PlanSettings:
     ``jvm_missing``: why the session cannot run the JVM path (None: it can);
     ``session`` false: there is no session (EXPLAIN from schemas alone), so the JVM path
     and Spark's estimate of the source are not known. ``chunk_multiple``: a split key's
-    chunks are rounded up to a multiple of this (the tasks that run at once).
+    chunks are rounded up to a multiple of this (the tasks that run at once). ``jvm_rows``:
+    the key size up to which a statement that only counts stays on the JVM path
+    (:data:`JVM_COUNT_ROWS`, ``sparkseq.jvm.countRows``).
     """
 
     forced: Path | None = None
@@ -91,6 +108,7 @@ class PlanSettings:
     session: bool = False
     jvm_missing: str | None = None
     chunk_multiple: int = 1
+    jvm_rows: int = JVM_COUNT_ROWS
 
     @property
     def stream_limit(self) -> int:
@@ -303,19 +321,20 @@ def measured_path(plan: Plan, big_keys: Sequence[KeyStatistics] | None, settings
     return PathChoice(Path.GROUPED, f"no partition key holds more than {split_rows:,} rows", split_rows, chunk_rows)
 
 
-def sized_path(plan: Plan, settings: PlanSettings, estimate: str = "") -> PathChoice:
+def sized_path(plan: Plan, settings: PlanSettings, estimate: str = "", threshold: int | None = None) -> PathChoice:
     """The path of a statement whose source may hold a big key, decided without measuring
-    the source: the statement counts its keys as it runs, the keys over
-    :func:`big_key_threshold` rows take the big-key path (:func:`big_key_path`) and the
-    others the grouped path (:attr:`PathChoice.by_key_size`). ``estimate`` says why such a
-    key is possible (Spark's size estimate of the source).
+    the source: the statement counts its keys as it runs, the keys over ``threshold`` rows
+    (default :func:`big_key_threshold`; :func:`key_threshold` for the JVM path) take the
+    big-key path (:func:`big_key_path`) and the others the grouped path
+    (:attr:`PathChoice.by_key_size`). ``estimate`` says why such a key is possible (Spark's
+    size estimate of the source).
 
     Raises
     ------
     ValueError
         When no key size changes the plan's path (it neither splits nor streams).
     """
-    threshold = big_key_threshold(plan, settings.split_rows, settings.stream_limit)
+    threshold = threshold or big_key_threshold(plan, settings.split_rows, settings.stream_limit)
     if threshold is None:
         raise ValueError(f"no key size changes this plan's path: not splittable by time ({splittable(plan)}) "
                          f"nor streamable ({streamable(plan)})")
@@ -350,7 +369,7 @@ def statement_path(plan: Plan, settings: PlanSettings, size: SourceSize | None =
 
 def _python_path(plan: Plan, settings: PlanSettings, size: SourceSize | None, markers: bool,
                  big_keys: Sequence[KeyStatistics] | None) -> PathChoice:
-    threshold = big_key_threshold(plan, settings.split_rows, settings.stream_limit)
+    threshold = key_threshold(plan, settings)
     if settings.forced is not None or big_keys is not None or threshold is None:
         return measured_path(plan, big_keys, settings)
     if size is None:
@@ -359,12 +378,34 @@ def _python_path(plan: Plan, settings: PlanSettings, size: SourceSize | None, ma
         return replace(sized_path(plan, settings), pending=True)
     room = size.room(threshold)
     if room is None:
+        if threshold > settings.split_rows:  # the JVM path's own bound (key_threshold)
+            return PathChoice(Path.GROUPED, f"Spark's size estimate of the source rules out a key over {threshold:,} "
+                                            "rows", settings.split_rows, settings.chunk_rows)
         return measured_path(plan, [], settings)
     if markers:
         return PathChoice(Path.GROUPED, f"{room}, but the keys cannot be counted as the statement runs: its positional "
                                         "parameter markers (?) would be read twice (named markers, :name, can)",
                           settings.split_rows, settings.chunk_rows)
-    return sized_path(plan, settings, room)
+    return sized_path(plan, settings, room, threshold)
+
+
+def runs_on_jvm(plan: Plan, settings: PlanSettings) -> bool:
+    """Whether :func:`jvm_choice` moves what ``plan`` would run grouped under ``auto`` to the
+    JVM path: a JVM shape, in a session whose JVM path loads, not a persistent view's query."""
+    return (settings.session and settings.streaming and settings.forced is None and settings.jvm_missing is None
+            and jvm_shape(plan) is None)
+
+
+def key_threshold(plan: Plan, settings: PlanSettings) -> int | None:
+    """The row count over which a key, counted as the statement runs, leaves the path of the
+    other keys for the big-key path: :func:`big_key_threshold`, or for a statement that only
+    counts and runs on the JVM path (:func:`runs_on_jvm`) at least ``settings.jvm_rows``
+    (:data:`JVM_COUNT_ROWS`: the JVM path kept up with the time split up to about that key
+    size, and holds such a key in its heap); None when no key size changes the plan's path."""
+    threshold = big_key_threshold(plan, settings.split_rows, settings.stream_limit)
+    if threshold is not None and not plan.columns and runs_on_jvm(plan, settings):
+        return max(threshold, settings.jvm_rows)
+    return threshold
 
 
 def size_threshold(plans: Sequence[Plan], settings: PlanSettings) -> int | None:
@@ -381,13 +422,18 @@ def size_threshold(plans: Sequence[Plan], settings: PlanSettings) -> int | None:
 
 def jvm_choice(plan: Plan, choice: PathChoice, settings: PlanSettings) -> PathChoice:
     """``choice`` with what it runs on the grouped path moved to the JVM path when ``plan``
-    is a JVM shape (:func:`sql_rewrites.generation.jvm_path.jvm_shape`) — the cost rule: always,
-    as bench/jvm_path.py measured it faster at every size — and the session can run the
-    path (``settings.jvm_missing``). A key over the time-split or streaming threshold keeps
-    that path (bounded memory). For ``auto`` and ``sparkseq.path=jvm`` only, and never for
-    a persistent view's query (it runs in Python); ``jvm`` where the JVM path cannot run
-    falls back to grouped. Without a session nothing moves (:attr:`PathChoice.pending`
-    says the JVM path may take the grouped part)."""
+    is a JVM shape (:func:`sql_rewrites.generation.jvm_path.jvm_shape`) and the session can
+    run the path (``settings.jvm_missing``). The cost rule, measured (docs/engine.md "JVM
+    path", "The cost rule"): the JVM path took less time than the kernel path wherever keys
+    are many (1 M and 10 M events on 1,000 keys, every covered shape at 1 M, SLIDE with 60
+    windows a row, 20,000 keys of one row), so it takes every key but the big ones; a key over the big-key threshold
+    (:func:`key_threshold`: the time split's, or for a statement that only counts
+    :data:`JVM_COUNT_ROWS`, about where one key on the JVM path stops keeping up with the
+    time split on every core) keeps the big-key path. For
+    ``auto`` and ``sparkseq.path=jvm`` only, and never for a persistent view's query (it runs
+    in Python); ``jvm`` where the JVM path cannot run falls back to grouped. Without a
+    session nothing moves (:attr:`PathChoice.pending` says the JVM path may take the
+    grouped part)."""
     if not settings.session or not settings.streaming or settings.forced not in (None, Path.JVM):
         return choice
     missing = settings.jvm_missing
@@ -402,6 +448,8 @@ def jvm_choice(plan: Plan, choice: PathChoice, settings: PlanSettings) -> PathCh
         return replace(choice, reason=f"{choice.reason}; not on the JVM path: {missing}", jvm_unavailable=missing)
     if choice.by_key_size is not None:
         return replace(choice, small_path=Path.JVM, reason=f"{choice.reason}; the other keys {JVM_REASON}")
+    if choice.reason.startswith("Spark's size estimate"):  # key_threshold's bound ruled the big key out
+        return replace(choice, path=Path.JVM, reason=f"{JVM_REASON}; {choice.reason}")
     return replace(choice, path=Path.JVM, reason=JVM_REASON)
 
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from sql_rewrites.generation.jvm_path import JVM_REASON
 from sql_rewrites.planning.planner import (
+    JVM_COUNT_ROWS,
     MIN_ROW_BYTES,
     STREAM_ROWS,
     KeyStatistics,
@@ -16,6 +18,7 @@ from sql_rewrites.planning.planner import (
     group_path,
     group_statistics,
     group_threshold,
+    key_threshold,
     measured_path,
     sized_path,
     statement_path,
@@ -31,6 +34,10 @@ KERNEL_ONLY = dict(measures=(Measure(MeasureKind.MAX, 1, 0, "x"), Measure(Measur
 PLAN = Plan(symbols=("A", "B"), elements=(Element(0), Element(1)), negations=(0, 0, 0), within=10, **KERNEL_ONLY)
 NO_WINDOW = Plan(symbols=("A", "B"), elements=(Element(0), Element(1)), negations=(0, 0, 0), **KERNEL_ONLY)
 COUNTED = Plan(symbols=("A", "B"), elements=(Element(0), Element(1)), negations=(0, 0, 0), within=10)
+#: JVM shapes: counts without a window (not splittable: its big keys stream), and a SUM (a value column).
+COUNTED_OPEN = Plan(symbols=("A", "B"), elements=(Element(0), Element(1)), negations=(0, 0, 0))
+SUMMED = Plan(symbols=("A", "B"), elements=(Element(0), Element(1)), negations=(0, 0, 0), within=10,
+              measures=(Measure(MeasureKind.SUM, 1, 0, "s"),), columns=(ValueType.INT,))
 BIG = KeyStatistics(rows=SPLIT_ROWS + 1, first=0, last=10_000)
 HUGE = KeyStatistics(rows=STREAM_ROWS + 1, first=0, last=10_000)
 CONTIGUOUS = Plan(symbols=("A", "B"), elements=(Element(0), Element(1)), negations=(0, 0, 0), within=10,
@@ -157,7 +164,7 @@ def test_a_statement_alone_decides_from_the_estimate_and_without_a_session_says_
 
 def test_the_jvm_path_takes_what_would_run_grouped_where_it_loads() -> None:
     assert statement_path(COUNTED, SESSION).path is Path.JVM
-    assert statement_path(COUNTED, SESSION, SourceSize(rows=SPLIT_ROWS + 1)).small_path is Path.JVM
+    assert statement_path(COUNTED, SESSION, SourceSize(rows=JVM_COUNT_ROWS + 1)).small_path is Path.JVM
     missing = statement_path(COUNTED, NO_JVM)
     assert missing.path is Path.GROUPED and missing.reason.endswith("; not on the JVM path: no jar")
     assert missing.jvm_unavailable == "no jar"  # the Spark layer's one warning says why
@@ -225,3 +232,46 @@ def test_a_choice_is_a_frozen_value() -> None:
     with pytest.raises(AttributeError):
         choice.path = Path.JVM  # type: ignore[misc]
     assert choice == PathChoice(Path.GROUPED, choice.reason)
+
+
+def test_a_statement_that_only_counts_keeps_keys_up_to_the_jvm_bound_on_the_jvm_path() -> None:
+    assert JVM_COUNT_ROWS > SPLIT_ROWS  # the JVM path ran a big key faster than the time split
+    assert key_threshold(COUNTED, SESSION) == JVM_COUNT_ROWS
+    assert key_threshold(COUNTED_OPEN, SESSION) == max(STREAM_ROWS, JVM_COUNT_ROWS)
+    # a key the estimate leaves room for under the JVM bound: no keys counted as it runs
+    between = statement_path(COUNTED, SESSION, SourceSize(rows=SPLIT_ROWS + 1))
+    assert (between.path, between.by_key_size) == (Path.JVM, None)
+    assert between.describe() == (f"jvm ({JVM_REASON}; Spark's size estimate of the source rules out a key over "
+                                  f"{JVM_COUNT_ROWS:,} rows)")
+    parquet = statement_path(COUNTED, SESSION, SourceSize(bytes=JVM_COUNT_ROWS * MIN_ROW_BYTES))
+    assert (parquet.path, parquet.by_key_size) == (Path.JVM, None)
+    # room for a key over the bound: counted as it runs, the big keys time-split, the others in the JVM
+    room = statement_path(COUNTED, SESSION, SourceSize(rows=JVM_COUNT_ROWS + 1))
+    assert (room.path, room.by_key_size, room.small_path) == (Path.TIME_SPLIT, JVM_COUNT_ROWS, Path.JVM)
+    assert room.describe().startswith(f"per key, counted when the statement runs: time-split for keys over "
+                                      f"{JVM_COUNT_ROWS:,} rows, jvm for the others (")
+    open_room = statement_path(COUNTED_OPEN, SESSION, SourceSize(rows=max(STREAM_ROWS, JVM_COUNT_ROWS) + 1))
+    assert (open_room.path, open_room.small_path) == (Path.STREAMING, Path.JVM)
+
+
+def test_the_jvm_bound_is_a_setting_and_never_below_the_time_split() -> None:
+    low = PlanSettings(session=True, jvm_rows=10)
+    assert key_threshold(COUNTED, low) == SPLIT_ROWS
+    small = PlanSettings(split_rows=50, chunk_rows=40, stream_rows=100, session=True, jvm_rows=70)
+    assert key_threshold(COUNTED, small) == 70
+    assert statement_path(COUNTED, small, SourceSize(rows=70)).path is Path.JVM
+    assert statement_path(COUNTED, small, SourceSize(rows=71)).by_key_size == 70
+
+
+@pytest.mark.parametrize("plan, settings", [
+    pytest.param(SUMMED, SESSION, id="a value column: pair counts per row, the Python bound"),
+    pytest.param(COUNTED, NO_JVM, id="the JVM path does not load"),
+    pytest.param(COUNTED, PlanSettings(session=True, streaming=False), id="a persistent view's query"),
+    pytest.param(COUNTED, forced(Path.GROUPED, session=True), id="the kernel path forced"),
+    pytest.param(PLAN, SESSION, id="not a JVM shape"),
+])
+def test_every_other_statement_keeps_the_time_split_threshold(plan: Plan, settings: PlanSettings) -> None:
+    assert key_threshold(plan, settings) == SPLIT_ROWS
+    if settings.forced is None:
+        choice = statement_path(plan, settings, SourceSize(rows=SPLIT_ROWS + 1))
+        assert (choice.path, choice.by_key_size) == (Path.TIME_SPLIT, SPLIT_ROWS)

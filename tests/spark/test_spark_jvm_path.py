@@ -29,11 +29,12 @@ from pyspark.errors import PySparkException
 from sqlglot import exp
 
 import sparkseq
-from sparkseq.running.execution_paths import PATH_CONF
+from sparkseq.running.execution_paths import CHUNK_ROWS_CONF, JVM_ROWS_CONF, PATH_CONF, SPLIT_ROWS_CONF
 from sparkseq.spark import jars
 from sparkseq.spark.jvm_path import jvm_path_missing
 from sparkseq.statements.sql_api import sql
 from sql_rewrites.generation.jvm_path import JVM_FUNCTION, jvm_shape, plan_literal
+from sql_rewrites.planning.planner import JVM_COUNT_ROWS
 from sql_rewrites.syntax.dialect import SparkSeq
 from tests.conftest import run_property
 from tests.kernels.test_kernel_oracle import events, plans
@@ -146,6 +147,19 @@ def test_ties_never_follow_each_other(spark, path_conf: None) -> None:
     ev = oracle.Events([5, 5, 5, 6, 6, 7], [1, 2, 4, 2, 4, 4], nulls(6))
     for within in (None, 10):
         assert run(spark, abc(within), [ev], "jvm") == expected(abc(within), [ev]) == {(0, None): [1]}
+
+
+def test_times_spread_wider_than_the_packed_sort_orders_by_rank(spark, path_conf: None) -> None:
+    """Times from -2**62 to 2**62 (a span no offset from the earliest packs beside a row
+    index): the aggregate sorts the rows by the rank of their time, ties kept together, in
+    any arrival order. SEQ(A, B, C) without a window and WITHIN 2**62 + 1, against the oracle."""
+    times = [2**62, -2**62, 0, 0, 2**62, -2**62, 5, -7, 2**61, 2**61, -1]
+    masks = [4, 1, 2, 4, 2, 1, 2, 1, 4, 2, 4]
+    ev = oracle.Events(times, masks, nulls(len(times)))
+    for within in (None, 2**62 + 1):
+        want = expected(abc(within), [ev])
+        assert run(spark, abc(within), [ev], "jvm") == want == run(spark, abc(within), [ev], "grouped")
+        assert want[(0, None)][0] > 0
 
 
 def test_a_negation_at_the_time_of_either_neighbour_cuts_nothing(spark, path_conf: None) -> None:
@@ -298,23 +312,40 @@ def test_forcing_the_jvm_path_on_an_uncovered_shape_names_the_reason(spark, path
     assert "path          grouped" in sparkseq.explain(spark, text)  # auto: uncovered shapes stay in Python
 
 
-def test_big_keys_keep_the_time_split_and_the_others_run_in_the_jvm(spark, path_conf: None, big: str) -> None:
+@pytest.mark.parametrize("jvm_rows", [3000, None])
+def test_big_keys_keep_the_time_split_and_the_others_run_in_the_jvm(spark, path_conf: None, big: str,
+                                                                   jvm_rows: int | None) -> None:
+    """Keys of 2,000 and 4,000 rows, a time split over 1,000 rows. A statement that only
+    counts keeps keys up to ``sparkseq.jvm.countRows`` on the JVM path: 3,000 — the 4,000-row
+    key is counted as the statement runs and split, the other counted in the JVM; the
+    default (JVM_COUNT_ROWS) — Spark's estimate of the 6,000 rows rules such a key out,
+    every key in the JVM, no key counted. EXPLAIN says which and why; the rows are the kernel path's."""
     text = BIG.format(pattern="A, A, A", count_type="", within=" WITHIN 100")
-    spark.conf.set("sparkseq.timeSplit.splitRows", "3000")
-    spark.conf.set("sparkseq.timeSplit.chunkRows", "1000")
+    spark.conf.set(SPLIT_ROWS_CONF, "1000")
+    spark.conf.set(CHUNK_ROWS_CONF, "500")
+    if jvm_rows is not None:
+        spark.conf.set(JVM_ROWS_CONF, str(jvm_rows))
     try:
         spark.conf.set(PATH_CONF, "auto")
         explained = sparkseq.explain(spark, text)
-        rows = {r["k"]: r["n"] for r in sparkseq.sql(spark, text).collect()}
+        frame = sparkseq.sql(spark, text)
+        plan = frame._jdf.queryExecution().executedPlan().toString()
+        rows = {r["k"]: r["n"] for r in frame.collect()}
         spark.conf.set(PATH_CONF, "grouped")
         assert rows == {r["k"]: r["n"] for r in sparkseq.sql(spark, text).collect()}
     finally:
-        spark.conf.unset("sparkseq.timeSplit.splitRows")
-        spark.conf.unset("sparkseq.timeSplit.chunkRows")
-    assert "per key, counted when the statement runs: time-split for keys over 3,000 rows, jvm for the others (" \
-        in explained
-    assert "the other keys counted in the JVM" in explained
+        for key in (SPLIT_ROWS_CONF, CHUNK_ROWS_CONF, JVM_ROWS_CONF):
+            spark.conf.unset(key)
     assert JVM_FUNCTION in explained
+    if jvm_rows is not None:
+        assert "per key, counted when the statement runs: time-split for keys over 3,000 rows, jvm for the " \
+               "others (" in explained
+        assert "the other keys counted in the JVM" in explained
+        assert "Python" in plan  # the split key's chunks
+    else:
+        assert "path          jvm (counted in the JVM" in explained
+        assert f"Spark's size estimate of the source rules out a key over {JVM_COUNT_ROWS:,} rows)" in explained
+        assert "Python" not in plan
 
 
 DECIMALS = ("SELECT k, n, s, a, lo, hi FROM dec MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERN SEQ(A, B, !N, A) "
