@@ -31,7 +31,8 @@ CI_SPARK_EXAMPLES_DIVISOR = 3
 
 #: JVM options of the Spark drivers the tests start in subprocesses (``python -m sparkseq``
 #: commands and servers, Connect and local-cluster drivers, progress children, the installed
-#: wheel's run), through ``SPARK_SUBMIT_OPTS``, which spark-submit passes to the driver's JVM:
+#: wheel's run), through ``SPARK_SUBMIT_OPTS``, which spark-submit passes to the driver's JVM,
+#: and of the local-cluster's executors (tests/spark/local_cluster_driver.py passes them on):
 #: C1 only. Each of those JVMs lives for seconds to a few minutes, mostly starting up, and
 #: C2 compiling Spark's start-up code was a third of its CPU time (20 -> 13 CPU-s for a session
 #: and its first query). The suite's own session (``spark`` below) starts with the user's

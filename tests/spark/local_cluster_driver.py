@@ -1,7 +1,8 @@
 """A driver on ``local-cluster[2,1,1024]`` for :mod:`tests.spark.test_spark_local_cluster`.
 
-``python -m tests.spark.local_cluster_driver OUT.json KILL_FILE BARE_PYTHON`` starts a sparkseq
-session on a local cluster (two executor JVMs, each with its own Python workers), runs
+``python -m tests.spark.local_cluster_driver OUT.json KILL_FILE BARE_PYTHON EXECUTOR_JVM_OPTIONS``
+starts a sparkseq session on a local cluster (two executor JVMs, started with
+``EXECUTOR_JVM_OPTIONS`` besides sparkseq's own, each with its own Python workers), runs
 :mod:`tests.spark.cluster_cases`, runs the MATCH_AGGREGATE case again with a worker killed
 mid-query (:mod:`udafs.workers.faults`, armed by creating ``KILL_FILE``), and runs the
 worker check with ``BARE_PYTHON`` (a Python without numpy, pyarrow, pandas) as the
@@ -22,15 +23,17 @@ from pyspark.sql import SparkSession
 import sparkseq
 from sparkseq.spark import cluster
 from sparkseq.spark.jvm_path import jvm_path_missing
+from sparkseq.spark.session import JIT_HUGE_METHODS
 from tests.spark import cluster_cases
 from udafs.workers.faults import KILL_WORKER_ONCE
 
 MASTER = "local-cluster[2,1,1024]"
 
 
-def main(out: Path, kill_file: Path, bare_python: str) -> None:
+def main(out: Path, kill_file: Path, bare_python: str, executor_jvm_options: str) -> None:
     started = time.perf_counter()
-    conf = {f"spark.executorEnv.{KILL_WORKER_ONCE}": str(kill_file)}
+    conf = {f"spark.executorEnv.{KILL_WORKER_ONCE}": str(kill_file),
+            "spark.executor.extraJavaOptions": f"{JIT_HUGE_METHODS} {executor_jvm_options}"}
     spark = sparkseq.session(MASTER, app_name="sparkseq-local-cluster-tests", conf=conf)
     report: dict[str, object] = {"session_s": time.perf_counter() - started,
                                  "executors": spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1}
@@ -76,4 +79,4 @@ def _worker_path(_: object) -> dict[str, object]:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3])
+    main(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], sys.argv[4])

@@ -9,7 +9,7 @@ one engine call per key for every cuboid) is the reference.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -72,15 +72,29 @@ def run(spark, text: str, path: str) -> tuple[list, str, list[str]]:
     return ordered(frame.collect()), frame._jdf.queryExecution().analyzed().toString(), types
 
 
+@pytest.fixture(scope="module")
+def grouped(spark) -> Callable[[str], tuple[list, str, list[str]]]:
+    """:func:`run` of a statement with ``sparkseq.path=grouped``, the reference, run once per
+    statement in the module (the tests that share it compare other paths with it)."""
+    done: dict[str, tuple[list, str, list[str]]] = {}
+
+    def reference(text: str) -> tuple[list, str, list[str]]:
+        if text not in done:
+            done[text] = run(spark, text, "grouped")
+        return done[text]
+
+    return reference
+
+
 @pytest.mark.parametrize("body, path, marker, absent", [
     (ROLLUP, "auto", "_chunk", "sp"),
     (LISTED, "time-split", "_chunk", "mp"),
     (NO_WINDOW, "auto", "sparkseq_stream_", "mi"),
 ])
-def test_big_key_cube_runs_per_cuboid_with_the_grouped_rows(spark, events: str, small_thresholds: None,
+def test_big_key_cube_runs_per_cuboid_with_the_grouped_rows(spark, events: str, small_thresholds: None, grouped,
                                                             body: str, path: str, marker: str, absent: str) -> None:
     text = statement(events, body)
-    want, grouped_plan, grouped_types = run(spark, text, "grouped")
+    want, grouped_plan, grouped_types = grouped(text)
     got, plan, types = run(spark, text, path)
     assert "Union" in plan and marker in plan and "Union" not in grouped_plan
     assert types == grouped_types  # same columns, names, types and order
@@ -104,10 +118,10 @@ def test_moderate_keys_keep_one_grouped_call(spark, events: str, small_threshold
     assert "sparkseq_agg_" in ran and "_chunk" not in ran and "sparkseq_stream_" not in ran
 
 
-def test_every_surface_takes_the_cuboid_paths(spark, events: str, small_thresholds: None) -> None:
+def test_every_surface_takes_the_cuboid_paths(spark, events: str, small_thresholds: None, grouped) -> None:
     """spark.sql (parser extension), the DataFrame API and sparkseq.cube split the big key too."""
     text = statement(events, ROLLUP)
-    want, _, _ = run(spark, text, "grouped")
+    want, _, _ = grouped(text)
     spark.conf.set(PATH_CONF, "auto")
     by_sql = spark.sql(text)
     assert "_chunk" in by_sql._jdf.queryExecution().analyzed().toString()

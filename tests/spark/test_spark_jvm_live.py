@@ -8,19 +8,15 @@ MATCH_AGGREGATE over the rows that were not late (:func:`tests.spark.test_spark_
 ties, late rows, NULL, NaN and infinities). Then: a count past BIGINT fails both operators
 with the same message naming the partition, and is exact as DECIMAL; a checkpoint written by
 one operator is refused by the other, and JVM state of another layout version is refused;
-where the class cannot load the stream runs on the Python operator after one warning.
+where the class cannot load the stream runs on the Python operator after one warning
+(tests/spark/test_spark_jvm_without_jar.py).
 kill -9 and restart: tests/spark/test_spark_live_state.py (its statement runs on the JVM operator).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
-import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -44,7 +40,6 @@ from udafs.plan import CountType, Element, Measure, MeasureKind, Plan, ValueType
 
 SETTINGS = settings(max_examples=2, deadline=None, suppress_health_check=list(HealthCheck),
                     phases=[Phase.explicit, Phase.reuse, Phase.generate])
-ROOT = Path(__file__).resolve().parents[2]
 COUNTS = (MeasureKind.COUNT_STAR, MeasureKind.COUNT)
 
 
@@ -224,45 +219,3 @@ def test_a_checkpoint_of_one_operator_is_refused_by_the_other(spark, tmp_path: P
     older = blobs[0][:4] + bytes([0]) + blobs[0][5:]
     with pytest.raises(StreamingError, match="layout version 0; this sparkseq reads layout version 2"):
         live.jvm_state(older)
-
-
-FALLBACK = textwrap.dedent("""
-    import json, sys, warnings
-    from pyspark.sql import SparkSession
-    import sparkseq
-    from sparkseq.spark.jvm_path import JvmPathUnavailable
-    spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
-             .config("spark.sql.shuffle.partitions", "1").getOrCreate())  # no sparkseq jar on the class path
-    sparkseq.register(spark)
-    spark.readStream.schema("k STRING, ts TIMESTAMP, type STRING").json(sys.argv[1]) \\
-        .withWatermark("ts", "1 second").createOrReplaceTempView("ev")
-    text = ("SELECT k, n FROM ev MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERN SEQ(A, B) "
-            "TYPE BY type MEASURES COUNT(*) AS n WITHIN INTERVAL 10 SECONDS SLIDE INTERVAL 10 SECONDS) AS m")
-    rows = []
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        frame = sparkseq.sql(spark, text)
-        query = (frame.writeStream.foreachBatch(lambda f, b: rows.extend(tuple(r) for r in f.collect()))
-                 .option("checkpointLocation", sys.argv[2]).trigger(availableNow=True).start())
-        query.awaitTermination()
-        explained = sparkseq.explain(spark, text)
-    print(json.dumps({"rows": sorted(rows), "explained": explained,
-                      "warnings": [str(w.message) for w in caught if issubclass(w.category, JvmPathUnavailable)]}))
-""")
-
-
-def test_a_jvm_without_the_jar_runs_the_python_operator_with_one_warning(tmp_path: Path) -> None:
-    (tmp_path / "src").mkdir()
-    rows = [("u", 1, "A"), ("u", 2, "B"), ("u", 2, "A"), ("u", 3, "B"), ("v", 100, "A")]
-    (tmp_path / "src" / "e.json").write_text("".join(
-        json.dumps({"k": k, "ts": f"2024-01-01T00:{s // 60:02d}:{s % 60:02d}Z", "type": t}) + "\n" for k, s, t in rows))
-    # a plain session, so no sparkseq.session() sets the workers' Python: the test does
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYSPARK_PYTHON": sys.executable}
-    done = subprocess.run([sys.executable, "-c", FALLBACK, str(tmp_path / "src"), str(tmp_path / "ck")],
-                          capture_output=True, text=True, timeout=900, env=env, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr[-3000:]
-    report = json.loads(done.stdout.strip().splitlines()[-1])
-    assert report["rows"] == [["u", 3]]
-    assert len(report["warnings"]) == 1
-    assert "sparkseq.jvm.SparkSeqAggregates is not on this JVM's class path" in report["warnings"][0]
-    assert "applyInPandasWithState per bucket of keys" in report["explained"]

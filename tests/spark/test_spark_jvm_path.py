@@ -8,19 +8,15 @@ ties, NULLs, NaN and infinities run through :func:`sparkseq.sql` forced ``jvm`` 
 forced ``grouped``, both compared with :func:`tests.support.oracle.evaluate` partition by
 partition; then the edges (strict WITHIN, ties, a WITHIN wider than any span, negation
 at a tie or at a block boundary), the overflow message, COUNT TYPE DOUBLE past BIGINT,
-the choice and EXPLAIN, and a session whose JVM lacks the jar (a real Spark session in a
-subprocess): one warning, the Python path, the same rows.
+and the choice and EXPLAIN. A session whose JVM lacks the jar (one warning, the Python
+path, the same rows): tests/spark/test_spark_jvm_without_jar.py.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import re
-import subprocess
-import sys
-import textwrap
 from collections.abc import Iterator
 from math import comb
 from pathlib import Path
@@ -49,7 +45,6 @@ from tests.support.sql_cases import select_sql
 from udafs.plan import CountType, Element, Measure, MeasureKind, Plan
 
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_shipped_jar_is_built_from_the_shipped_source(tmp_path: Path) -> None:
@@ -351,43 +346,6 @@ def test_big_keys_keep_the_time_split_and_the_others_run_in_the_jvm(spark, path_
         assert "path          jvm (counted in the JVM" in explained
         assert f"Spark's size estimate of the source rules out a key over {JVM_COUNT_ROWS:,} rows)" in explained
         assert "Python" not in plan
-
-
-FALLBACK = textwrap.dedent("""
-    import json, warnings
-    from pyspark.sql import SparkSession
-    import sparkseq
-    from sparkseq.spark.jvm_path import JvmPathUnavailable
-    spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
-             .config("spark.sql.shuffle.partitions", "1").getOrCreate())  # no sparkseq jar on the class path
-    sparkseq.register(spark)
-    spark.sql("CREATE TEMP VIEW ev AS SELECT * FROM VALUES ('u', 1, 'A'), ('u', 2, 'B'), ('u', 2, 'A'), "
-              "('u', 3, 'B') AS t(k, ts, type)")
-    text = ("SELECT k, n FROM ev MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERN SEQ(A, B) TYPE BY type "
-            "MEASURES COUNT(*) AS n) AS m")
-    out = {}
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        for path in ("auto", "jvm", "auto"):
-            spark.conf.set("sparkseq.path", path)
-            out.setdefault(path, []).append([tuple(r) for r in sparkseq.sql(spark, text).collect()])
-        explained = sparkseq.explain(spark, text)
-    print(json.dumps({"rows": out, "explained": explained,
-                      "warnings": [str(w.message) for w in caught if issubclass(w.category, JvmPathUnavailable)]}))
-""")
-
-
-def test_a_jvm_without_the_jar_runs_the_python_path_with_one_warning(tmp_path: Path) -> None:
-    # a plain session, so no sparkseq.session() sets the workers' Python: the test does
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYSPARK_PYTHON": sys.executable}
-    done = subprocess.run([sys.executable, "-c", FALLBACK], capture_output=True, text=True, timeout=600, env=env,
-                          cwd=tmp_path)
-    assert done.returncode == 0, done.stderr[-3000:]
-    report = json.loads(done.stdout.strip().splitlines()[-1])
-    assert report["rows"] == {"auto": [[["u", 3]], [["u", 3]]], "jvm": [[["u", 3]]]}
-    assert len(report["warnings"]) == 1
-    assert "sparkseq.jvm.SparkSeqAggregates is not on this JVM's class path" in report["warnings"][0]
-    assert "not on the JVM path: the class" in report["explained"]
 
 
 DECIMALS = ("SELECT k, n, s, a, lo, hi FROM dec MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERN SEQ(A, B, !N, A) "

@@ -24,6 +24,7 @@ import pytest
 
 from sparkseq.spark import worker_probe
 from sql_rewrites.generation.jvm_path import JVM_FUNCTION
+from tests.conftest import SUBPROCESS_JVM_OPTIONS
 from tests.spark import cluster_cases
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,7 +56,7 @@ def cluster_and_local(tmp_path_factory: pytest.TempPathFactory, spark) -> tuple[
     out = base / "report.json"
     with (base / "driver.log").open("w+") as log:
         driver = subprocess.Popen([sys.executable, "-m", "tests.spark.local_cluster_driver", str(out),
-                                   str(base / "kill"), bare],
+                                   str(base / "kill"), bare, SUBPROCESS_JVM_OPTIONS],
                                   cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
         try:
             local = cluster_cases.run_all(spark)

@@ -29,9 +29,9 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterator
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
 from udafs import contract, state_codec
@@ -49,6 +49,9 @@ from udafs.workers.grouped import (
     result_fields,
     result_rows,
 )
+
+if TYPE_CHECKING:  # imported where the worker needs it: pandas is a third of ``import sparkseq``'s time
+    import pandas as pd
 
 KEY = "key"
 STATE_DDL = "state BINARY"
@@ -111,6 +114,8 @@ def _load(plan: Plan, state: object, digest: str) -> dict[str, LiveEvaluator]:
 
 def _add_rows(plan: Plan, keys: dict[str, LiveEvaluator], frames: Iterator[pd.DataFrame]) -> set[str]:
     """Hand each key its rows of this batch; return the keys that got rows."""
+    import pandas as pd
+
     parts = [f for f in frames if len(f)]
     if not parts:
         return set()
@@ -175,6 +180,8 @@ def _save(keys: dict[str, LiveEvaluator], state: object, digest: str, watermark:
 def _frame(plan: Plan, out: list[tuple[str, GroupResult | str]]) -> pd.DataFrame:
     """The output rows of this call as pandas columns that Spark converts exactly: masked
     integer and float arrays (a NaN stays NaN, NULL stays NULL), decimals as Decimals."""
+    import pandas as pd
+
     names = [KEY] + [name for name, _ in result_fields(plan)] + [contract.ERROR]
     columns: list[list[pa.Array]] = [[] for _ in names]
     for key, res in out:
@@ -192,6 +199,8 @@ def _pandas(array: pa.Array) -> pd.api.extensions.ExtensionArray | np.ndarray:
     """One output column for Spark's pandas-to-Arrow conversion, which masks every value
     pandas calls null: NaN in a float64 column would become NULL, a NULL in an int64
     column would make it float. Masked arrays keep both apart."""
+    import pandas as pd
+
     valid = ~np.asarray(array.is_null().to_numpy(zero_copy_only=False), dtype=bool)
     if pa.types.is_integer(array.type):
         return pd.arrays.IntegerArray(array.fill_null(0).to_numpy().astype(np.int64), ~valid)
