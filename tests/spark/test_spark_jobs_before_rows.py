@@ -84,6 +84,21 @@ def grouped_rows(spark: SparkSession, text: str) -> list:
         spark.conf.unset(PATH_CONF)
 
 
+@pytest.fixture(scope="module")
+def grouped(spark: SparkSession, events: str) -> Callable[[str], list]:
+    """:func:`grouped_rows` of a statement over ``events``, the reference, run once per
+    statement in the module (eight parametrized cases and two other tests compare their
+    paths with the same two statements' grouped rows)."""
+    done: dict[str, list] = {}
+
+    def reference(text: str) -> list:
+        if text not in done:
+            done[text] = grouped_rows(spark, text)
+        return done[text]
+
+    return reference
+
+
 def executed(frame: DataFrame) -> str:
     """The operators that ran: adaptive execution's final plan, once the rows were
     collected, without the logical plans of the branches it found empty and dropped."""
@@ -117,9 +132,9 @@ def test_an_analysis_error_comes_before_any_job(spark: SparkSession, events: str
 @pytest.mark.parametrize("surface", list(SURFACES))
 @pytest.mark.parametrize("text, marker", [(WITHIN, CHUNK), (NO_WINDOW, STREAM)], ids=["time-split", "streaming"])
 def test_no_job_until_rows_are_asked_then_the_big_key_path_runs(spark: SparkSession, events: str,
-                                                                small_thresholds: None, surface: str, text: str,
-                                                                marker: str) -> None:
-    want = grouped_rows(spark, text)
+                                                                small_thresholds: None, grouped: Callable[[str], list],
+                                                                surface: str, text: str, marker: str) -> None:
+    want = grouped(text)
     frame, jobs = jobs_during(spark, lambda: SURFACES[surface](spark, text))
     assert isinstance(frame, DataFrame) and jobs == 0
     got, jobs = jobs_during(spark, frame.collect)
@@ -128,13 +143,13 @@ def test_no_job_until_rows_are_asked_then_the_big_key_path_runs(spark: SparkSess
     assert_same_rows(want, got)
 
 
-def test_without_a_big_key_the_big_key_branch_never_runs(spark: SparkSession, events: str,
-                                                         small_thresholds: None) -> None:
+def test_without_a_big_key_the_big_key_branch_never_runs(spark: SparkSession, events: str, small_thresholds: None,
+                                                         grouped: Callable[[str], list]) -> None:
     """Keys of at most 1,000 rows: the statement still counts them (the source's size is
     unknown), but adaptive execution drops the big-key branch once the count is empty."""
     spark.conf.set(SPLIT_ROWS_CONF, "1000")
     spark.conf.set(STREAM_ROWS_CONF, "1000")
-    want = grouped_rows(spark, WITHIN)
+    want = grouped(WITHIN)
     frame, jobs = jobs_during(spark, lambda: sparkseq.sql(spark, WITHIN))
     assert jobs == 0 and CHUNK in frame._jdf.queryExecution().analyzed().toString()
     assert_same_rows(want, frame.collect())
@@ -160,13 +175,13 @@ def test_a_cube_runs_no_job_until_rows_are_asked(spark: SparkSession, events: st
 
 
 def test_positional_markers_keep_the_statement_grouped(spark: SparkSession, events: str,
-                                                      small_thresholds: None) -> None:
+                                                      small_thresholds: None, grouped: Callable[[str], list]) -> None:
     """Counting the keys as it runs would read DEFINE's ``?`` markers twice (binding other
     values): such a statement runs grouped, says why, and still runs no job before rows."""
     text = WITHIN.replace("kind = 'A'", "kind = ?").replace("kind = 'B'", "kind = ?")
     frame, jobs = jobs_during(spark, lambda: sparkseq.sql(spark, text, args=["A", "B"]))
     assert isinstance(frame, DataFrame) and jobs == 0
-    assert_same_rows(grouped_rows(spark, WITHIN), frame.collect())
+    assert_same_rows(grouped(WITHIN), frame.collect())
     assert CHUNK not in frame._jdf.queryExecution().analyzed().toString()
     assert "its positional parameter markers (?) would be read twice" in sparkseq.explain(spark, text)
 

@@ -5,6 +5,7 @@ from the data."""
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 import pytest
 from pyspark.errors import PySparkException
@@ -38,6 +39,20 @@ def run(spark, text: str, path: str) -> tuple[list, str]:
     spark.conf.set(PATH_CONF, path)
     frame = sparkseq.sql(spark, text)
     return frame.collect(), frame._jdf.queryExecution().analyzed().toString()
+
+
+@pytest.fixture(scope="module")
+def grouped(spark, events: str) -> Callable[[str], list]:
+    """The rows of a statement over ``events`` with ``sparkseq.path=grouped``, the reference,
+    run once per statement in the module (two tests compare other paths with the same one)."""
+    done: dict[str, list] = {}
+
+    def reference(text: str) -> list:
+        if text not in done:
+            done[text] = run(spark, text, "grouped")[0]
+        return done[text]
+
+    return reference
 
 
 def assert_same_rows(want: list, got: list) -> None:
@@ -85,11 +100,11 @@ def test_no_partition_by_and_timestamps(spark, events: str, small_thresholds: No
     assert_same_rows(want, got)
 
 
-def test_auto_path_splits_only_when_a_key_is_big(spark, events: str, small_thresholds: None) -> None:
+def test_auto_path_splits_only_when_a_key_is_big(spark, events: str, small_thresholds: None, grouped) -> None:
     # MAX under WITHIN keeps the statement off the JVM path
     text = (f"SELECT * FROM {events} MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERN SEQ(A, B) TYPE BY type "
             "MEASURES COUNT(*) AS n, MAX(B.v) AS mv WITHIN 20) AS m ORDER BY ALL")
-    want, _ = run(spark, text, "grouped")
+    want = grouped(text)
     got, auto_plan = run(spark, text, "auto")
     assert "_chunk" in auto_plan
     assert_same_rows(want, got)
@@ -143,7 +158,8 @@ def test_forcing_a_split_of_an_unsplittable_plan_is_an_error(spark, events: str,
 
 
 def test_explain_lists_every_path_a_key_may_take_and_the_big_key_runs_time_split(spark, events: str,
-                                                                                small_thresholds: None) -> None:
+                                                                                small_thresholds: None,
+                                                                                grouped) -> None:
     """A source with one key over the split threshold (600 rows, threshold 50). EXPLAIN from
     the schemas alone (no session: no estimate, no settings) used to say ``grouped`` — a path
     the big key never takes; now, with or without the session, it names the big keys' path
@@ -168,7 +184,7 @@ def test_explain_lists_every_path_a_key_may_take_and_the_big_key_runs_time_split
     assert path_line(spark).startswith(
         "per key, counted when the statement runs: time-split for keys over 50 rows, jvm for the others (cut "
         "into time chunks of about 40 rows; Spark's size estimate of the source")
-    want, _ = run(spark, text, "grouped")
+    want = grouped(text)
     spark.conf.set(PATH_CONF, "auto")
     frame = sparkseq.sql(spark, text)
     assert_same_rows(want, frame.collect())
