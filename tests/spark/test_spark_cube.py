@@ -7,6 +7,8 @@ do not apply must be NULL, and ``levels`` must name its concepts' depths.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 
@@ -85,9 +87,29 @@ CUBE = """SELECT * FROM ticks MATCH_AGGREGATE (PARTITION BY day ORDER BY ts
   TYPE BY ticker HIERARCHY companies MEASURES COUNT(*) AS n, SUM(QQQ.price) AS s WITHIN 100) AS m"""
 
 
+@pytest.fixture(scope="module")
+def singles(spark) -> Callable[[str], dict[int, tuple]]:  # noqa: ANN001
+    """:func:`single` over :data:`TICKS`, run once per pattern in the module (both navigation
+    tests compare the cube with SEQ(Computer, QQQ, ANAT) alone)."""
+    done: dict[str, dict[int, tuple]] = {}
+
+    def reference(pattern: str) -> dict[int, tuple]:
+        if pattern not in done:
+            done[pattern] = single(spark, pattern)
+        return done[pattern]
+
+    return reference
+
+
+def ticks_view(spark) -> None:  # noqa: ANN001
+    """The view ``ticks`` of :data:`TICKS` and the hierarchy ``companies``."""
+    spark.createDataFrame(TICKS, "day int, ts bigint, ticker string, price double").createOrReplaceTempView("ticks")
+    sparkseq.register_hierarchy(spark, "companies", COMPANIES)
+
+
 def single(spark, pattern: str) -> dict[int, tuple]:  # noqa: ANN001
-    """The pattern as its own plain MATCH_AGGREGATE (no cube): day -> (n, s). The cube's
-    SUM(QQQ.price) follows QQQ's base position 2 through roll-ups; NULL once it is deleted."""
+    """The pattern as its own plain MATCH_AGGREGATE (no cube) over :data:`TICKS`: day -> (n, s).
+    The cube's SUM(QQQ.price) follows QQQ's base position 2 through roll-ups; NULL once it is deleted."""
     elements = pattern[4:-1].split(", ")
     measured = len(elements) == 3
     measures = "COUNT(*) AS n" + (f", SUM({elements[1]}.price) AS s" if measured else "")
@@ -96,9 +118,8 @@ def single(spark, pattern: str) -> dict[int, tuple]:  # noqa: ANN001
     return {r["day"]: (r["n"], r["s"] if measured else None) for r in rows}
 
 
-def test_rollup_and_drilldown_navigate_the_cube(spark) -> None:  # noqa: ANN001
-    spark.createDataFrame(TICKS, "day int, ts bigint, ticker string, price double").createOrReplaceTempView("ticks")
-    sparkseq.register_hierarchy(spark, "companies", COMPANIES)
+def test_rollup_and_drilldown_navigate_the_cube(spark, singles) -> None:  # noqa: ANN001
+    ticks_view(spark)
     cube = sparkseq.cube(spark, CUBE)
     assert len(cube.patterns) == 12  # 3 levels of DELL x (3 levels of QQQ + deleted)
     at = cube.at("SEQ(DELL, QQQ, ANAT)")
@@ -116,17 +137,16 @@ def test_rollup_and_drilldown_navigate_the_cube(spark) -> None:  # noqa: ANN001
         rows = at.df.collect()
         assert {r["pattern"] for r in rows} <= {pattern}
         got = {r["day"]: (r["n"], r["s"]) for r in rows}
-        assert got == single(spark, pattern), pattern
+        assert got == singles(pattern), pattern
     with pytest.raises(CubeError, match=r"'Finance' is not an ancestor of Tech \(its ancestors: none\)"):
         sparkseq.rollup(at, position=1, to="Finance")
 
 
-def test_sql_navigation_over_a_cached_cube(spark) -> None:  # noqa: ANN001
-    spark.createDataFrame(TICKS, "day int, ts bigint, ticker string, price double").createOrReplaceTempView("ticks")
-    sparkseq.register_hierarchy(spark, "companies", COMPANIES)
+def test_sql_navigation_over_a_cached_cube(spark, singles) -> None:  # noqa: ANN001
+    ticks_view(spark)
     sparkseq.sql(spark, f"CACHE TABLE cube AS {CUBE}")
     rows = sparkseq.sql(spark, "SELECT day, n FROM cube WHERE pattern = 'SEQ(Computer, QQQ, ANAT)'").collect()
-    assert {r.day: r.n for r in rows} == {d: n for d, (n, _) in single(spark, "SEQ(Computer, QQQ, ANAT)").items()}
+    assert {r.day: r.n for r in rows} == {d: n for d, (n, _) in singles("SEQ(Computer, QQQ, ANAT)").items()}
     sector = sparkseq.sql(spark, "SELECT DISTINCT pattern FROM cube WHERE levels[0] = 1").collect()
     assert {r.pattern for r in sector} == {"SEQ(Computer, QQQ, ANAT)", "SEQ(Computer, Finance, ANAT)",
                                            "SEQ(Computer, Services, ANAT)", "SEQ(Computer, ANAT)"}

@@ -100,10 +100,11 @@ def test_match_aggregate_on_clicks(spark: SparkSession, clicks: str) -> None:
     text = f"""SELECT customer, steps, max_step FROM {clicks} MATCH_AGGREGATE (
         PARTITION BY customer ORDER BY ts PATTERN {PATTERN} TYPE BY action
         MEASURES STEPS(*) AS steps, MAX_STEP() AS max_step WITHIN INTERVAL 10 MINUTES) AS m"""
-    rows = sparkseq.sql(spark, text).collect()
+    frame = sparkseq.sql(spark, text)
+    rows = frame.collect()
     assert {r.customer: r.steps for r in rows} == WANT_STEPS
     assert {r.customer: r.max_step for r in rows} == WANT_MAX
-    assert dict(sparkseq.sql(spark, text).dtypes)["steps"] == "array<bigint>"
+    assert dict(frame.dtypes)["steps"] == "array<bigint>"
 
 
 def test_seq_functions_and_the_drop_off_table(spark: SparkSession, clicks: str) -> None:
