@@ -37,7 +37,11 @@ CI_SPARK_EXAMPLES_DIVISOR = 3
 #: C2 compiling Spark's start-up code was a third of its CPU time (20 -> 13 CPU-s for a session
 #: and its first query). The suite's own session (``spark`` below) starts with the user's
 #: ``SPARK_SUBMIT_OPTS`` only: it runs for the whole suite, where C2's code pays (docs/sharing.md).
-SUBPROCESS_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
+#: With C1 only the JVM reserves 48 MB of code cache instead of tiered compilation's 240 MB; a
+#: server of the tests filled it (the Connect server of test_connect_server.py, after the API
+#: cases: 53 MB used with 240 MB), and then flushed and recompiled code all along: with 240 MB
+#: that server took 48 CPU-s instead of 62 (medians of 2, same run). Options separated by spaces.
+SUBPROCESS_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 #: The user's own ``SPARK_SUBMIT_OPTS``, kept for the pytest-xdist workers: they inherit the
 #: environment the first pytest process has already given the subprocess JVMs' options.
 _USER_OPTS_ENV = "SPARKSEQ_TESTS_USER_SUBMIT_OPTS"
