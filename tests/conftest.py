@@ -15,35 +15,42 @@ from hypothesis import settings
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-#: Hypothesis profiles, chosen by ``HYPOTHESIS_PROFILE`` (or ``--hypothesis-profile``).
-#: ``ci`` (the default): each property test without Spark runs the examples its ``@settings``
-#: asks for (Hypothesis' 100 where none); one that queries Spark (it uses the ``spark``
-#: fixture) a third of them, at least one — every example is a few Spark jobs, and the kernel
-#: tests check the same properties against the oracle with many more; no deadline (the
-#: machine is shared; a slow example is not a failure). ``deep``, to run before merging:
-#: every property test runs DEEP_EXAMPLES_FACTOR times what its ``@settings`` asks for
-#: (:func:`scale_examples`).
-settings.register_profile("ci", deadline=None, print_blob=True)
-settings.register_profile("deep", deadline=None, print_blob=True)
+#: Hypothesis profiles, chosen by ``HYPOTHESIS_PROFILE`` (or ``--hypothesis-profile``); none
+#: has a deadline (the machine is shared: a slow example is not a failure).
+#: ``ci`` (the default, what .ci/run runs): each property test without Spark runs half the
+#: examples its ``@settings`` asks for (Hypothesis' 100 where none), one that queries Spark
+#: (it uses the ``spark`` fixture, or :func:`run_property`) a third of them, each at least
+#: one — every Spark example is a few Spark jobs, and the kernel tests check the same
+#: properties against the oracle with many more. Every CI run draws new examples.
+#: ``full``: every property test runs what its ``@settings`` asks for.
+#: ``deep``, to run before merging a change to a kernel, the compiler or a path: every
+#: property test runs DEEP_EXAMPLES_FACTOR times what its ``@settings`` asks for.
+#: (:func:`scale_examples`.)
+for _profile in ("ci", "full", "deep"):
+    settings.register_profile(_profile, deadline=None, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 DEEP_EXAMPLES_FACTOR = 10
+CI_EXAMPLES_DIVISOR = 2
 CI_SPARK_EXAMPLES_DIVISOR = 3
 
-#: JVM options of the Spark drivers the tests start in subprocesses (``python -m sparkseq``
-#: commands and servers, Connect and local-cluster drivers, progress children, the installed
-#: wheel's run), through ``SPARK_SUBMIT_OPTS``, which spark-submit passes to the driver's JVM,
-#: and of the local-cluster's executors (tests/spark/local_cluster_driver.py passes them on):
-#: C1 only. Each of those JVMs lives for seconds to a few minutes, mostly starting up, and
-#: C2 compiling Spark's start-up code was a third of its CPU time (20 -> 13 CPU-s for a session
-#: and its first query). The suite's own session (``spark`` below) starts with the user's
-#: ``SPARK_SUBMIT_OPTS`` only: it runs for the whole suite, where C2's code pays (docs/sharing.md).
-#: With C1 only the JVM reserves 48 MB of code cache instead of tiered compilation's 240 MB; a
-#: server of the tests filled it (the Connect server of test_connect_server.py, after the API
-#: cases: 53 MB used with 240 MB), and then flushed and recompiled code all along: with 240 MB
-#: that server took 48 CPU-s instead of 62 (medians of 2, same run). Options separated by spaces.
+#: JVM options of every Spark driver the tests start: the suite's own session (``spark``
+#: below) and those in subprocesses (``python -m sparkseq`` commands and servers, Connect and
+#: local-cluster drivers, progress children, the installed wheel's run), through
+#: ``SPARK_SUBMIT_OPTS``, which spark-submit passes to the driver's JVM, and the local-cluster's
+#: executors (tests/spark/local_cluster_driver.py passes them on): C1 only. The tests' queries
+#: are many, different and tiny; C2 compiling Spark's planning code cost more than its faster
+#: code saved — a subprocess JVM's session and first query 20 -> 13 CPU-s; the suite's session
+#: over five Spark test files (72 tests, one process) 221 -> 179 CPU-s, and test_spark_udaf.py
+#: alone 56 -> 30 CPU-s (docs/measurements.md). The product's own sessions keep C2: a
+#: long-running workload's code is hot (docs/sharing.md).
+#: With C1 only the JVM reserves 48 MB of code cache instead of tiered compilation's 240 MB;
+#: a server of the tests filled it (the Connect server of test_connect_server.py, after the
+#: API cases: 53 MB used with 240 MB) and then flushed and recompiled code all along: with
+#: 240 MB that server took 48 CPU-s instead of 62 (medians of 2, alternated); the suite's
+#: session, C1 only too, runs longer still. Options separated by spaces.
 SUBPROCESS_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 #: The user's own ``SPARK_SUBMIT_OPTS``, kept for the pytest-xdist workers: they inherit the
-#: environment the first pytest process has already given the subprocess JVMs' options.
+#: environment the first pytest process has already given the test JVMs' options.
 _USER_OPTS_ENV = "SPARKSEQ_TESTS_USER_SUBMIT_OPTS"
 os.environ.setdefault(_USER_OPTS_ENV, os.environ.get("SPARK_SUBMIT_OPTS", ""))
 _USER_SUBMIT_OPTS = os.environ[_USER_OPTS_ENV] or None
@@ -63,7 +70,7 @@ def class_archive_options() -> list[str]:
 
 
 def _submit_options() -> None:
-    """``SPARK_SUBMIT_OPTS`` of the subprocess JVMs: the user's, C1 only, the class-data archive."""
+    """``SPARK_SUBMIT_OPTS`` of every driver JVM of the tests: the user's, C1 only, the class-data archive."""
     os.environ["SPARK_SUBMIT_OPTS"] = " ".join(
         filter(None, [_USER_SUBMIT_OPTS, SUBPROCESS_JVM_OPTIONS, *class_archive_options()]))
 
@@ -146,15 +153,10 @@ def spark() -> Iterator[SparkSession]:
 
     # Armed only by creating the file (tests/spark/test_spark_local_cluster.py): a worker kills itself once.
     kill_file = scratch_dir() / f"kill-worker-once-{os.getpid()}"
-    with pytest.MonkeyPatch.context() as patch:  # the JVM starts with the user's options and the archive
-        options = " ".join(filter(None, [_USER_SUBMIT_OPTS, *class_archive_options()]))
-        if options:
-            patch.setenv("SPARK_SUBMIT_OPTS", options)
-        else:
-            patch.delenv("SPARK_SUBMIT_OPTS")
-        session = sparkseq.session("local[2]", app_name="sparkseq-tests", conf={
-            "spark.sql.shuffle.partitions": "2", INITIAL_PARTITIONS: "2",
-            f"spark.executorEnv.{KILL_WORKER_ONCE}": str(kill_file)})
+    # the JVM starts with SPARK_SUBMIT_OPTS as every driver of the tests (_submit_options)
+    session = sparkseq.session("local[2]", app_name="sparkseq-tests", conf={
+        "spark.sql.shuffle.partitions": "2", INITIAL_PARTITIONS: "2",
+        f"spark.executorEnv.{KILL_WORKER_ONCE}": str(kill_file)})
     yield session
     session.stop()
 
@@ -174,13 +176,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The hypothesis profiles' example counts: ``deep``, more for every property test;
-    ``ci``, fewer for those that query Spark."""
+    ``ci``, fewer (fewest for those that query Spark)."""
     profile = settings.get_current_profile_name()
     if profile.startswith("deep"):
         scale_examples(items, DEEP_EXAMPLES_FACTOR)
     elif profile == "ci":
-        scale_examples([item for item in items if "spark" in getattr(item, "fixturenames", ())],
-                       1, CI_SPARK_EXAMPLES_DIVISOR)
+        with_spark = [item for item in items if "spark" in getattr(item, "fixturenames", ())]
+        scale_examples(with_spark, 1, CI_SPARK_EXAMPLES_DIVISOR)
+        spark_ids = {id(item) for item in with_spark}
+        scale_examples([item for item in items if id(item) not in spark_ids], 1, CI_EXAMPLES_DIVISOR)
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -348,6 +348,23 @@ def test_big_keys_keep_the_time_split_and_the_others_run_in_the_jvm(spark, path_
         assert "Python" not in plan
 
 
+@pytest.mark.parametrize("value", ["many", "0", "-6000000", "1.5"])
+def test_a_count_rows_setting_that_is_no_positive_integer_is_refused_by_name(spark, path_conf: None,
+                                                                             value: str) -> None:
+    """``sparkseq.jvm.countRows`` as the other row settings: a positive integer (``_`` allowed),
+    else the statement and its EXPLAIN fail naming the setting and the value given."""
+    text = BIG.format(pattern="A, A", count_type="", within="")
+    spark.conf.set(JVM_ROWS_CONF, value)
+    try:
+        for run in (lambda: sparkseq.explain(spark, text), lambda: sparkseq.sql(spark, text)):
+            with pytest.raises(ValueError, match=f"^sparkseq.jvm.countRows must be a positive integer, got '{value}'$"):
+                run()
+        spark.conf.set(JVM_ROWS_CONF, "6_000_000")
+        assert "path          jvm (counted in the JVM" in sparkseq.explain(spark, text)
+    finally:
+        spark.conf.unset(JVM_ROWS_CONF)
+
+
 DECIMALS = ("SELECT k, n, s, a, lo, hi FROM dec MATCH_AGGREGATE (PARTITION BY k ORDER BY ts PATTERN SEQ(A, B, !N, A) "
             "DEFINE A AS type = 'A', B AS type = 'B', N AS type = 'N' "
             "MEASURES COUNT(*) AS n, SUM(A.x) AS s, AVG(A.x) AS a, MIN(A.x) AS lo, MAX(A.x) AS hi{within}) AS m")
