@@ -43,7 +43,12 @@ CI_SPARK_EXAMPLES_DIVISOR = 3
 #: over five Spark test files (72 tests, one process) 221 -> 179 CPU-s, and test_spark_udaf.py
 #: alone 56 -> 30 CPU-s (docs/measurements.md). The product's own sessions keep C2: a
 #: long-running workload's code is hot (docs/sharing.md).
-SUBPROCESS_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
+#: With C1 only the JVM reserves 48 MB of code cache instead of tiered compilation's 240 MB;
+#: a server of the tests filled it (the Connect server of test_connect_server.py, after the
+#: API cases: 53 MB used with 240 MB) and then flushed and recompiled code all along: with
+#: 240 MB that server took 48 CPU-s instead of 62 (medians of 2, alternated); the suite's
+#: session, C1 only too, runs longer still. Options separated by spaces.
+SUBPROCESS_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 #: The user's own ``SPARK_SUBMIT_OPTS``, kept for the pytest-xdist workers: they inherit the
 #: environment the first pytest process has already given the test JVMs' options.
 _USER_OPTS_ENV = "SPARKSEQ_TESTS_USER_SUBMIT_OPTS"

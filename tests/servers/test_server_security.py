@@ -93,8 +93,8 @@ def keys(tmp_path_factory: pytest.TempPathFactory) -> Keys:
                  ["-exportcert", "-rfc", "-keystore", str(keys.keystore), "-file", str(keys.cert)],
                  ["-importcert", "-noprompt", "-file", str(keys.cert), "-keystore", str(keys.truststore),
                   "-storetype", "PKCS12"]):
-        done = subprocess.run([keytool, f"-J{SUBPROCESS_JVM_OPTIONS}", *args, *common], capture_output=True, text=True,
-                              timeout=120)
+        done = subprocess.run([keytool, *(f"-J{option}" for option in SUBPROCESS_JVM_OPTIONS.split()), *args, *common],
+                              capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stdout + done.stderr
     return keys
 
@@ -220,8 +220,9 @@ def impyla(port: int, out: Path, name: str, **options: object) -> str:
 
 def beeline(url: str, sql: str, *options: str) -> subprocess.CompletedProcess[str]:
     # a client JVM of a few seconds: C1 only, as the tests' other short JVMs (tests/conftest.py)
-    command = [java_tool("java"), SUBPROCESS_JVM_OPTIONS, "-cp", str(JARS / "*"), "org.apache.hive.beeline.BeeLine",
-               "-u", url, "--outputformat=csv2", "--silent=true", *options, "-e", sql]
+    command = [java_tool("java"), *SUBPROCESS_JVM_OPTIONS.split(), "-cp", str(JARS / "*"),
+               "org.apache.hive.beeline.BeeLine", "-u", url, "--outputformat=csv2", "--silent=true",
+               *options, "-e", sql]
     return subprocess.run(command, capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
 
 

@@ -172,8 +172,8 @@ def query(connection: object, sql: str) -> list[tuple]:
 def beeline(port: int, sql: str) -> subprocess.CompletedProcess[str]:
     java = str(Path(os.environ["JAVA_HOME"]) / "bin" / "java") if os.environ.get("JAVA_HOME") else shutil.which("java")
     # a client JVM of a few seconds: C1 only, as the tests' other short JVMs (tests/conftest.py)
-    command = [java or "java", SUBPROCESS_JVM_OPTIONS, "-cp", str(JARS / "*"), "org.apache.hive.beeline.BeeLine",
-               "-u", f"jdbc:hive2://127.0.0.1:{port}/default", "-n", "test",
+    command = [java or "java", *SUBPROCESS_JVM_OPTIONS.split(), "-cp", str(JARS / "*"),
+               "org.apache.hive.beeline.BeeLine", "-u", f"jdbc:hive2://127.0.0.1:{port}/default", "-n", "test",
                "--outputformat=csv2", "--silent=true", "-e", sql]
     return subprocess.run(command, capture_output=True, text=True, timeout=180)
 
