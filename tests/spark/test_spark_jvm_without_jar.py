@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.live_cases import json_time
+
 ROOT = Path(__file__).resolve().parents[2]
 
 WITHOUT_JAR = textwrap.dedent("""
@@ -77,7 +79,7 @@ def without_jar(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     (folder / "src").mkdir()
     rows = [("u", 1, "A"), ("u", 2, "B"), ("u", 2, "A"), ("u", 3, "B"), ("v", 100, "A")]
     (folder / "src" / "e.json").write_text("".join(
-        json.dumps({"k": k, "ts": f"2024-01-01T00:{s // 60:02d}:{s % 60:02d}Z", "type": t}) + "\n" for k, s, t in rows))
+        json.dumps({"k": k, "ts": json_time(s), "type": t}) + "\n" for k, s, t in rows))
     # the workers' Python is this one, as sparkseq.session() would have it (without a session
     # of the tests started before, PYSPARK_PYTHON is unset and the workers would run `python3`)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYSPARK_PYTHON": sys.executable}

@@ -31,6 +31,7 @@ import sparkseq
 from sparkseq.commands import live_cli
 from sparkseq.running import live
 from sql_rewrites.errors import StreamingError
+from tests.support.live_cases import json_time
 from udafs import state_codec
 
 SCHEMA = "k INT, ts TIMESTAMP, action STRING, price DECIMAL(10,2)"
@@ -55,7 +56,7 @@ def write_json_files(directory: Path, files: int, keys: int, seconds_per_file: i
             for s in range(f * seconds_per_file, (f + 1) * seconds_per_file):
                 if rnd.random() < 0.5:
                     t = max(f * seconds_per_file, s - rnd.choice((0, 0, 1, 2)))
-                    rows.append({"k": k, "ts": f"2024-01-01T00:{t // 60:02d}:{t % 60:02d}Z",
+                    rows.append({"k": k, "ts": json_time(t),
                                  "action": rnd.choice(ACTIONS), "price": round(rnd.uniform(1, 99), 2)})
         rnd.shuffle(rows)
         path = directory / f"clicks-{f:03d}.json"

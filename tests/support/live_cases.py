@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 from pathlib import Path
 
@@ -35,6 +36,11 @@ T0 = 1_704_067_200_000_000  # 2024-01-01 00:00:00 UTC, µs
 SECOND = 1_000_000
 FLUSH = -1
 SCHEMA = "g INT, ts TIMESTAMP, mask BIGINT, i BIGINT, f DOUBLE, s DOUBLE"
+
+
+def json_time(seconds: int) -> str:
+    """The event time ``seconds`` after :data:`T0` as a JSON event file writes it (ISO 8601, UTC)."""
+    return (datetime(2024, 1, 1, tzinfo=timezone.utc) + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass
