@@ -53,8 +53,9 @@ MIN_ROW_BYTES = 16
 #: column) keeps a key on the JVM path; over it the key takes the big-key path (time split,
 #: else streaming), as every key over ``split_rows`` does on the Python paths. The measured
 #: crossover: one key runs in one task on the JVM path, on every core when time-split; a
-#: 5 M-row key took 0.92x the time split's time (``bench/jvm_path.py --events 5000000 --keys 1
-#: --split``, medians of same-round ratios, 0.60x and 1.24x), a 10 M-row key 1.97x
+#: 5 M-row key took 0.78x the time split's time on a quiet machine (``bench/jvm_path.py
+#: --events 5000000 --keys 1 --rounds 3 --split``: 2.50 s against 3.19 s, medians of 3; 0.92x
+#: at load 19-38), a 10 M-row key 1.97x
 #: (``bench/memory.py --events 10000000 --paths jvm time-split``: 350 s against 178 s, on
 #: local[2]), so the bound sits just above the even point. Above the time split's 4 M: Spark's
 #: size estimate of a source then rules out such a key more often, sparing the statement the
@@ -334,7 +335,8 @@ def sized_path(plan: Plan, settings: PlanSettings, estimate: str = "", threshold
     ValueError
         When no key size changes the plan's path (it neither splits nor streams).
     """
-    threshold = threshold or big_key_threshold(plan, settings.split_rows, settings.stream_limit)
+    if threshold is None:
+        threshold = big_key_threshold(plan, settings.split_rows, settings.stream_limit)
     if threshold is None:
         raise ValueError(f"no key size changes this plan's path: not splittable by time ({splittable(plan)}) "
                          f"nor streamable ({streamable(plan)})")
