@@ -183,6 +183,9 @@ class PathChoice:
     #: Why the JVM path, which would take (part of) the statement, cannot run in this
     #: session (the Spark layer warns once per process); None when it runs or is not wanted.
     jvm_unavailable: str | None = None
+    #: Set when Spark's size estimate of the source rules out a key over the JVM path's own
+    #: bound (:func:`key_threshold`) but not over the time split's: the JVM path takes every key.
+    under_jvm_bound: bool = False
 
     def describe(self) -> str:
         """EXPLAIN's ``path`` line: the path, or every path the statement may take when a
@@ -382,7 +385,7 @@ def _python_path(plan: Plan, settings: PlanSettings, size: SourceSize | None, ma
     if room is None:
         if threshold > settings.split_rows:  # the JVM path's own bound (key_threshold)
             return PathChoice(Path.GROUPED, f"Spark's size estimate of the source rules out a key over {threshold:,} "
-                                            "rows", settings.split_rows, settings.chunk_rows)
+                                            "rows", settings.split_rows, settings.chunk_rows, under_jvm_bound=True)
         return measured_path(plan, [], settings)
     if markers:
         return PathChoice(Path.GROUPED, f"{room}, but the keys cannot be counted as the statement runs: its positional "
@@ -391,11 +394,16 @@ def _python_path(plan: Plan, settings: PlanSettings, size: SourceSize | None, ma
     return sized_path(plan, settings, room, threshold)
 
 
+def _jvm_wanted(plan: Plan, settings: PlanSettings) -> bool:
+    """Whether ``auto`` wants the JVM path for what ``plan`` would run grouped: a JVM shape,
+    in a session, not a persistent view's query (whether the path loads aside)."""
+    return settings.session and settings.streaming and settings.forced is None and jvm_shape(plan) is None
+
+
 def runs_on_jvm(plan: Plan, settings: PlanSettings) -> bool:
     """Whether :func:`jvm_choice` moves what ``plan`` would run grouped under ``auto`` to the
     JVM path: a JVM shape, in a session whose JVM path loads, not a persistent view's query."""
-    return (settings.session and settings.streaming and settings.forced is None and settings.jvm_missing is None
-            and jvm_shape(plan) is None)
+    return _jvm_wanted(plan, settings) and settings.jvm_missing is None
 
 
 def key_threshold(plan: Plan, settings: PlanSettings) -> int | None:
@@ -436,21 +444,19 @@ def jvm_choice(plan: Plan, choice: PathChoice, settings: PlanSettings) -> PathCh
     in Python); ``jvm`` where the JVM path cannot run falls back to grouped. Without a
     session nothing moves (:attr:`PathChoice.pending` says the JVM path may take the
     grouped part)."""
-    if not settings.session or not settings.streaming or settings.forced not in (None, Path.JVM):
-        return choice
     missing = settings.jvm_missing
-    if choice.path is Path.JVM:
-        if missing is None:
+    if choice.path is Path.JVM:  # forced by sparkseq.path=jvm: the rule itself never picks it
+        if missing is None or not settings.session or not settings.streaming:
             return choice
         return replace(choice, path=Path.GROUPED, jvm_unavailable=missing,
                        reason=f"sparkseq.path=jvm, but the JVM path is unavailable: {missing}")
-    if jvm_shape(plan) is not None or not (choice.path is Path.GROUPED or choice.by_key_size is not None):
+    if not _jvm_wanted(plan, settings) or not (choice.path is Path.GROUPED or choice.by_key_size is not None):
         return choice
     if missing is not None:
         return replace(choice, reason=f"{choice.reason}; not on the JVM path: {missing}", jvm_unavailable=missing)
     if choice.by_key_size is not None:
         return replace(choice, small_path=Path.JVM, reason=f"{choice.reason}; the other keys {JVM_REASON}")
-    if choice.reason.startswith("Spark's size estimate"):  # key_threshold's bound ruled the big key out
+    if choice.under_jvm_bound:
         return replace(choice, path=Path.JVM, reason=f"{JVM_REASON}; {choice.reason}")
     return replace(choice, path=Path.JVM, reason=JVM_REASON)
 
