@@ -78,15 +78,17 @@ def _submit_options() -> None:
 _submit_options()
 
 
-def class_archive(config: pytest.Config) -> Path | None:
+def class_archive() -> tuple[Path | None, str]:
     """A class-data archive (JDK CDS, ``-XX:SharedArchiveFile``) of the classes a sparkseq
     driver loads to start and run a ``seq_*`` query, in sparkseq's scratch directory; written
     once, by one ``python -m sparkseq sql`` run with ``-XX:ArchiveClassesAtExit``, and again
     when the JDK, pyspark's jars or sparkseq's jars change (its name holds a digest of them).
     Every Spark driver JVM of the tests maps it instead of reading, parsing and verifying
     those classes again: the JVM of one ``python -m sparkseq sql`` run took 5 CPU-s with it,
-    10.5 without (docs/measurements.md). None without a ``java`` (Spark's tests fail then), or
-    when writing it failed (the tests then run without one)."""
+    10.5 without (docs/measurements.md). .ci/run writes it while ruff and mypy run
+    (``python -m tests.conftest``). Returns the archive, or None and why there is none: no
+    ``java`` (Spark's tests fail then; nothing to say), or writing it failed (the tests then
+    run without one)."""
     import hashlib
     import shutil
     import subprocess
@@ -99,7 +101,7 @@ def class_archive(config: pytest.Config) -> Path | None:
     java = shutil.which("java", path=os.pathsep.join(
         filter(None, [os.path.join(os.environ.get("JAVA_HOME", ""), "bin"), os.environ.get("PATH")])))
     if java is None:
-        return None
+        return None, ""
     # what the archive must match: the JDK, every jar on a driver's class path (the archive
     # records each one's size and time), pyspark's folder
     jars = [Path(java).resolve(), *sorted((Path(pyspark.__file__).parent / "jars").glob("*.jar")),
@@ -112,7 +114,7 @@ def class_archive(config: pytest.Config) -> Path | None:
     folder.mkdir(exist_ok=True)
     archive = folder / f"sparkseq-driver-{digest.hexdigest()[:16]}.jsa"
     if archive.is_file():
-        return archive
+        return archive, ""
     for old in folder.glob("*.jsa"):
         old.unlink(missing_ok=True)
     # written under a name of this process, then renamed: a JVM mapping a half-written
@@ -126,11 +128,9 @@ def class_archive(config: pytest.Config) -> Path | None:
                           timeout=900)
     if done.returncode != 0 or not partial.is_file():
         partial.unlink(missing_ok=True)
-        config.issue_config_time_warning(pytest.PytestWarning(
-            f"no JVM class-data archive (the tests' JVMs start slower): {done.stderr[-2000:]}"), stacklevel=2)
-        return None
+        return None, f"no JVM class-data archive (the tests' JVMs start slower): {done.stderr[-2000:]}"
     partial.replace(archive)
-    return archive
+    return archive, ""
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -138,7 +138,9 @@ def pytest_configure(config: pytest.Config) -> None:
     its pytest-xdist workers, started afterwards, inherit where it is."""
     if CLASS_ARCHIVE_ENV in os.environ or hasattr(config, "workerinput"):
         return
-    archive = class_archive(config)
+    archive, failed = class_archive()
+    if failed:
+        config.issue_config_time_warning(pytest.PytestWarning(failed), stacklevel=2)
     os.environ[CLASS_ARCHIVE_ENV] = str(archive or "")
     _submit_options()
 
@@ -328,3 +330,10 @@ def thrift_server(spark: SparkSession) -> Iterator[object]:
         port = probe.getsockname()[1]
     with thrift.start(spark, port=port) as running:
         yield running
+
+
+if __name__ == "__main__" and CLASS_ARCHIVE_ENV not in os.environ:
+    # .ci/run: the class-data archive, written while ruff and mypy run; pytest finds it
+    _, _failed = class_archive()
+    if _failed:
+        raise SystemExit(_failed)
