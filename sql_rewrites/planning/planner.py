@@ -183,9 +183,11 @@ class PathChoice:
     #: Why the JVM path, which would take (part of) the statement, cannot run in this
     #: session (the Spark layer warns once per process); None when it runs or is not wanted.
     jvm_unavailable: str | None = None
-    #: Set when Spark's size estimate of the source rules out a key over the JVM path's own
-    #: bound (:func:`key_threshold`) but not over the time split's: the JVM path takes every key.
-    under_jvm_bound: bool = False
+    #: Set when :attr:`reason` says why no key takes the plan's big-key path (Spark's size
+    #: estimate rules such a key out at the JVM path's own bound, :func:`key_threshold`, or
+    #: positional markers keep the keys from being counted): moved to the JVM path, the
+    #: reason stays after the JVM path's.
+    big_key_ruled_out: bool = False
 
     def describe(self) -> str:
         """EXPLAIN's ``path`` line: the path, or every path the statement may take when a
@@ -385,12 +387,12 @@ def _python_path(plan: Plan, settings: PlanSettings, size: SourceSize | None, ma
     if room is None:
         if threshold > settings.split_rows:  # the JVM path's own bound (key_threshold)
             return PathChoice(Path.GROUPED, f"Spark's size estimate of the source rules out a key over {threshold:,} "
-                                            "rows", settings.split_rows, settings.chunk_rows, under_jvm_bound=True)
+                                            "rows", settings.split_rows, settings.chunk_rows, big_key_ruled_out=True)
         return measured_path(plan, [], settings)
     if markers:
         return PathChoice(Path.GROUPED, f"{room}, but the keys cannot be counted as the statement runs: its positional "
                                         "parameter markers (?) would be read twice (named markers, :name, can)",
-                          settings.split_rows, settings.chunk_rows)
+                          settings.split_rows, settings.chunk_rows, big_key_ruled_out=True)
     return sized_path(plan, settings, room, threshold)
 
 
@@ -456,7 +458,7 @@ def jvm_choice(plan: Plan, choice: PathChoice, settings: PlanSettings) -> PathCh
         return replace(choice, reason=f"{choice.reason}; not on the JVM path: {missing}", jvm_unavailable=missing)
     if choice.by_key_size is not None:
         return replace(choice, small_path=Path.JVM, reason=f"{choice.reason}; the other keys {JVM_REASON}")
-    if choice.under_jvm_bound:
+    if choice.big_key_ruled_out:
         return replace(choice, path=Path.JVM, reason=f"{JVM_REASON}; {choice.reason}")
     return replace(choice, path=Path.JVM, reason=JVM_REASON)
 

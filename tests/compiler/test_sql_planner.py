@@ -254,6 +254,17 @@ def test_a_statement_that_only_counts_keeps_keys_up_to_the_jvm_bound_on_the_jvm_
     assert (open_room.path, open_room.small_path) == (Path.STREAMING, Path.JVM)
 
 
+def test_positional_markers_keep_every_key_on_the_jvm_path_saying_why() -> None:
+    """Room for a big key whose keys cannot be counted as the statement runs (positional
+    markers would be read twice): every key on the JVM path, and EXPLAIN says why none splits."""
+    marked = statement_path(COUNTED, SESSION, SourceSize(rows=JVM_COUNT_ROWS + 1), markers=True)
+    assert (marked.path, marked.by_key_size) == (Path.JVM, None)
+    assert marked.describe() == (f"jvm ({JVM_REASON}; Spark's size estimate of the source ({JVM_COUNT_ROWS + 1:,} "
+                                 f"rows) leaves room for a key over {JVM_COUNT_ROWS:,} rows, but the keys cannot be "
+                                 "counted as the statement runs: its positional parameter markers (?) would be read "
+                                 "twice (named markers, :name, can))")
+
+
 def test_the_jvm_bound_is_a_setting_and_never_below_the_time_split() -> None:
     low = PlanSettings(session=True, jvm_rows=10)
     assert key_threshold(COUNTED, low) == SPLIT_ROWS
