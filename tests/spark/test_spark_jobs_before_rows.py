@@ -26,6 +26,7 @@ from sparkseq.running.execution_paths import PATH_CONF, SPLIT_ROWS_CONF, STREAM_
 from sql_rewrites.syntax.dialect import SparkSeq, parse_statement
 from tests.spark.test_spark_cube_paths import ROLLUP, SECTORS, ordered
 from tests.spark.test_spark_timesplit import assert_same_rows
+from tests.support.sql_cases import jobs_started
 
 WITHIN = ("SELECT * FROM jobs_events AS e MATCH_AGGREGATE (PARTITION BY e.k ORDER BY ts PATTERN SEQ(A, !N, B) "
           "DEFINE A AS kind = 'A', N AS kind = 'N', B AS kind = 'B' MEASURES COUNT(*) AS n, SUM(B.v) AS sv, "
@@ -47,14 +48,15 @@ def events(spark: SparkSession) -> str:
 
 
 def jobs_during(spark: SparkSession, action: Callable[[], Any]) -> tuple[Any, int]:
-    """``action()``'s value (or the exception it raised) and how many Spark jobs it started."""
-    tracker = spark.sparkContext.statusTracker()
-    before = set(tracker.getJobIdsForGroup(None))
+    """``action()``'s value (or the exception it raised) and how many Spark jobs it started,
+    counted once the listener bus has caught up before and after it (a job of an earlier
+    action is not counted late, nor one of this action missed)."""
+    before = jobs_started(spark)
     try:
         value = action()
     except Exception as exc:  # noqa: BLE001 - the caller asserts on it
         value = exc
-    return value, len(set(tracker.getJobIdsForGroup(None)) - before)
+    return value, jobs_started(spark) - before
 
 
 def by_api(spark: SparkSession, text: str) -> DataFrame:
