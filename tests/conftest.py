@@ -1,5 +1,6 @@
 """Shared fixtures: one local SparkSession per pytest process (it takes ~15 s to start);
-the hypothesis profiles; how pytest-xdist (``--dist loadgroup``, .ci/test) splits the suite."""
+the hypothesis profiles; how pytest-xdist (``--dist loadfile``, .ci/test) splits the suite;
+the class-data archive of the tests' JVMs."""
 
 from __future__ import annotations
 
