@@ -41,7 +41,7 @@ from tests.kernels.test_kernel_oracle import events, plans
 from tests.support import oracle
 from tests.support.doubles import same_double
 from tests.support.spark_cases import assert_same, events_frame, expected, got
-from tests.support.sql_cases import select_sql
+from tests.support.sql_cases import jobs_started, select_sql
 from udafs.plan import CountType, Element, Measure, MeasureKind, Plan
 
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
@@ -349,16 +349,23 @@ def test_big_keys_keep_the_time_split_and_the_others_run_in_the_jvm(spark, path_
 
 
 @pytest.mark.parametrize("value", ["many", "0", "-6000000", "1.5"])
-def test_a_count_rows_setting_that_is_no_positive_integer_is_refused_by_name(spark, path_conf: None,
+def test_a_count_rows_setting_that_is_no_positive_integer_is_refused_by_name(spark, path_conf: None, big: str,
                                                                              value: str) -> None:
     """``sparkseq.jvm.countRows`` as the other row settings: a positive integer (``_`` allowed),
-    else the statement and its EXPLAIN fail naming the setting and the value given."""
+    else the statement and its EXPLAIN fail naming the setting and the value given — through
+    plain ``spark.sql`` (the parser extension) too, before any job."""
     text = BIG.format(pattern="A, A", count_type="", within="")
+    message = f"sparkseq.jvm.countRows must be a positive integer, got '{value}'"
     spark.conf.set(JVM_ROWS_CONF, value)
     try:
         for run in (lambda: sparkseq.explain(spark, text), lambda: sparkseq.sql(spark, text)):
-            with pytest.raises(ValueError, match=f"^sparkseq.jvm.countRows must be a positive integer, got '{value}'$"):
+            with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
                 run()
+        before = jobs_started(spark)
+        with pytest.raises(Exception) as caught:  # noqa: PT011 - Spark's own class carries our message
+            spark.sql(text).collect()
+        assert message in str(caught.value) and "Traceback" not in str(caught.value), str(caught.value)[:2000]
+        assert jobs_started(spark) == before
         spark.conf.set(JVM_ROWS_CONF, "6_000_000")
         assert "path          jvm (counted in the JVM" in sparkseq.explain(spark, text)
     finally:
