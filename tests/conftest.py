@@ -185,9 +185,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         scale_examples(items, DEEP_EXAMPLES_FACTOR)
     elif profile == "ci":
         with_spark = [item for item in items if "spark" in getattr(item, "fixturenames", ())]
+        without = [item for item in items if "spark" not in getattr(item, "fixturenames", ())]
         scale_examples(with_spark, 1, CI_SPARK_EXAMPLES_DIVISOR)
-        spark_ids = {id(item) for item in with_spark}
-        scale_examples([item for item in items if id(item) not in spark_ids], 1, CI_EXAMPLES_DIVISOR)
+        scale_examples(without, 1, CI_EXAMPLES_DIVISOR)
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -40,7 +40,8 @@ SCHEMA = "g INT, ts TIMESTAMP, mask BIGINT, i BIGINT, f DOUBLE, s DOUBLE"
 
 def json_time(seconds: int) -> str:
     """The event time ``seconds`` after :data:`T0` as a JSON event file writes it (ISO 8601, UTC)."""
-    return (datetime(2024, 1, 1, tzinfo=timezone.utc) + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    epoch = datetime(1970, 1, 1, tzinfo=timezone.utc)
+    return (epoch + timedelta(microseconds=T0, seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass
