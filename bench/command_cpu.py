@@ -46,10 +46,12 @@ def kind(cmdline: str) -> str:
         return f"java {app.group(1) if app else main.rsplit('.', 1)[-1]}"
     if "python" in os.path.basename(words[0]):
         rest = words[1:]
-        while rest and rest[0].startswith("-") and rest[0] != "-m":
+        while rest and rest[0].startswith("-") and rest[0] not in ("-m", "-c"):
             rest = rest[1:]
         if rest[:1] == ["-m"] and len(rest) > 1:
             return f"python -m {rest[1]}"
+        if rest[:1] == ["-c"]:  # e.g. a pytest-xdist worker
+            return "python -c"
         return f"python {os.path.basename(rest[0]) if rest else ''}".rstrip()
     return os.path.basename(words[0])
 
@@ -78,9 +80,11 @@ def run(command: list[str], env: dict[str, str]) -> tuple[float, float, int, dic
                 ticks[key] = max(ticks.get(key, 0), int(fields[11]) + int(fields[12]))
                 try:
                     with open(f"/proc/{entry}/cmdline", "rb") as raw:
-                        kinds[key] = kind(raw.read().replace(b"\0", b" ").decode(errors="replace"))
+                        cmdline = raw.read().replace(b"\0", b" ").decode(errors="replace")
                 except OSError:
-                    kinds.setdefault(key, "?")
+                    cmdline = ""
+                if cmdline.strip() or key not in kinds:  # an exiting process shows none
+                    kinds[key] = kind(cmdline)
 
     while process.poll() is None:
         sample()
