@@ -41,8 +41,7 @@ def kind(cmdline: str) -> str:
         return "?"
     if os.path.basename(words[0]) == "java":
         app = re.search(r"spark\.app\.name=(\S+)", cmdline)
-        main = next((w for w in words[1:] if re.fullmatch(r"[a-z]\w*(\.\w+)+", w) and "." in w
-                     and not w.endswith(".jar")), "?")
+        main = next((w for w in words[1:] if re.fullmatch(r"[a-z]\w*(\.\w+)+", w) and not w.endswith(".jar")), "?")
         return f"java {app.group(1) if app else main.rsplit('.', 1)[-1]}"
     if "python" in os.path.basename(words[0]):
         rest = words[1:]
@@ -90,12 +89,12 @@ def run(command: list[str], env: dict[str, str]) -> tuple[float, float, int, dic
         sample()
         time.sleep(SAMPLE_S)
     sample()  # what the session left running
-    by_kind: dict[str, list[float]] = collections.defaultdict(lambda: [0, 0.0])
-    for key, used in ticks.items():
-        by_kind[kinds[key]][0] += 1
-        by_kind[kinds[key]][1] += used / tick
+    processes = collections.Counter(kinds[key] for key in ticks)
+    used = collections.Counter[str]()
+    for key, seen in ticks.items():
+        used[kinds[key]] += seen / tick
     return (time.perf_counter() - started, sum(ticks.values()) / tick, process.returncode,
-            {name: (int(n), cpu) for name, (n, cpu) in by_kind.items()})
+            {name: (count, used[name]) for name, count in processes.items()})
 
 
 def variant(text: str) -> tuple[str, dict[str, str]]:
@@ -121,12 +120,13 @@ def main() -> None:
             print(f"round {round_number + 1} {name}: {wall:.1f} s wall, {cpu:.1f} CPU-s, exit {code}", flush=True)
             if arguments.by_process and round_number == arguments.rounds - 1:
                 for what, (count, used) in sorted(by_kind.items(), key=lambda item: -item[1][1]):
-                    print(f"    {used:8.1f} CPU-s {used / cpu:6.1%} {count:4d} x {what}", flush=True)
+                    print(f"    {used:8.1f} CPU-s {used / cpu if cpu else 0:6.1%} {count:4d} x {what}", flush=True)
     first = statistics.median(cpu for _, cpu in seen[arguments.variant[0][0]])
     for name, runs in seen.items():
         cpu = statistics.median(c for _, c in runs)
+        ratio = f"{cpu / first:.2f}x" if first else "-"  # a command too short to sample shows no CPU
         print(f"{name}: median {statistics.median(w for w, _ in runs):.1f} s wall, {cpu:.1f} CPU-s, "
-              f"{cpu / first:.2f}x the first's CPU")
+              f"{ratio} the first's CPU")
 
 
 if __name__ == "__main__":
