@@ -48,8 +48,14 @@ CI_SPARK_EXAMPLES_DIVISOR = 3
 #: a server of the tests filled it (the Connect server of test_connect_server.py, after the
 #: API cases: 53 MB used with 240 MB) and then flushed and recompiled code all along: with
 #: 240 MB that server took 48 CPU-s instead of 62 (medians of 2, alternated); the suite's
-#: session, C1 only too, runs longer still. Options separated by spaces.
-SUBPROCESS_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
+#: session, C1 only too, runs longer still.
+#: The serial collector, not G1 (the JVM's choice on 2 cores): the tests' heaps are small and
+#: their garbage short-lived, and G1's concurrent marking and write barriers cost more than
+#: the pauses they avoid — the suite's session over four Spark files spent 16 CPU-s in G1's
+#: threads, 5.5 in the serial collector's; six files, three of them starting subprocess JVMs,
+#: 303.9 -> 265.7 CPU-s (0.87x, medians of 2, alternated; docs/measurements.md). The
+#: class-data archive maps under either collector. Options separated by spaces.
+SUBPROCESS_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+UseSerialGC"
 #: The user's own ``SPARK_SUBMIT_OPTS``, kept for the pytest-xdist workers: they inherit the
 #: environment the first pytest process has already given the test JVMs' options.
 _USER_OPTS_ENV = "SPARKSEQ_TESTS_USER_SUBMIT_OPTS"
