@@ -53,8 +53,9 @@ CI_SPARK_EXAMPLES_DIVISOR = 3
 #: their garbage short-lived, and G1's concurrent marking and write barriers cost more than
 #: the pauses they avoid — the suite's session over four Spark files spent 16 CPU-s in G1's
 #: threads, 5.5 in the serial collector's; six files, three of them starting subprocess JVMs,
-#: 303.9 -> 265.7 CPU-s (0.87x, medians of 2, alternated; docs/measurements.md). The
-#: class-data archive maps under either collector. Options separated by spaces.
+#: 303.9 -> 265.7 CPU-s (0.87x, medians of 2, alternated); the whole suite, whose JVMs are
+#: many and short, 0.96x (one round each; docs/measurements.md). The class-data archive maps
+#: under either collector. Options separated by spaces.
 SUBPROCESS_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+UseSerialGC"
 #: The user's own ``SPARK_SUBMIT_OPTS``, kept for the pytest-xdist workers: they inherit the
 #: environment the first pytest process has already given the test JVMs' options.
