@@ -170,8 +170,9 @@ def _process_environment(where: cluster.Master) -> None:
     if where.kind is cluster.MasterKind.LOCAL:  # local workers inherit the JVM's environment, which inherits ours
         for key, value in WORKER_MALLOC.items():
             os.environ.setdefault(key, value)
-    elif where.kind is cluster.MasterKind.LOCAL_CLUSTER:  # its executors' files, else in pyspark's install
-        os.environ.setdefault("SPARK_WORKER_DIR", str(scratch_dir() / "work"))
+    # (local-cluster's executors write their files under $SPARK_HOME/work/<application id>:
+    # Spark's LocalSparkCluster gives its workers no work directory and reads no
+    # SPARK_WORKER_DIR)
 
 
 class ParserExtensionWarning(UserWarning):

@@ -14,6 +14,7 @@ the tests' local one is already running.
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -48,7 +49,11 @@ def main(out: Path, kill_file: Path, bare_python: str, executor_jvm_options: str
     report["kill_consumed"] = not kill_file.exists()
     report["worker_paths"] = spark.sparkContext.parallelize([0], 1).map(_worker_path).collect()[0]
     report["bare_workers"] = _check_with(spark, bare_python)
+    # the executors' files (their stderr), which local-cluster's workers put under the JVM's SPARK_HOME
+    executor_files = Path(spark.sparkContext._jvm.java.lang.System.getenv("SPARK_HOME") or ".", "work",
+                          spark.sparkContext.applicationId)
     spark.stop()
+    shutil.rmtree(executor_files, ignore_errors=True)
     out.write_text(json.dumps(report))
 
 
