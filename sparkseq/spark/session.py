@@ -165,14 +165,15 @@ def progress_conf(display: progress_display.Display) -> dict[str, str]:
 
 
 def _process_environment(where: cluster.Master) -> None:
-    """Environment variables the JVM about to start (and what it starts) inherit."""
+    """Environment variables the JVM about to start (and what it starts) inherit.
+
+    (None places local-cluster's executor files: Spark's LocalSparkCluster gives its workers
+    no work directory and reads no ``SPARK_WORKER_DIR``, so they go under
+    ``$SPARK_HOME/work/<application id>``.)"""
     cluster.python_environment(where, _ROOT)
     if where.kind is cluster.MasterKind.LOCAL:  # local workers inherit the JVM's environment, which inherits ours
         for key, value in WORKER_MALLOC.items():
             os.environ.setdefault(key, value)
-    # (local-cluster's executors write their files under $SPARK_HOME/work/<application id>:
-    # Spark's LocalSparkCluster gives its workers no work directory and reads no
-    # SPARK_WORKER_DIR)
 
 
 class ParserExtensionWarning(UserWarning):

@@ -23,6 +23,7 @@ from pyspark.sql import SparkSession
 
 import sparkseq
 from sparkseq.spark import cluster
+from sparkseq.spark.gateway import jvm
 from sparkseq.spark.jvm_path import jvm_path_missing
 from sparkseq.spark.session import JIT_HUGE_METHODS
 from tests.spark import cluster_cases
@@ -50,7 +51,7 @@ def main(out: Path, kill_file: Path, bare_python: str, executor_jvm_options: str
     report["worker_paths"] = spark.sparkContext.parallelize([0], 1).map(_worker_path).collect()[0]
     report["bare_workers"] = _check_with(spark, bare_python)
     # the executors' files (their stderr), which local-cluster's workers put under the JVM's SPARK_HOME
-    executor_files = Path(spark.sparkContext._jvm.java.lang.System.getenv("SPARK_HOME") or ".", "work",
+    executor_files = Path(jvm(spark).java.lang.System.getenv("SPARK_HOME") or ".", "work",
                           spark.sparkContext.applicationId)
     spark.stop()
     shutil.rmtree(executor_files, ignore_errors=True)
